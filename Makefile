@@ -1,0 +1,58 @@
+# Every target installs what it needs into .venv first; re-running is quick.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+REPO := model_repository
+HTTP_PORT ?= 8000
+GRPC_PORT ?= 8001
+METRICS_PORT ?= 8002
+HOST ?= 127.0.0.1
+PYTEST_ARGS ?=
+
+.PHONY: help setup models demo test serve bench bench-resnet50 lint format clean
+
+help: ## List the targets
+	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
+	@touch $@
+
+setup: $(STAMP) ## Create .venv with every dependency (idempotent)
+
+$(REPO)/resnet50_model/1/model.onnx: $(STAMP) build_engines/*.py
+	$(PY) -m build_engines resnet50
+
+models: $(REPO)/resnet50_model/1/model.onnx ## Build every model into model_repository/
+
+demo: models ## The main job: build, serve, call every model, short load test, results table
+	$(PY) demo.py
+
+test: models ## Run the test suite against a real Triton server
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+serve: models ## Run the embedded Triton in the foreground (HTTP_PORT, GRPC_PORT, METRICS_PORT, HOST)
+	$(PY) -m server serve --model-repository $(REPO) --host $(HOST) \
+		--http-port $(HTTP_PORT) --grpc-port $(GRPC_PORT) --metrics-port $(METRICS_PORT)
+
+bench-resnet50: models ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/resnet50.md
+	$(PY) -m benchmarks.resnet50
+
+bench: bench-resnet50 ## Run every benchmark
+
+lint: $(STAMP) ## ruff, and check that server-side Python runs on the container's 3.10
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/backends
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean: ## Remove built models, logs and reports (keeps .venv)
+	find $(REPO) -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+	rm -rf logs reports

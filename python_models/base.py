@@ -1,0 +1,133 @@
+"""The one base class behind every python-backend model in this project.
+
+Why a base: Triton's python backend hands ``execute`` a list of requests. An
+exception raised from ``execute`` fails *all* of them, so bad input must instead
+become an error on that request's own response while the rest of the batch is
+served. The base does that bookkeeping once; subclasses only transform arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from python_models.parameters import ModelParameters
+
+try:  # Present only inside Triton's python stub.
+    import triton_python_backend_utils as pb_utils
+except ImportError:  # pragma: no cover - pure functions stay importable for tests
+    pb_utils = None
+
+Arrays = dict[str, np.ndarray]
+
+
+class InvalidInput(ValueError):
+    """The request's content is wrong; reported as INVALID_ARG on that request only."""
+
+
+def error_response(exc: BaseException) -> Any:
+    """An InferenceResponse carrying an error, with the code that fits the exception."""
+    if isinstance(exc, InvalidInput):
+        code = pb_utils.TritonError.INVALID_ARG
+        message = str(exc)
+    else:
+        code = pb_utils.TritonError.INTERNAL
+        message = f"{type(exc).__name__}: {exc}"
+    return pb_utils.InferenceResponse(error=pb_utils.TritonError(message, code))
+
+
+def array_response(outputs: Arrays, dtypes: dict[str, np.dtype]) -> Any:
+    tensors = [
+        pb_utils.Tensor(name, np.ascontiguousarray(value, dtype=dtypes.get(name, value.dtype)))
+        for name, value in outputs.items()
+    ]
+    return pb_utils.InferenceResponse(output_tensors=tensors)
+
+
+class PythonModel:
+    """Parse the config once; isolate errors per request.
+
+    Subclasses override :meth:`setup` (load resources) and either
+    :meth:`process_one` (one request's arrays in, arrays out) or
+    :meth:`process_batch` (all requests of an execute call at once, for models
+    that gain from batching across requests, such as tokenizers).
+    """
+
+    logger = logging.getLogger("python_models")
+
+    def initialize(self, args: dict[str, str]) -> None:
+        self.model_config: dict[str, Any] = json.loads(args["model_config"])
+        self.model_name: str = args["model_name"]
+        self.version_dir = Path(args["model_repository"]) / args["model_version"]
+        self.params = ModelParameters.from_config(self.model_config)
+        self.max_batch_size = int(self.model_config.get("max_batch_size", 0))
+        self.input_names = [spec["name"] for spec in self.model_config.get("input", [])]
+        self.optional_inputs = {
+            spec["name"] for spec in self.model_config.get("input", []) if spec.get("optional")
+        }
+        self.output_dtypes = {
+            spec["name"]: np.dtype(pb_utils.triton_string_to_numpy(spec["data_type"]))
+            for spec in self.model_config.get("output", [])
+        }
+        self.setup()
+
+    def setup(self) -> None:
+        """Load resources; parameters are in ``self.params``."""
+
+    def read_inputs(self, request: Any) -> Arrays:
+        arrays: Arrays = {}
+        for name in self.input_names:
+            tensor = pb_utils.get_input_tensor_by_name(request, name)
+            if tensor is None:
+                if name in self.optional_inputs:
+                    continue
+                raise InvalidInput(f"missing input '{name}'")
+            arrays[name] = tensor.as_numpy()
+        return arrays
+
+    def process_one(self, inputs: Arrays) -> Arrays:
+        raise NotImplementedError
+
+    def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
+        """Default: one request at a time, each failure kept to its own request."""
+        results: list[Arrays | Exception] = []
+        for inputs in batch:
+            try:
+                results.append(self.process_one(inputs))
+            except Exception as exc:  # noqa: BLE001 - reported on this request only
+                results.append(self._note(exc))
+        return results
+
+    def execute(self, requests: list[Any]) -> list[Any]:
+        responses: list[Any] = [None] * len(requests)
+        pending: list[tuple[int, Arrays]] = []
+        for index, request in enumerate(requests):
+            try:
+                pending.append((index, self.read_inputs(request)))
+            except Exception as exc:  # noqa: BLE001
+                responses[index] = error_response(self._note(exc))
+        if pending:
+            try:
+                results = self.process_batch([inputs for _, inputs in pending])
+            except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
+                results = [self._note(exc)] * len(pending)
+            for (index, _), result in zip(pending, results):
+                responses[index] = (
+                    error_response(result)
+                    if isinstance(result, Exception)
+                    else array_response(result, self.output_dtypes)
+                )
+        return responses
+
+    def _note(self, exc: Exception) -> Exception:
+        if not isinstance(exc, InvalidInput):
+            self.logger.error("%s: %s", self.model_name, traceback.format_exc())
+        return exc
+
+    def finalize(self) -> None:
+        """Release resources; nothing by default."""

@@ -1,0 +1,23 @@
+"""Run a real Triton Inference Server: the container's, or the one in the nvidia-pytriton wheel."""
+
+from server.errors import (
+    BinaryNotFoundError,
+    ModelLoadError,
+    PortInUseError,
+    ServerError,
+    ServerExitedError,
+    StartupTimeoutError,
+)
+from server.launcher import ServerConfig, TritonServer, free_port
+
+__all__ = [
+    "BinaryNotFoundError",
+    "ModelLoadError",
+    "PortInUseError",
+    "ServerConfig",
+    "ServerError",
+    "ServerExitedError",
+    "StartupTimeoutError",
+    "TritonServer",
+    "free_port",
+]

@@ -1,0 +1,102 @@
+"""A Python-based ``onnxruntime`` backend for the embedded Triton server.
+
+The nvidia-pytriton wheel ships only the python backend. Triton loads any
+``<backend-dir>/<name>/model.py`` as a backend called ``<name>``, so this file
+serves every model whose config says ``platform: "onnxruntime_onnx"`` or
+``backend: "onnxruntime"``. The official container has the native C++ backend
+of the same name and never sees this file, so one config.pbtxt serves both.
+
+Honoured from config.pbtxt: ``max_batch_size``, input/output names and dtypes,
+``default_model_filename``, ``instance_group`` (Triton starts one stub, so one
+session, per instance) and the native backend's parameters
+``intra_op_thread_count``, ``inter_op_thread_count`` and ``execution_mode``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import onnxruntime as ort
+
+from python_models.base import Arrays, InvalidInput, PythonModel
+
+
+class TritonPythonModel(PythonModel):
+    def setup(self) -> None:
+        filename = self.model_config.get("default_model_filename") or "model.onnx"
+        path = self.version_dir / filename
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found; build it with `python -m build_engines`")
+        self.session = ort.InferenceSession(
+            str(path), self._session_options(), providers=["CPUExecutionProvider"]
+        )
+        self.onnx_input_dtypes = {
+            node.name: _ORT_TO_NUMPY.get(node.type, np.float32) for node in self.session.get_inputs()
+        }
+        missing = set(self.input_names) - set(self.onnx_input_dtypes)
+        if missing:
+            raise ValueError(f"config inputs {sorted(missing)} are not inputs of {filename}")
+        self.output_names = list(self.output_dtypes)
+
+    def _session_options(self) -> ort.SessionOptions:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.params.int("intra_op_thread_count", 0)
+        options.inter_op_num_threads = self.params.int("inter_op_thread_count", 0)
+        if self.params.int("execution_mode", 0) == 1:
+            options.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        return options
+
+    def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
+        """Run requests of equal non-batch shape as one session call; split the results."""
+        if self.max_batch_size == 0:
+            return [self._run_isolated([inputs])[0] for inputs in batch]
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for index, inputs in enumerate(batch):
+            groups[tuple((name, inputs[name].shape[1:]) for name in sorted(inputs))].append(index)
+        results: list[Arrays | Exception] = [InvalidInput("not run")] * len(batch)
+        for indices in groups.values():
+            for index, result in zip(indices, self._run_isolated([batch[i] for i in indices])):
+                results[index] = result
+        return results
+
+    def _run_isolated(self, group: list[Arrays]) -> list[Arrays | Exception]:
+        try:
+            return self._run(group)
+        except Exception as exc:  # noqa: BLE001 - reported on these requests only
+            return [self._note(exc)] * len(group)
+
+    def _run(self, group: list[Arrays]) -> list[Arrays]:
+        feed = {
+            name: _stack([inputs[name] for inputs in group], self.max_batch_size).astype(
+                self.onnx_input_dtypes[name], copy=False
+            )
+            for name in group[0]
+        }
+        outputs = dict(zip(self.output_names, self.session.run(self.output_names, feed)))
+        if self.max_batch_size == 0:
+            return [outputs]
+        sizes = [next(iter(inputs.values())).shape[0] for inputs in group]
+        bounds = np.cumsum(sizes)[:-1]
+        split = {name: np.split(value, bounds) for name, value in outputs.items()}
+        return [{name: parts[i] for name, parts in split.items()} for i in range(len(group))]
+
+
+def _stack(arrays: list[np.ndarray], max_batch_size: int) -> np.ndarray:
+    if max_batch_size == 0 or len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate(arrays, axis=0)
+
+
+_ORT_TO_NUMPY = {
+    "tensor(float)": np.float32,
+    "tensor(float16)": np.float16,
+    "tensor(double)": np.float64,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(int16)": np.int16,
+    "tensor(int8)": np.int8,
+    "tensor(uint8)": np.uint8,
+    "tensor(bool)": np.bool_,
+}

@@ -1,0 +1,284 @@
+"""Start, wait for and stop a tritonserver process (in the spirit of pytriton's wrapper)."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import errno
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from server.binary import (
+    PROJECT_ROOT,
+    TritonInstallation,
+    assemble_backend_dir,
+    find_installation,
+    server_environment,
+)
+from server.errors import (
+    ModelLoadError,
+    PortInUseError,
+    ServerExitedError,
+    StartupTimeoutError,
+)
+
+_LOAD_FAILURE = re.compile(r"failed to load '(?P<model>[^']+)' version \d+: (?P<reason>.*)$")
+_TABLE_FAILURE = re.compile(r"^\|\s*(?P<model>\S+)\s*\|\s*\d+\s*\|\s*UNAVAILABLE: (?P<reason>.*?)\s*\|$")
+
+
+@dataclass
+class ServerConfig:
+    """How to run tritonserver. Ports of 0 are replaced by free ones at start."""
+
+    model_repository: Path = PROJECT_ROOT / "model_repository"
+    host: str = "127.0.0.1"
+    http_port: int = 8000
+    grpc_port: int = 8001
+    metrics_port: int = 8002
+    startup_timeout_s: float = 180.0
+    exit_timeout_s: int = 10
+    log_file: Path | None = None
+    log_verbose: int = 0
+    extra_args: list[str] = field(default_factory=list)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def check_port_free(host: str, port: int, purpose: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise PortInUseError(
+                    f"{purpose} port {port} on {host} is already in use; stop the other "
+                    f"process or choose another port (e.g. {purpose.upper()}_PORT=...)"
+                ) from exc
+            raise
+
+
+def _die_with_parent() -> None:
+    """Runs in the child: the kernel sends SIGTERM if the launching process dies."""
+    os.setsid()
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def parse_load_failures(log_text: str) -> dict[str, str]:
+    """Triton's per-model load errors, from its log, keyed by model name."""
+    failures: dict[str, str] = {}
+    for line in log_text.splitlines():
+        line = line.rstrip()
+        match = _LOAD_FAILURE.search(line) or _TABLE_FAILURE.match(line)
+        if match:
+            failures.setdefault(match["model"], match["reason"].strip())
+    return failures
+
+
+class TritonServer:
+    """A running tritonserver; use as a context manager so it always stops."""
+
+    def __init__(self, config: ServerConfig | None = None) -> None:
+        self.config = config or ServerConfig()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self.installation: TritonInstallation | None = None
+
+    # -- addresses ---------------------------------------------------------
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.config.host}:{self.config.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"grpc://{self.config.host}:{self.config.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.config.host}:{self.config.metrics_port}/metrics"
+
+    @property
+    def log_file(self) -> Path:
+        assert self.config.log_file is not None
+        return self.config.log_file
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> TritonServer:
+        cfg = self.config
+        self._assign_ports()
+        for purpose, port in (
+            ("http", cfg.http_port),
+            ("grpc", cfg.grpc_port),
+            ("metrics", cfg.metrics_port),
+        ):
+            check_port_free(cfg.host, port, purpose)
+        self.installation = find_installation()
+        self._workdir = Path(tempfile.mkdtemp(prefix="tritonserver-"))
+        backends = assemble_backend_dir(self.installation, self._workdir / "backends")
+        if cfg.log_file is None:
+            cfg.log_file = PROJECT_ROOT / "logs" / f"tritonserver-{cfg.http_port}.log"
+        cfg.log_file.parent.mkdir(parents=True, exist_ok=True)
+        command = self._command(backends)
+        with open(cfg.log_file, "wb") as log:
+            log.write(("$ " + " ".join(command) + "\n").encode())
+            log.flush()
+            self._process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=server_environment(self.installation),
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - single-threaded at this point
+            )
+        atexit.register(self.stop)
+        try:
+            self._wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _assign_ports(self) -> None:
+        cfg = self.config
+        taken: set[int] = set()
+        for attr in ("http_port", "grpc_port", "metrics_port"):
+            if getattr(cfg, attr) == 0:
+                port = free_port(cfg.host)
+                while port in taken:
+                    port = free_port(cfg.host)
+                setattr(cfg, attr, port)
+            taken.add(getattr(cfg, attr))
+
+    def _command(self, backends: Path) -> list[str]:
+        assert self.installation is not None
+        cfg = self.config
+        return [
+            str(self.installation.binary),
+            f"--model-repository={Path(cfg.model_repository).resolve()}",
+            f"--backend-directory={backends}",
+            f"--http-address={cfg.host}",
+            f"--http-port={cfg.http_port}",
+            f"--grpc-address={cfg.host}",
+            f"--grpc-port={cfg.grpc_port}",
+            f"--metrics-address={cfg.host}",
+            f"--metrics-port={cfg.metrics_port}",
+            "--allow-metrics=true",
+            "--strict-readiness=true",
+            "--exit-on-error=true",
+            f"--exit-timeout-secs={cfg.exit_timeout_s}",
+            f"--log-verbose={cfg.log_verbose}",
+            *cfg.extra_args,
+        ]
+
+    def _wait_until_ready(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + self.config.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                self._raise_for_exit()
+            if self.is_ready():
+                return
+            time.sleep(0.2)
+        failures = parse_load_failures(self.read_log())
+        if failures:
+            raise ModelLoadError(failures, str(self.log_file))
+        raise StartupTimeoutError(
+            f"tritonserver not ready after {self.config.startup_timeout_s:.0f} s; "
+            f"see {self.log_file}"
+        )
+
+    def _raise_for_exit(self) -> None:
+        assert self._process is not None
+        log = self.read_log()
+        failures = parse_load_failures(log)
+        if failures:
+            raise ModelLoadError(failures, str(self.log_file))
+        tail = "\n".join(log.splitlines()[-15:])
+        raise ServerExitedError(
+            f"tritonserver exited with code {self._process.returncode} during start-up; "
+            f"log {self.log_file} ends with:\n{tail}"
+        )
+
+    def is_ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.http_url}/v2/health/ready", timeout=2) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def read_log(self) -> str:
+        if self.config.log_file is None or not self.config.log_file.exists():
+            return ""
+        return self.config.log_file.read_text(errors="replace")
+
+    def stop(self) -> None:
+        """SIGTERM the process group (server and python stubs), then SIGKILL after a grace."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=self.config.exit_timeout_s + 5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        if process is not None:
+            # Stubs live in the same process group; make sure none outlive the server.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.stop)
+
+    def __enter__(self) -> TritonServer:
+        return self.start() if self._process is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_foreground(config: ServerConfig) -> int:
+    """Serve until SIGINT/SIGTERM; for ``make serve``."""
+    server = TritonServer(config)
+    stop_requested = False
+
+    def _request_stop(signum: int, _frame: object) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGTERM, _request_stop)
+    signal.signal(signal.SIGINT, _request_stop)
+    with server:
+        print(f"tritonserver ready: {server.http_url} (HTTP), {server.grpc_url} (gRPC), "
+              f"{server.metrics_url} (metrics); log: {server.log_file}", flush=True)
+        print("Ctrl-C stops it.", flush=True)
+        while not stop_requested and server.is_running():
+            time.sleep(0.5)
+        if not server.is_running() and not stop_requested:
+            print(f"tritonserver exited; see {server.log_file}", file=sys.stderr)
+            return 1
+    return 0
