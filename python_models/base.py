@@ -99,7 +99,7 @@ class PythonModel:
         for inputs in batch:
             try:
                 results.append(self.process_one(inputs))
-            except Exception as exc:  # noqa: BLE001 - reported on this request only
+            except Exception as exc:
                 results.append(self._note(exc))
         return results
 
@@ -109,14 +109,14 @@ class PythonModel:
         for index, request in enumerate(requests):
             try:
                 pending.append((index, self.read_inputs(request)))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 responses[index] = error_response(self._note(exc))
         if pending:
             try:
                 results = self.process_batch([inputs for _, inputs in pending])
-            except Exception as exc:  # noqa: BLE001 - a bug must not take the server down
+            except Exception as exc:
                 results = [self._note(exc)] * len(pending)
-            for (index, _), result in zip(pending, results):
+            for (index, _), result in zip(pending, results, strict=False):
                 responses[index] = (
                     error_response(result)
                     if isinstance(result, Exception)

@@ -34,9 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http-port", type=int, default=_env_int("HTTP_PORT", 8000))
     serve.add_argument("--grpc-port", type=int, default=_env_int("GRPC_PORT", 8001))
     serve.add_argument("--metrics-port", type=int, default=_env_int("METRICS_PORT", 8002))
-    serve.add_argument("--log-file", type=Path, default=None, help="default logs/tritonserver-<port>.log")
+    serve.add_argument(
+        "--log-file", type=Path, default=None, help="default logs/tritonserver-<port>.log"
+    )
     serve.add_argument("--log-verbose", type=int, default=0)
-    serve.add_argument("--startup-timeout", type=float, default=300.0, help="seconds to wait for ready")
+    serve.add_argument(
+        "--startup-timeout", type=float, default=300.0, help="seconds to wait for ready"
+    )
     return parser
 
 

@@ -18,6 +18,7 @@ from server.errors import BinaryNotFoundError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PROJECT_BACKENDS = Path(__file__).resolve().parent / "backends"
+_PYCACHE = shutil.ignore_patterns("__pycache__")
 CONTAINER_BINARY = Path("/opt/tritonserver/bin/tritonserver")
 
 
@@ -33,7 +34,7 @@ class TritonInstallation:
 
 def _wheel_root() -> Path | None:
     try:
-        import pytriton  # noqa: PLC0415 - optional: only the embedded server needs it
+        import pytriton
     except ImportError:
         return None
     root = Path(pytriton.__file__).resolve().parent / "tritonserver"
@@ -81,13 +82,18 @@ def assemble_backend_dir(installation: TritonInstallation, dest: Path) -> Path:
     official container keeps its C++ onnxruntime backend.
     """
     dest.mkdir(parents=True, exist_ok=True)
-    for backend in sorted(installation.backends.iterdir()):
-        _link(backend, dest / backend.name)
     if installation.from_wheel:
         _add_python_stub(installation, dest / "python")
-    for backend in sorted(PROJECT_BACKENDS.iterdir()):
-        if backend.is_dir() and (backend / "model.py").exists() and not (dest / backend.name).exists():
+    else:
+        for backend in sorted(installation.backends.iterdir()):
             _link(backend, dest / backend.name)
+    for backend in sorted(PROJECT_BACKENDS.iterdir()):
+        if (
+            backend.is_dir()
+            and (backend / "model.py").exists()
+            and not (dest / backend.name).exists()
+        ):
+            shutil.copytree(backend, dest / backend.name, ignore=_PYCACHE)
     return dest
 
 
@@ -96,15 +102,19 @@ def _add_python_stub(installation: TritonInstallation, python_dir: Path) -> None
     if python_dir.is_symlink():
         python_dir.unlink()
     python_dir.mkdir(exist_ok=True)
+    # Copies, not links: Triton rejects a backend library whose real path lies
+    # outside the backend directory.
     for item in (installation.backends / "python").iterdir():
-        if item.name != "__pycache__":
-            _link(item, python_dir / item.name)
+        if item.is_file():
+            shutil.copy2(item, python_dir / item.name)
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     stub = installation.backends.parent / "python_backend_stubs" / version
     stub = stub / "triton_python_backend_stub"
     if not stub.exists():
-        raise BinaryNotFoundError(f"nvidia-pytriton has no python backend stub for Python {version}")
-    _link(stub, python_dir / stub.name)
+        raise BinaryNotFoundError(
+            f"nvidia-pytriton has no python backend stub for Python {version}"
+        )
+    shutil.copy2(stub, python_dir / stub.name)
 
 
 def _link(src: Path, dst: Path) -> None:

@@ -35,7 +35,9 @@ from server.errors import (
 )
 
 _LOAD_FAILURE = re.compile(r"failed to load '(?P<model>[^']+)' version \d+: (?P<reason>.*)$")
-_TABLE_FAILURE = re.compile(r"^\|\s*(?P<model>\S+)\s*\|\s*\d+\s*\|\s*UNAVAILABLE: (?P<reason>.*?)\s*\|$")
+_TABLE_FAILURE = re.compile(
+    r"^\|\s*(?P<model>\S+)\s*\|\s*\d+\s*\|\s*UNAVAILABLE: (?P<reason>.*?)\s*\|$"
+)
 
 
 @dataclass
@@ -89,7 +91,7 @@ def parse_load_failures(log_text: str) -> dict[str, str]:
         line = line.rstrip()
         match = _LOAD_FAILURE.search(line) or _TABLE_FAILURE.match(line)
         if match:
-            failures.setdefault(match["model"], match["reason"].strip())
+            failures.setdefault(match["model"], match["reason"].strip().rstrip('"'))
     return failures
 
 
@@ -146,7 +148,7 @@ class TritonServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=server_environment(self.installation),
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - single-threaded at this point
+                preexec_fn=_die_with_parent,
             )
         atexit.register(self.stop)
         try:
@@ -273,8 +275,11 @@ def run_foreground(config: ServerConfig) -> int:
     signal.signal(signal.SIGTERM, _request_stop)
     signal.signal(signal.SIGINT, _request_stop)
     with server:
-        print(f"tritonserver ready: {server.http_url} (HTTP), {server.grpc_url} (gRPC), "
-              f"{server.metrics_url} (metrics); log: {server.log_file}", flush=True)
+        print(
+            f"tritonserver ready: {server.http_url} (HTTP), {server.grpc_url} (gRPC), "
+            f"{server.metrics_url} (metrics); log: {server.log_file}",
+            flush=True,
+        )
         print("Ctrl-C stops it.", flush=True)
         while not stop_requested and server.is_running():
             time.sleep(0.5)

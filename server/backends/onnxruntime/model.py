@@ -32,7 +32,8 @@ class TritonPythonModel(PythonModel):
             str(path), self._session_options(), providers=["CPUExecutionProvider"]
         )
         self.onnx_input_dtypes = {
-            node.name: _ORT_TO_NUMPY.get(node.type, np.float32) for node in self.session.get_inputs()
+            node.name: _ORT_TO_NUMPY.get(node.type, np.float32)
+            for node in self.session.get_inputs()
         }
         missing = set(self.input_names) - set(self.onnx_input_dtypes)
         if missing:
@@ -57,14 +58,15 @@ class TritonPythonModel(PythonModel):
             groups[tuple((name, inputs[name].shape[1:]) for name in sorted(inputs))].append(index)
         results: list[Arrays | Exception] = [InvalidInput("not run")] * len(batch)
         for indices in groups.values():
-            for index, result in zip(indices, self._run_isolated([batch[i] for i in indices])):
+            group_results = self._run_isolated([batch[i] for i in indices])
+            for index, result in zip(indices, group_results, strict=True):
                 results[index] = result
         return results
 
     def _run_isolated(self, group: list[Arrays]) -> list[Arrays | Exception]:
         try:
             return self._run(group)
-        except Exception as exc:  # noqa: BLE001 - reported on these requests only
+        except Exception as exc:
             return [self._note(exc)] * len(group)
 
     def _run(self, group: list[Arrays]) -> list[Arrays]:
@@ -74,7 +76,8 @@ class TritonPythonModel(PythonModel):
             )
             for name in group[0]
         }
-        outputs = dict(zip(self.output_names, self.session.run(self.output_names, feed)))
+        values = self.session.run(self.output_names, feed)
+        outputs = dict(zip(self.output_names, values, strict=True))
         if self.max_batch_size == 0:
             return [outputs]
         sizes = [next(iter(inputs.values())).shape[0] for inputs in group]

@@ -1,0 +1,1 @@
+"""Build Triton model repositories: ONNX export, verification, precision, TensorRT plans."""

