@@ -1,0 +1,101 @@
+"""Turn user values into request tensors and response tensors into typed results.
+
+Pure functions shared by the sync and async clients, so both protocols and both
+styles encode and decode identically.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+import numpy as np
+
+from client.types import Classification, Prediction
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+ImageInput = Union[bytes, bytearray, str, "os.PathLike[str]", "Image.Image"]
+MAX_TOP_K = 5
+
+
+@dataclass(frozen=True)
+class Call:
+    """One inference: the model, its named input arrays and the outputs wanted."""
+
+    model: str
+    inputs: Mapping[str, np.ndarray]
+    outputs: tuple[str, ...]
+
+
+def image_bytes(image: ImageInput) -> bytes:
+    """Bytes are sent as they are; a path is read; a PIL image is encoded as PNG (lossless)."""
+    if isinstance(image, (bytes, bytearray)):
+        return bytes(image)
+    if isinstance(image, (str, os.PathLike)):
+        return Path(image).read_bytes()
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _bytes_tensor(value: bytes) -> np.ndarray:
+    # np.object_ keeps trailing zero bytes that np.bytes_ would strip.
+    return np.array([[value]], dtype=np.object_)
+
+
+def classify_call(image: ImageInput, top_k: int, model: str = "resnet50") -> Call:
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}")
+    return Call(
+        model, {"IMAGE": _bytes_tensor(image_bytes(image))}, ("CLASS_IDS", "SCORES", "LABELS")
+    )
+
+
+def parse_classification(outputs: Mapping[str, np.ndarray], top_k: int) -> Classification:
+    ids = outputs["CLASS_IDS"].reshape(-1)[:top_k]
+    scores = outputs["SCORES"].reshape(-1)[:top_k]
+    labels = outputs["LABELS"].reshape(-1)[:top_k]
+    return Classification(
+        tuple(
+            Prediction(int(i), _text(label), float(s))
+            for i, s, label in zip(ids, scores, labels, strict=True)
+        )
+    )
+
+
+def embed_call(text: str | bytes, model: str = "bert") -> Call:
+    return Call(model, {"TEXT": _bytes_tensor(_utf8(text))}, ("EMBEDDING",))
+
+
+def parse_embedding(outputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    return outputs["EMBEDDING"].reshape(-1).astype(np.float32, copy=False)
+
+
+def translate_call(
+    text: str | bytes, beam_size: int | None, max_length: int | None, model: str = "nmt"
+) -> Call:
+    inputs: dict[str, np.ndarray] = {"TEXT": _bytes_tensor(_utf8(text))}
+    if beam_size is not None:
+        inputs["BEAM_SIZE"] = np.array([[beam_size]], dtype=np.int32)
+    if max_length is not None:
+        inputs["MAX_LENGTH"] = np.array([[max_length]], dtype=np.int32)
+    return Call(model, inputs, ("TRANSLATION",))
+
+
+def parse_translation(outputs: Mapping[str, np.ndarray]) -> str:
+    return _text(outputs["TRANSLATION"].reshape(-1)[0])
+
+
+def _utf8(text: str | bytes) -> bytes:
+    """Strings are UTF-8 encoded; bytes pass through untouched (the server validates them)."""
+    return text if isinstance(text, bytes) else text.encode("utf-8")
+
+
+def _text(value: object) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
