@@ -1,0 +1,26 @@
+# One-shot image that compiles the TensorRT plans on the deployment host's GPU.
+# It starts FROM the serving image's base so the TensorRT that builds the plans is the
+# TensorRT that deserialises them (a plan only loads on the version that built it).
+# Build context: the repository root (docker-compose.yml sets it).
+ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:24.10-py3
+FROM ${TRITON_IMAGE}
+
+# The Triton image ships the TensorRT libraries but not the TensorRT Python package.
+# 24.10 has TensorRT 10.5; check_tensorrt_version.py fails the build if they disagree.
+ARG TENSORRT_VERSION=10.5.0
+
+COPY docker/requirements-build.txt /tmp/requirements-build.txt
+RUN python3 -m pip install --no-cache-dir -r /tmp/requirements-build.txt \
+        "tensorrt-cu12==${TENSORRT_VERSION}" \
+    && rm /tmp/requirements-build.txt
+
+COPY docker/check_tensorrt_version.py /opt/triton-kit/docker/check_tensorrt_version.py
+RUN python3 /opt/triton-kit/docker/check_tensorrt_version.py
+
+COPY build_engines /opt/triton-kit/build_engines
+COPY python_models /opt/triton-kit/python_models
+ENV PYTHONPATH=/opt/triton-kit
+WORKDIR /opt/triton-kit
+
+ENTRYPOINT ["python3", "-m", "build_engines"]
+CMD ["all", "--engine", "tensorrt", "--output-repository", "/models"]

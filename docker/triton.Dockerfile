@@ -1,0 +1,20 @@
+# The serving image: the official Triton 24.10 container (Triton 2.51, TensorRT 10.5,
+# Python 3.10 in the python backend) plus what the python-backend models import.
+# Build context: the repository root (docker-compose.yml sets it).
+ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:24.10-py3
+FROM ${TRITON_IMAGE}
+
+COPY docker/requirements-triton.txt /tmp/requirements-triton.txt
+RUN python3 -m pip install --no-cache-dir -r /tmp/requirements-triton.txt \
+    && rm /tmp/requirements-triton.txt
+
+# Every model_repository/<model>/1/model.py is a one-line import from python_models;
+# the python backend's stub inherits PYTHONPATH.
+COPY python_models /opt/triton-kit/python_models
+COPY docker/wait_for_ready.py /opt/triton-kit/docker/wait_for_ready.py
+ENV PYTHONPATH=/opt/triton-kit
+
+EXPOSE 8000 8001 8002
+HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=6 \
+    CMD ["python3", "/opt/triton-kit/docker/wait_for_ready.py", "--timeout", "0", "http://localhost:8000/v2/health/ready"]
+CMD ["tritonserver", "--model-repository=/models", "--strict-readiness=true"]
