@@ -1,0 +1,274 @@
+"""A real Prometheus scraping a real Triton, and the Grafana dashboard checked against both.
+
+The server is the embedded tritonserver (the 24.10 core) serving one tiny python model made
+here, so these tests depend only on the deployment files, not on the built models.
+Prometheus runs with deploy/prometheus/prometheus.yml, its `triton` target pointed at the
+server's metrics port.
+
+This machine has no GPU, so Triton exports no nv_gpu_* family. Dashboard metrics in
+GPU_METRICS are exempted from the live-scrape check, each with a visible skip, and must be
+names that Triton documents for GPUs; every other dashboard metric must be in the scrape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from server import ServerConfig, TritonServer, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMETHEUS_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
+DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "triton.json"
+MODEL = "tiny"
+REQUESTS = 5
+
+# Triton's per-GPU metrics (docs/user_guide/metrics.md, "GPU Metrics"), exported only where
+# NVML sees a GPU. Labelled by gpu_uuid.
+GPU_METRICS = frozenset(
+    {
+        "nv_gpu_utilization",
+        "nv_gpu_memory_total_bytes",
+        "nv_gpu_memory_used_bytes",
+        "nv_gpu_power_usage",
+        "nv_gpu_power_limit",
+        "nv_energy_consumption",
+    }
+)
+_METRIC_NAME = re.compile(r"\bnv_[a-z0-9_]+\b")
+
+TINY_CONFIG = f"""
+name: "{MODEL}"
+backend: "python"
+max_batch_size: 8
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+dynamic_batching {{ }}
+instance_group [ {{ kind: KIND_CPU count: 1 }} ]
+"""
+TINY_MODEL = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy() * 2)]
+            )
+            for r in requests
+        ]
+"""
+
+
+def require_tool(name: str) -> str:
+    """Path of an installed tool; skip with the install hint, or fail under CI."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if found:
+        return found
+    message = f"{name} is not installed: run `bash scripts/install-system-deps.sh`"
+    if os.environ.get("CI"):
+        pytest.fail(message + " (CI must run it before the tests)")
+    pytest.skip(message)
+
+
+def dashboard_queries() -> list[str]:
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    return [t["expr"] for p in panels for t in p.get("targets", [])]
+
+
+def dashboard_metrics() -> list[str]:
+    return sorted({m for q in dashboard_queries() for m in _METRIC_NAME.findall(q)})
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)
+
+
+def wait_for(condition: Any, timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.5)
+
+
+# -- fixtures: a real Triton with traffic, a real Prometheus scraping it -----------------------
+
+
+@pytest.fixture(scope="module")
+def metrics_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    import tritonclient.http as httpclient
+
+    repository = tmp_path_factory.mktemp("repository")
+    (repository / MODEL / "1").mkdir(parents=True)
+    (repository / MODEL / "config.pbtxt").write_text(TINY_CONFIG)
+    (repository / MODEL / "1" / "model.py").write_text(TINY_MODEL)
+    config = ServerConfig(
+        model_repository=repository,
+        http_port=0,
+        grpc_port=0,
+        metrics_port=0,
+        log_file=repository.parent / "tritonserver.log",
+        extra_args=["--metrics-interval-ms=500"],
+    )
+    with TritonServer(config) as server:
+        client = httpclient.InferenceServerClient(server.http_url.removeprefix("http://"))
+        for _ in range(REQUESTS):
+            tensor = httpclient.InferInput("X", [1, 4], "FP32")
+            tensor.set_data_from_numpy(np.ones((1, 4), np.float32))
+            result = client.infer(MODEL, [tensor]).as_numpy("Y")
+            np.testing.assert_array_equal(result, np.full((1, 4), 2, np.float32))
+        client.close()
+        yield server
+
+
+def prometheus_config_for(metrics_url: str, listen: str) -> dict[str, Any]:
+    """The deployment's config with the compose service names replaced by local addresses."""
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    config["global"]["scrape_interval"] = "1s"
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    parsed = urllib.parse.urlsplit(metrics_url)
+    assert jobs["triton"]["static_configs"] == [{"targets": ["triton:8002"]}]
+    assert jobs["triton"].get("metrics_path", "/metrics") == parsed.path
+    jobs["triton"]["static_configs"] = [{"targets": [parsed.netloc]}]
+    jobs["prometheus"]["static_configs"] = [{"targets": [listen]}]
+    return config
+
+
+@pytest.fixture(scope="module")
+def prometheus(
+    metrics_server: TritonServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    binary = require_tool("prometheus")
+    workdir = tmp_path_factory.mktemp("prometheus")
+    listen = f"127.0.0.1:{free_port()}"
+    config_file = workdir / "prometheus.yml"
+    config_file.write_text(
+        yaml.safe_dump(prometheus_config_for(metrics_server.metrics_url, listen))
+    )
+    log = (workdir / "prometheus.log").open("wb")
+    process = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={config_file}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address={listen}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://{listen}"
+    try:
+
+        def ready() -> bool:
+            if process.poll() is not None:
+                pytest.fail(f"prometheus exited:\n{(workdir / 'prometheus.log').read_text()}")
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
+                    return response.status == 200
+            except OSError:
+                return False
+
+        wait_for(ready, 60, "prometheus /-/ready")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def query(prometheus_url: str, promql: str) -> list[dict[str, Any]]:
+    answer = get_json(f"{prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql}))
+    assert answer["status"] == "success", answer
+    return answer["data"]["result"]
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+
+def test_prometheus_config_passes_promtool() -> None:
+    promtool = require_tool("promtool")
+    result = subprocess.run(
+        [promtool, "check", "config", str(PROMETHEUS_CONFIG)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_prometheus_scrapes_nv_inference_count(prometheus: str) -> None:
+    def counted() -> list[dict[str, Any]]:
+        return [
+            sample
+            for sample in query(prometheus, "nv_inference_count")
+            if sample["metric"].get("model") == MODEL and float(sample["value"][1]) >= REQUESTS
+        ]
+
+    samples = wait_for(counted, 60, f"nv_inference_count{{model={MODEL!r}}} >= {REQUESTS}")
+    assert samples[0]["metric"]["job"] == "triton"
+    targets = get_json(f"{prometheus}/api/v1/targets")["data"]["activeTargets"]
+    assert {t["labels"]["job"]: t["health"] for t in targets}["triton"] == "up"
+
+
+@pytest.fixture(scope="module")
+def live_metric_names(metrics_server: TritonServer) -> set[str]:
+    with urllib.request.urlopen(metrics_server.metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    return {
+        line.split("{")[0].split(" ")[0]
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+def test_dashboard_gpu_metrics_are_documented_triton_names() -> None:
+    gpu_like = {m for m in dashboard_metrics() if m.startswith(("nv_gpu_", "nv_energy_"))}
+    assert gpu_like, "the dashboard should chart GPU utilisation and memory"
+    assert {"nv_gpu_utilization", "nv_gpu_memory_used_bytes"} <= gpu_like
+    assert gpu_like <= GPU_METRICS, f"not Triton GPU metrics: {sorted(gpu_like - GPU_METRICS)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", dashboard_metrics())
+def test_dashboard_metric_is_in_a_live_scrape(metric: str, live_metric_names: set[str]) -> None:
+    if metric in GPU_METRICS and metric not in live_metric_names:
+        if any(name.startswith("nv_gpu_") for name in live_metric_names):
+            pytest.fail(f"{metric} missing although this server exports GPU metrics")
+        pytest.skip(f"{metric}: GPU-only Triton metric; no GPU on this machine, so not exported")
+    assert metric in live_metric_names, f"{metric} is not exported by Triton 2.51"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("promql", dashboard_queries())
+def test_dashboard_query_runs_on_prometheus(promql: str, prometheus: str) -> None:
+    """Each panel query is valid PromQL; the non-GPU ones return series for the tiny model."""
+    concrete = promql.replace("$__rate_interval", "30s").replace("$model", ".*")
+    if set(_METRIC_NAME.findall(promql)) & GPU_METRICS:
+        query(prometheus, concrete)  # valid PromQL; empty without a GPU
+        return
+    wait_for(lambda: query(prometheus, concrete), 30, f"a result for {concrete}")
