@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from build_engines import onnx_export
+from build_engines import onnx_export, random_init
 from build_engines.engines import CalibrationSource, serving_artifacts
 from build_engines.repository import (
     Step,
@@ -88,11 +88,27 @@ def load_source(args: argparse.Namespace) -> Source:
     if args.source == "torchvision":
         import torchvision  # raises a clear ImportError where it cannot load
 
-        return Source(torchvision.models.resnet50(weights=None), "torchvision resnet50", True)
+        module = torchvision.models.resnet50(weights=None)
+        return Source(module, "torchvision resnet50", True)
     from transformers import ResNetConfig, ResNetForImageClassification
 
     config = ResNetConfig(num_labels=NUM_CLASSES)  # defaults are ResNet-50's stages
-    return Source(_LogitsOnly(ResNetForImageClassification(config)), "transformers ResNet-50", True)
+    module = _LogitsOnly(ResNetForImageClassification(config))
+    return Source(module, "transformers ResNet-50", True)
+
+
+def condition_random_weights(source: Source, seed: int) -> None:
+    """See build_engines.random_init: input-sensitive outputs make parity tests meaningful."""
+    if not source.random_weights:
+        raise StepSkipped("trained weights are used as they are")
+    from build_engines.sample_images import synthetic_images
+    from python_models.image import preprocess
+
+    images = np.stack([preprocess(image) for image in synthetic_images(48, seed + 100)])
+    random_init.recalibrate_batchnorm(source.module, list(np.split(images, 3)))
+    factor = random_init.scale_classifier(source.module, images[:16])
+    source.description += " (BatchNorm recalibrated on synthetic images, classifier scaled)"
+    info(f"BatchNorm statistics from 48 synthetic images; classifier scaled by {factor:.2f}")
 
 
 class _LogitsOnly:
@@ -267,7 +283,7 @@ def write_repository(
 def build(args: argparse.Namespace) -> None:
     work = Path(args.work_dir) / FAMILY
     onnx_path = args.onnx or work / "model.onnx"
-    log = StepLog(FAMILY, total=4)
+    log = StepLog(FAMILY, total=5)
     source = log.run("load model", load_source, args)
     assert source is not None
     if source.random_weights:
@@ -276,6 +292,7 @@ def build(args: argparse.Namespace) -> None:
             "(correct architecture, meaningless predictions). This is recorded in "
             f"{FAMILY}_model's config parameters. Pass --checkpoint DIR for real weights."
         )
+    log.run("condition random weights", condition_random_weights, source, args.seed)
     log.run("export ONNX (opset 17, dynamic batch)", export_onnx, source, onnx_path)
     diffs = log.run("verify ONNX Runtime against PyTorch", verify, source, onnx_path, args.threads)
     log.run("write model_repository", write_repository, args, source, onnx_path, diffs or {})

@@ -1,0 +1,83 @@
+"""Bad images get INVALID_ARG naming the problem; good ones in the same batch still succeed."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from client import InvalidInputError, TritonClient
+from python_models.image import ImageLimits
+from tests.conftest import require_models
+from tests.images import encode, jpeg, make_image
+from tests.reference import resnet50_reference
+
+LIMITS = ImageLimits()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _models() -> None:
+    require_models("resnet50")
+
+
+def _huge_png() -> bytes:
+    """8000x6000 = 48 MP, over the 40 MP limit, yet only ~150 kB compressed."""
+    return encode(Image.new("L", (8000, 6000)), "PNG")
+
+
+BAD_IMAGES = {
+    "empty": (b"", "empty"),
+    "truncated-jpeg": (jpeg()[: len(jpeg()) // 2], "could not be decoded"),
+    "random-bytes": (np.random.default_rng(0).bytes(4096), "not a decodable image"),
+    "text-file": (b"name,value\nalpha,1\nbeta,2\n" * 20, "not a decodable image"),
+    "one-pixel": (encode(Image.new("RGB", (1, 1)), "PNG"), "at least 8 pixels"),
+    "too-many-pixels": (None, "the limit is 40000000 pixels"),
+    "too-many-bytes": (None, f"the limit is {LIMITS.max_bytes} bytes"),
+}
+
+
+def _payload(name: str) -> bytes:
+    data, _ = BAD_IMAGES[name]
+    if name == "too-many-pixels":
+        return _huge_png()
+    if name == "too-many-bytes":
+        return jpeg() + os.urandom(LIMITS.max_bytes)  # a valid JPEG with trailing junk
+    return data
+
+
+@pytest.mark.parametrize("name", list(BAD_IMAGES))
+def test_bad_image_is_rejected_with_reason(triton_client: TritonClient, name: str) -> None:
+    with pytest.raises(InvalidInputError, match=BAD_IMAGES[name][1]):
+        triton_client.classify(_payload(name))
+    assert triton_client.server_ready()
+
+
+def test_one_corrupt_image_in_a_batch_fails_alone(
+    triton_client: TritonClient, model_repository: Path
+) -> None:
+    good = [encode(make_image(200 + 10 * i, 180, "RGB", i), "PNG") for i in range(6)]
+    batch = [*good[:3], jpeg()[:500], *good[3:]]
+    results = triton_client.classify_batch(batch, return_exceptions=True)
+    assert isinstance(results[3], InvalidInputError)
+    assert "could not be decoded" in str(results[3])
+    for data, result in zip(good, results[:3] + results[4:], strict=True):
+        assert not isinstance(result, Exception), result
+        assert result.class_ids == resnet50_reference(model_repository, data)[0].tolist()
+    assert triton_client.server_ready()
+
+
+def test_batch_without_return_exceptions_names_the_item(triton_client: TritonClient) -> None:
+    with pytest.raises(InvalidInputError, match="item 1"):
+        triton_client.classify_batch([jpeg(), b"not an image"])
+
+
+def test_unsupported_type_in_pil_is_converted(triton_client: TritonClient) -> None:
+    """CMYK is not in the test matrix's modes but must still classify (converted to RGB)."""
+    cmyk = make_image(120, 90, "RGB", 7).convert("CMYK")
+    buffer = io.BytesIO()
+    cmyk.save(buffer, format="JPEG")
+    assert len(triton_client.classify(buffer.getvalue()).predictions) == 5
