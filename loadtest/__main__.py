@@ -1,0 +1,127 @@
+"""``python -m loadtest run``: a headless stepped load test with reports, plots and SLOs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from loadtest.options import DEFAULT_STEPS, USER_CLASS_NAMES, parse_steps
+from loadtest.runner import PROJECT_ROOT, RunConfig, run
+from loadtest.slo import Slo
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m loadtest", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser(
+        "run",
+        help="stepped load against Triton; writes reports/loadtest/<timestamp>/",
+        description="Start the embedded Triton (unless --host), run a stepped Locust load per "
+        "protocol, and write Locust's CSV/HTML, summary.{md,csv,json} (per model and step: "
+        "p50/p90/p95/p99, throughput, error ratio, Triton queue vs compute) and "
+        "latency.png / throughput.png. Exit codes: 0 ok, 1 SLO breach, 2 run failed.",
+    )
+    add_run_arguments(run_parser)
+    return parser
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="A running server, grpc://HOST:PORT or http://HOST:PORT (repeat for both "
+        "protocols). Default: start the embedded Triton and test --protocols.",
+    )
+    p.add_argument(
+        "--protocols",
+        type=_csv,
+        default=["grpc", "http"],
+        help="Embedded server only: protocols to test, in order (default grpc,http).",
+    )
+    p.add_argument(
+        "--models",
+        type=_csv,
+        default=list(USER_CLASS_NAMES),
+        help="Model families to load (default resnet50,bert,nmt); those not loaded are skipped.",
+    )
+    p.add_argument(
+        "--steps",
+        default=DEFAULT_STEPS,
+        help=f"Concurrent users per model at each step (default {DEFAULT_STEPS}).",
+    )
+    p.add_argument("--step-time", type=float, default=12.0, help="Seconds per step (default 12).")
+    p.add_argument(
+        "--settle-time",
+        type=float,
+        default=4.0,
+        help="Seconds at the start of each step left out of the numbers (default 4).",
+    )
+    p.add_argument(
+        "--weights",
+        default="",
+        help="User/task weights, e.g. 'resnet50=2,nmt.beam=0' (see locust --help).",
+    )
+    p.add_argument(
+        "--model-name",
+        action="append",
+        default=[],
+        metavar="FAMILY=MODEL",
+        help="Load-test another Triton model with a family's contract (repeatable).",
+    )
+    p.add_argument("--slo-p99-ms", type=float, help="Fail (exit 1) if any step's p99 exceeds it.")
+    p.add_argument(
+        "--slo-error-ratio",
+        type=float,
+        help="Fail (exit 1) if any step's error ratio exceeds it (e.g. 0.01).",
+    )
+    p.add_argument("--out", type=Path, help="Output folder (default reports/loadtest/<UTC time>).")
+    p.add_argument(
+        "--model-repository",
+        type=Path,
+        default=PROJECT_ROOT / "model_repository",
+        help="Repository the embedded server serves (default model_repository/).",
+    )
+    p.add_argument(
+        "--locust-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="Extra argument passed to Locust as is (repeatable), e.g. --locust-arg=--beam-size=2.",
+    )
+
+
+def config_from(args: argparse.Namespace) -> RunConfig:
+    parse_steps(args.steps)  # fail fast on a bad value
+    unknown = sorted(set(args.models) - set(USER_CLASS_NAMES))
+    if unknown:
+        raise SystemExit(f"--models: unknown {unknown}; known: {sorted(USER_CLASS_NAMES)}")
+    return RunConfig(
+        models=args.models,
+        protocols=args.protocols,
+        hosts=args.host,
+        steps=args.steps,
+        step_time=args.step_time,
+        settle_time=args.settle_time,
+        weights=args.weights,
+        model_names=args.model_name,
+        slo=Slo(p99_ms=args.slo_p99_ms, error_ratio=args.slo_error_ratio),
+        out=args.out,
+        model_repository=args.model_repository,
+        locust_args=args.locust_arg,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run(config_from(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

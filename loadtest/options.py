@@ -1,0 +1,102 @@
+"""Command-line options the locustfile adds to Locust's own (``locust -f ... --help``).
+
+Locust parses them on master and workers alike and shows them in the web UI, so the
+same knobs work headless, in the dashboard and in the compose deployment.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+DEFAULT_STEPS = "1,2,4,8"
+# Model family -> Locust user class (named here so the runner need not import Locust).
+USER_CLASS_NAMES = {"resnet50": "ResNet50User", "bert": "BertUser", "nmt": "NmtUser"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Registered from an ``init_command_line_parser`` listener."""
+    group = parser.add_argument_group("Triton kit")
+    group.add_argument(
+        "--weights",
+        default="",
+        help="User and task weights, e.g. 'resnet50=2,bert=1,nmt.beam=0,resnet50.large=1'. "
+        "A bare family sets its user class weight (>= 1); family.task sets a task weight "
+        "(0 disables the task). Tasks: resnet50.small/large, bert.sentence/numbers, "
+        "nmt.greedy/beam.",
+    )
+    group.add_argument(
+        "--model-name",
+        action="append",
+        default=[],
+        metavar="FAMILY=MODEL",
+        help="Call another Triton model with a family's contract, e.g. bert=my_bert "
+        "(repeatable). Default: the family name.",
+    )
+    group.add_argument("--request-timeout", type=float, default=60.0, help="Seconds per call.")
+    group.add_argument("--beam-size", type=int, default=4, help="Beam width of nmt.beam.")
+    group.add_argument(
+        "--max-length", type=int, default=64, help="MAX_LENGTH (tokens) sent with NMT calls."
+    )
+    group.add_argument("--corpus-seed", type=int, default=0, help="Seed of the payload corpora.")
+    group.add_argument(
+        "--steps",
+        default=DEFAULT_STEPS,
+        help="Stepped shape only: users per unit of user weight at each step.",
+    )
+    group.add_argument(
+        "--step-time", type=float, default=12.0, help="Stepped shape only: seconds per step."
+    )
+    group.add_argument(
+        "--settle-time",
+        type=float,
+        default=4.0,
+        help="Stepped shape only: seconds at the start of each step left out of the summary.",
+    )
+    group.add_argument(
+        "--raw-out",
+        default="",
+        help="Write every request's timing and Triton statistics per step to this .npz "
+        "(used by `python -m loadtest run`).",
+    )
+
+
+@dataclass(frozen=True)
+class Weights:
+    users: dict[str, int]
+    tasks: dict[tuple[str, str], int]
+
+    @classmethod
+    def parse(cls, text: str) -> Weights:
+        users: dict[str, int] = {}
+        tasks: dict[tuple[str, str], int] = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            key, sep, value = item.partition("=")
+            if not sep or not value.strip().isdigit():
+                raise ValueError(f"weight {item!r} is not NAME=INTEGER")
+            family, dot, task = key.strip().partition(".")
+            if dot:
+                tasks[(family, task)] = int(value)
+            elif int(value) < 1:
+                raise ValueError(f"user weight {item!r} must be >= 1; leave the user out instead")
+            else:
+                users[family] = int(value)
+        return cls(users, tasks)
+
+
+def parse_pairs(items: list[str]) -> dict[str, str]:
+    """['bert=identity'] -> {'bert': 'identity'}."""
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise ValueError(f"{item!r} is not FAMILY=MODEL")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def parse_steps(text: str) -> list[int]:
+    steps = [int(part) for part in text.split(",") if part.strip()]
+    if not steps or any(step < 1 for step in steps):
+        raise ValueError(f"--steps {text!r}: give positive integers, e.g. 1,2,4,8")
+    return steps

@@ -1,0 +1,123 @@
+"""Per model and step: exact percentiles, throughput, errors, and Triton's queue vs compute.
+
+Pure functions over a recorder file, so they are tested without Locust. Only samples that
+completed inside a step's measured window (after settling) count, and the server-side
+numbers are the counter deltas over exactly that window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loadtest import recorder
+from loadtest.triton_stats import ModelCounters, window
+
+PERCENTILES = (50, 90, 95, 99)
+
+
+@dataclass(frozen=True)
+class ServerTime:
+    """Mean server-side milliseconds per request of one Triton model in a window."""
+
+    model: str
+    requests: int
+    queue_ms: float
+    compute_ms: float
+
+    @classmethod
+    def of(cls, model: str, delta: ModelCounters) -> ServerTime:
+        count = max(delta.success_count, 1)
+        compute = delta.compute_input_ns + delta.compute_infer_ns + delta.compute_output_ns
+        return cls(model, delta.success_count, delta.queue_ns / count / 1e6, compute / count / 1e6)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    protocol: str
+    model: str
+    users: int
+    window_s: float
+    requests: int
+    failures: int
+    p50_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    throughput_rps: float
+    server: tuple[ServerTime, ...]
+
+    @property
+    def error_ratio(self) -> float:
+        return self.failures / self.requests if self.requests else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        row = asdict(self)
+        row["error_ratio"] = self.error_ratio
+        return row
+
+
+def _percentiles(samples: np.ndarray) -> list[float]:
+    if samples.size == 0:
+        return [float("nan")] * len(PERCENTILES)
+    return [float(v) for v in np.percentile(samples, PERCENTILES)]
+
+
+def _belongs(server_model: str, model: str) -> bool:
+    """The ensemble or BLS model itself and its composing ``<model>_*`` models."""
+    return server_model == model or server_model.startswith(model + "_")
+
+
+def _server_times(step: dict[str, Any], model: str) -> tuple[ServerTime, ...]:
+    if not step.get("stats_start") or not step.get("stats_end"):
+        return ()
+    deltas = window(recorder.counters(step["stats_start"]), recorder.counters(step["stats_end"]))
+    return tuple(
+        ServerTime.of(name, delta)
+        for name, delta in sorted(deltas.items())
+        if _belongs(name, model)
+    )
+
+
+def step_results(meta: dict[str, Any], arrays: dict[str, np.ndarray], protocol: str) -> list:
+    """One StepResult per (step, model) that has a measured window."""
+    results = []
+    for step in meta["steps"]:
+        begin, end = step.get("measure_start"), step.get("end")
+        if begin is None or end is None or end <= begin:
+            continue
+        in_window = (arrays["t"] >= begin) & (arrays["t"] < end)
+        for index, model in enumerate(meta["models"]):
+            chosen = in_window & (arrays["model"] == index)
+            ok = chosen & arrays["ok"]
+            requests = int(chosen.sum())
+            results.append(
+                StepResult(
+                    protocol,
+                    model,
+                    int(step["users"]),
+                    end - begin,
+                    requests,
+                    requests - int(ok.sum()),
+                    *_percentiles(arrays["ms"][ok]),
+                    throughput_rps=float(ok.sum()) / (end - begin),
+                    server=_server_times(step, model),
+                )
+            )
+    return results
+
+
+def load_results(path: Path, protocol: str) -> list[StepResult]:
+    meta, arrays = recorder.load(path)
+    return step_results(meta, arrays, protocol)
+
+
+def resolution_ms(samples: np.ndarray) -> float:
+    """Smallest non-zero gap between distinct recorded times: the timer's effective resolution."""
+    distinct = np.unique(samples)
+    gaps = np.diff(distinct)
+    gaps = gaps[gaps > 0]
+    return float(gaps.min()) if gaps.size else float("inf")

@@ -1,0 +1,307 @@
+"""Locust users over the client SDK: an abstract ``TritonUser`` and one user per model family.
+
+Each user owns one ``client.TritonClient`` (the HTTP client is not thread-safe, and a
+gRPC channel per user mirrors independent clients). ``TritonUser.call`` times an SDK call
+and fires ``events.request``; the concrete users only pick payloads. Every client is
+closed when the test stops: an open gRPC channel keeps the process alive after its
+summary under gevent.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from loadtest import gevent_grpc, resolution
+
+gevent_grpc.init()  # before the SDK can open any gRPC channel
+resolution.install()
+
+import gevent  # noqa: E402
+from locust import User, constant, events, task  # noqa: E402
+from locust.exception import LocustError  # noqa: E402
+
+from client import Timeout, TritonClient  # noqa: E402
+from client.transport import Endpoint  # noqa: E402
+from loadtest import corpora  # noqa: E402
+from loadtest.options import Weights, parse_pairs  # noqa: E402
+
+logger = logging.getLogger(__name__)
+_open_clients: weakref.WeakSet[TritonClient] = weakref.WeakSet()
+_availability: dict[tuple[str, str], bool] = {}
+IDLE_SECONDS = 1.0
+
+
+class TritonUser(User):
+    """Times SDK calls and reports them to Locust; the protocol comes from ``--host``.
+
+    ``grpc://host:8001`` or ``http://host:8000``. Subclasses set ``family`` (the SDK's
+    model family) and hold only tasks that call :meth:`call`.
+    """
+
+    abstract = True
+    wait_time = constant(0)
+    family: ClassVar[str] = ""
+    protocol: ClassVar[str | None] = None  # pinned by GrpcTritonUser / HttpTritonUser
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        self.url = self._url(self.host)
+        self.endpoint = Endpoint.parse(self.url)
+        options = environment.parsed_options
+        names = parse_pairs(getattr(options, "model_name", []) or [])
+        self.model = names.get(self.family, self.family)
+        self.timeout = Timeout(request=getattr(options, "request_timeout", 60.0))
+        self.client: TritonClient | None = None
+        self.available = True
+
+    @classmethod
+    def _url(cls, host: str | None) -> str:
+        if not host:
+            raise LocustError(f"{cls.__name__} needs --host grpc://HOST:8001 or http://HOST:8000")
+        if cls.protocol is None:
+            return host
+        if "://" not in host:
+            return f"{cls.protocol}://{host}"
+        if Endpoint.parse(host).protocol != cls.protocol:
+            raise LocustError(f"{cls.__name__} speaks {cls.protocol}; --host is {host}")
+        return host
+
+    def on_start(self) -> None:
+        sdk_names = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
+        models = {sdk_names[self.family]: self.model} if self.family in sdk_names else {}
+        self.client = TritonClient(self.url, timeout=self.timeout, models=models)
+        _open_clients.add(self.client)
+        self.available = self._model_available()
+
+    def on_stop(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def _model_available(self) -> bool:
+        """Checked once per process and model; an absent model idles its users with one warning."""
+        key = (self.url, self.model)
+        if key not in _availability:
+            assert self.client is not None
+            _availability[key] = self.client.model_ready(self.model)
+            if not _availability[key]:
+                logger.warning(
+                    "model %r is not loaded on %s: %s is skipped (its users stay idle)",
+                    self.model,
+                    self.url,
+                    type(self).__name__,
+                )
+        return _availability[key]
+
+    def call(self, task_name: str, fn: Callable[[TritonClient], Any], size: int = 0) -> Any:
+        """Run ``fn(client)`` timed; fire one request event named '<model> <task>'."""
+        if not self.available or self.client is None:
+            gevent.sleep(IDLE_SECONDS)
+            return None
+        result, exception = None, None
+        start = time.perf_counter()
+        try:
+            result = fn(self.client)
+        except Exception as exc:  # every SDK error counts as a failed request
+            exception = exc
+        elapsed_ms = (time.perf_counter() - start) * 1000.0
+        self.environment.events.request.fire(
+            request_type=self.endpoint.protocol,
+            name=f"{self.model} {task_name}",
+            response_time=elapsed_ms,
+            response_length=size,
+            response=result,
+            exception=exception,
+            context={"model": self.model, "task": task_name},
+        )
+        return result
+
+
+class GrpcTritonUser(TritonUser):
+    """A TritonUser that always speaks gRPC (``--host`` may omit the scheme)."""
+
+    abstract = True
+    protocol = "grpc"
+
+
+class HttpTritonUser(TritonUser):
+    """A TritonUser that always speaks HTTP (``--host`` may omit the scheme)."""
+
+    abstract = True
+    protocol = "http"
+
+
+def _seed(environment: Any) -> int:
+    return getattr(environment.parsed_options, "corpus_seed", 0)
+
+
+class _Corpus:
+    """Corpora built once per process (image encoding takes a moment), shared by all users."""
+
+    _cache: ClassVar[dict[tuple[str, int], list]] = {}
+
+    @classmethod
+    def get(cls, name: str, seed: int) -> list:
+        key = (name, seed)
+        if key not in cls._cache:
+            builders: dict[str, Callable[[], list]] = {
+                "small_images": lambda: corpora.images(24, corpora.SMALL_SIDES, seed),
+                "large_images": lambda: corpora.images(12, corpora.LARGE_SIDES, seed + 1),
+                "sentences": lambda: corpora.sentences(200, seed),
+                "short_sentences": lambda: corpora.sentences(200, seed + 2, max_clauses=2),
+                "numbers": lambda: corpora.number_phrases(200, seed),
+            }
+            cls._cache[key] = builders[name]()
+        return cls._cache[key]
+
+
+class ResNet50User(TritonUser):
+    """Image classification: mostly thumbnails-to-photos sizes, sometimes larger photos."""
+
+    family = "resnet50"
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.rng = random.Random()
+        self.small = _Corpus.get("small_images", _seed(self.environment))
+        self.large = _Corpus.get("large_images", _seed(self.environment))
+
+    def _classify(self, task_name: str, images: list[corpora.ImageSample]) -> None:
+        image = self.rng.choice(images)
+        self.call(task_name, lambda client: client.classify(image.data), len(image.data))
+
+    @task(3)
+    def small(self) -> None:
+        self._classify("small", self.small)
+
+    @task(1)
+    def large(self) -> None:
+        self._classify("large", self.large)
+
+
+class BertUser(TritonUser):
+    """Sentence embeddings: prose of varied length, and text full of numbers."""
+
+    family = "bert"
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.rng = random.Random()
+        self.sentences = _Corpus.get("sentences", _seed(self.environment))
+        self.numbers = _Corpus.get("numbers", _seed(self.environment))
+
+    def _embed(self, task_name: str, texts: list[str]) -> None:
+        text = self.rng.choice(texts)
+        self.call(task_name, lambda client: client.embed(text), len(text))
+
+    @task(3)
+    def sentence(self) -> None:
+        self._embed("sentence", self.sentences)
+
+    @task(1)
+    def numbers(self) -> None:
+        self._embed("numbers", self.numbers)
+
+
+class NmtUser(TritonUser):
+    """Translation: greedy and beam-search decoding of short sentences and number phrases."""
+
+    family = "nmt"
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.rng = random.Random()
+        self.texts = _Corpus.get("short_sentences", _seed(self.environment)) + _Corpus.get(
+            "numbers", _seed(self.environment)
+        )
+        options = self.environment.parsed_options
+        self.beam_size = getattr(options, "beam_size", 4)
+        self.max_length = getattr(options, "max_length", 64)
+
+    def _translate(self, task_name: str, beam_size: int) -> None:
+        text = self.rng.choice(self.texts)
+        self.call(
+            task_name,
+            lambda client: client.translate(text, beam_size=beam_size, max_length=self.max_length),
+            len(text),
+        )
+
+    @task(1)
+    def greedy(self) -> None:
+        self._translate("greedy", 1)
+
+    @task(1)
+    def beam(self) -> None:
+        self._translate("beam", self.beam_size)
+
+
+USER_CLASSES: dict[str, type[TritonUser]] = {
+    "resnet50": ResNet50User,
+    "bert": BertUser,
+    "nmt": NmtUser,
+}
+
+
+def apply_weights(weights: Weights, classes: dict[str, type[TritonUser]] = USER_CLASSES) -> None:
+    """Set user class weights and rebuild each class's task list from ``weights``."""
+    for family, weight in weights.users.items():
+        if family not in classes:
+            raise ValueError(f"unknown family {family!r} in --weights; known: {sorted(classes)}")
+        classes[family].weight = weight
+    for (family, task_name), _ in weights.tasks.items():
+        if family not in classes or not callable(getattr(classes[family], task_name, None)):
+            raise ValueError(f"unknown task {family}.{task_name} in --weights")
+    for family, cls in classes.items():
+        wanted = {name: w for (fam, name), w in weights.tasks.items() if fam == family}
+        if wanted:
+            cls.tasks = _task_list(cls, wanted)
+
+
+def _task_list(cls: type[TritonUser], overrides: dict[str, int]) -> list[Callable]:
+    """Locust picks uniformly from ``tasks``: a task of weight w appears w times."""
+    methods = {
+        name: fn
+        for name, fn in vars(cls).items()
+        if callable(fn) and hasattr(fn, "locust_task_weight")
+    }
+    tasks = []
+    for name, fn in methods.items():
+        tasks += [fn] * overrides.get(name, fn.locust_task_weight)
+    if not tasks:
+        raise ValueError(f"--weights leaves {cls.__name__} without any task")
+    return tasks
+
+
+def close_all_clients(**_kwargs: Any) -> None:
+    """Close what on_stop missed (a user killed mid-start); channels left open hang the exit."""
+    for client in list(_open_clients):
+        client.close()
+
+
+@events.init_command_line_parser.add_listener
+def _add_arguments(parser: Any) -> None:
+    from loadtest.options import add_arguments
+
+    add_arguments(parser)
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kwargs: Any) -> None:
+    options = environment.parsed_options
+    if options is None:
+        return
+    apply_weights(Weights.parse(getattr(options, "weights", "") or ""))
+    raw_out = getattr(options, "raw_out", "")
+    if raw_out:
+        from loadtest import recorder
+
+        recorder.install(environment, raw_out)
+
+
+events.test_stop.add_listener(close_all_clients)
+events.quitting.add_listener(close_all_clients)
