@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup models demo test serve bench bench-resnet50 lint format clean
+.PHONY: help setup models system-deps demo test serve bench bench-resnet50 lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -24,15 +24,28 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## Create .venv with every dependency (idempotent)
 
-$(REPO)/resnet50_model/1/model.onnx: $(STAMP) build_engines/*.py
-	$(PY) -m build_engines resnet50
+# Each family rebuilds when the build code or the python models it serves change.
+BUILD_DEPS := $(STAMP) $(wildcard build_engines/*.py build_engines/*/*.py python_models/*.py)
 
-models: $(REPO)/resnet50_model/1/model.onnx ## Build every model into model_repository/
+$(REPO)/.resnet50.built: $(BUILD_DEPS)
+	$(PY) -m build_engines resnet50
+	@touch $@
+
+$(REPO)/.bert.built: $(BUILD_DEPS)
+	$(PY) -m build_engines bert
+	@touch $@
+
+MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built
+
+models: $(MODELS) ## Build every model into model_repository/ (skips what is up to date)
+
+system-deps: $(STAMP) ## Prometheus, docker-compose and hadolint for the deployment tests
+	bash scripts/install-system-deps.sh
 
 demo: models ## The main job: build, serve, call every model, short load test, results table
 	$(PY) demo.py
 
-test: models ## Run the test suite against a real Triton server
+test: models system-deps ## Run the test suite against a real Triton server
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 serve: models ## Run the embedded Triton in the foreground (HTTP_PORT, GRPC_PORT, METRICS_PORT, HOST)
@@ -55,4 +68,4 @@ format: $(STAMP)
 
 clean: ## Remove built models, logs and reports (keeps .venv)
 	find $(REPO) -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
-	rm -rf logs reports
+	rm -rf logs reports build
