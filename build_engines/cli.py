@@ -64,90 +64,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the plan of work (and trtexec command for --engine tensorrt); build nothing",
     )
-    add_precision_arguments(parser)
-    add_tensorrt_arguments(parser)
+    from build_engines.engines import add_engine_arguments  # precision and TensorRT options
 
-
-def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("precision (fp16/int8 on the ONNX graph)")
-    group.add_argument(
-        "--calibration-method",
-        choices=["minmax", "entropy", "percentile"],
-        default="minmax",
-        help="INT8 calibration method (default: minmax)",
-    )
-    group.add_argument(
-        "--calibration-size",
-        type=int,
-        default=32,
-        help="INT8 calibration samples; ranges are cached per model/method/size (default: 32)",
-    )
-    group.add_argument(
-        "--calibration-percentile",
-        type=float,
-        default=99.999,
-        help="percentile for --calibration-method percentile (default: 99.999)",
-    )
-
-
-def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("TensorRT (--engine tensorrt)")
-    group.add_argument("--workspace-gb", type=float, default=4.0, help="builder workspace (GiB)")
-    group.add_argument(
-        "--builder-optimization-level",
-        type=int,
-        choices=range(6),
-        default=3,
-        metavar="0-5",
-        help="builder optimisation level (default: 3)",
-    )
-    group.add_argument(
-        "--sparsity", action="store_true", help="allow 2:4 structured-sparse kernels"
-    )
-    group.add_argument(
-        "--version-compatible",
-        action="store_true",
-        help="plan loads on this and later TensorRT versions (slower start-up)",
-    )
-    group.add_argument(
-        "--hardware-compatibility-level",
-        choices=["none", "ampere+", "same-compute-capability"],
-        default="none",
-        help="GPUs other than the building one that may run the plan (default: none)",
-    )
-    group.add_argument(
-        "--dla-core", type=int, default=None, help="build for this DLA core, GPU fallback (Jetson)"
-    )
-    group.add_argument(
-        "--timing-cache",
-        type=Path,
-        default=None,
-        help="persistent timing cache (default: <work-dir>/tensorrt/timing.cache)",
-    )
-    group.add_argument(
-        "--profiling-verbosity",
-        choices=["layer_names_only", "detailed", "none"],
-        default="layer_names_only",
-        help="layer detail kept in the plan for profilers and the engine inspector",
-    )
-    group.add_argument(
-        "--shape-range",
-        action="append",
-        metavar="AXIS=MIN:OPT:MAX[,...]",
-        help="range of a dynamic ONNX axis (repeatable; several ranges = several profiles)",
-    )
-    group.add_argument(
-        "--cuda-graphs", action="store_true", help="config: optimization { cuda { graphs: true } }"
-    )
-    group.add_argument(
-        "--gather-kernel-buffer-threshold",
-        type=int,
-        default=0,
-        help="config: gather small input buffers in one kernel above this count (0: off)",
-    )
-    group.add_argument(
-        "--warmup", action="store_true", help="config: a zero-data warm-up request per instance"
-    )
+    add_engine_arguments(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

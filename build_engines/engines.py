@@ -73,6 +73,97 @@ def serving_artifacts(
     return plan_config, {**plan_files, **extra}
 
 
+# -- command line ------------------------------------------------------------------------
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """Family-independent precision and TensorRT options (``cli.add_common_arguments`` calls it)."""
+    add_precision_arguments(parser)
+    add_tensorrt_arguments(parser)
+
+
+def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("precision (fp16/int8 on the ONNX graph)")
+    group.add_argument(
+        "--calibration-method",
+        choices=["minmax", "entropy", "percentile"],
+        default="minmax",
+        help="INT8 calibration method (default: minmax)",
+    )
+    group.add_argument(
+        "--calibration-size",
+        type=int,
+        default=32,
+        help="INT8 calibration samples; ranges are cached per model/method/size (default: 32)",
+    )
+    group.add_argument(
+        "--calibration-percentile",
+        type=float,
+        default=99.999,
+        help="percentile for --calibration-method percentile (default: 99.999)",
+    )
+
+
+def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("TensorRT (--engine tensorrt)")
+    group.add_argument("--workspace-gb", type=float, default=4.0, help="builder workspace (GiB)")
+    group.add_argument(
+        "--builder-optimization-level",
+        type=int,
+        choices=range(6),
+        default=3,
+        metavar="0-5",
+        help="builder optimisation level (default: 3)",
+    )
+    group.add_argument(
+        "--sparsity", action="store_true", help="allow 2:4 structured-sparse kernels"
+    )
+    group.add_argument(
+        "--version-compatible",
+        action="store_true",
+        help="plan loads on this and later TensorRT versions (slower start-up)",
+    )
+    group.add_argument(
+        "--hardware-compatibility-level",
+        choices=["none", "ampere+", "same-compute-capability"],
+        default="none",
+        help="GPUs other than the building one that may run the plan (default: none)",
+    )
+    group.add_argument(
+        "--dla-core", type=int, default=None, help="build for this DLA core, GPU fallback (Jetson)"
+    )
+    group.add_argument(
+        "--timing-cache",
+        type=Path,
+        default=None,
+        help="persistent timing cache (default: <work-dir>/tensorrt/timing.cache)",
+    )
+    group.add_argument(
+        "--profiling-verbosity",
+        choices=["layer_names_only", "detailed", "none"],
+        default="layer_names_only",
+        help="layer detail kept in the plan for profilers and the engine inspector",
+    )
+    group.add_argument(
+        "--shape-range",
+        action="append",
+        metavar="AXIS=MIN:OPT:MAX[,...]",
+        help="range of a dynamic ONNX axis (repeatable; several ranges = several profiles)",
+    )
+    group.add_argument(
+        "--cuda-graphs", action="store_true", help="config: optimization { cuda { graphs: true } }"
+    )
+    group.add_argument(
+        "--gather-kernel-buffer-threshold",
+        type=int,
+        default=0,
+        help="config: gather small input buffers in one kernel above this count (0: off)",
+    )
+    group.add_argument(
+        "--warmup", action="store_true", help="config: a zero-data warm-up request per instance"
+    )
+
+
 # -- precision ---------------------------------------------------------------------------
 
 
@@ -234,26 +325,35 @@ def _reproduce(name, onnx_path, profiles, options, args) -> str:
     return reproduce_script(command, rebuild_command(args, name), header)
 
 
+# Option values that need not be repeated in a rebuild command.
+_DEFAULTS: dict[str, object] = {
+    "workspace_gb": 4.0,
+    "builder_optimization_level": 3,
+    "hardware_compatibility_level": "none",
+    "dla_core": None,
+    "profiling_verbosity": "layer_names_only",
+    "gather_kernel_buffer_threshold": 0,
+    "calibration_method": "minmax",
+    "calibration_size": 32,
+    "calibration_percentile": 99.999,
+}
+
+
 def rebuild_command(args: argparse.Namespace, name: str) -> str:
     """The ``python -m build_engines`` line that rebuilds this plan (for sidecars and errors)."""
     parts = ["python", "-m", "build_engines", _family(args, name), "--engine", "tensorrt"]
     parts += ["--precision", _precision(args)]
-    for flag in (
-        "workspace_gb",
-        "builder_optimization_level",
-        "hardware_compatibility_level",
-        "dla_core",
-        "calibration_method",
-        "calibration_size",
-    ):
-        value = getattr(args, flag, None)
-        if value is not None:
+    for flag, default in _DEFAULTS.items():
+        value = getattr(args, flag, default)
+        if value != default and (_precision(args) == "int8" or not flag.startswith("calib")):
             parts += [f"--{flag.replace('_', '-')}", str(value)]
     for flag in ("sparsity", "version_compatible", "cuda_graphs", "warmup"):
         if getattr(args, flag, False):
             parts.append(f"--{flag.replace('_', '-')}")
     for item in getattr(args, "shape_range", None) or []:
         parts += ["--shape-range", item]
+    if getattr(args, "output_repository", None) not in (None, Path("model_repository")):
+        parts += ["--output-repository", str(args.output_repository)]
     return shlex.join(parts)
 
 

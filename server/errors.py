@@ -32,3 +32,7 @@ class StartupTimeoutError(ServerError):
 
 class ServerExitedError(ServerError):
     """The server process exited during start-up for a reason other than a model failure."""
+
+
+class PlanMismatchError(ServerError):
+    """A TensorRT plan's sidecar does not match the TensorRT version or GPU visible here."""

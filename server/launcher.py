@@ -33,6 +33,7 @@ from server.errors import (
     ServerExitedError,
     StartupTimeoutError,
 )
+from server.plan_check import check_plans
 
 _LOAD_FAILURE = re.compile(r"failed to load '(?P<model>[^']+)' version \d+: (?P<reason>.*)$")
 _TABLE_FAILURE = re.compile(
@@ -125,6 +126,7 @@ class TritonServer:
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> TritonServer:
         cfg = self.config
+        check_plans(Path(cfg.model_repository))
         self._assign_ports()
         for purpose, port in (
             ("http", cfg.http_port),

@@ -9,7 +9,9 @@ method and sample count, so a rebuild skips the calibration pass.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,8 +83,6 @@ def to_int8(
     cache_path: Path,
 ) -> Int8Result:
     """Quantise ``src`` to a QDQ model at ``dst``, calibrating unless ``cache_path`` exists."""
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
-
     cache_hit = cache_path.is_file()
     if not cache_hit and calibration is None:
         raise ValueError(f"INT8 needs calibration data: no source given and no cache {cache_path}")
@@ -91,6 +91,19 @@ def to_int8(
         reader = FeedsReader(calibration(), _input_names(src), settings.size)  # type: ignore[misc]
     dst.parent.mkdir(parents=True, exist_ok=True)
     cache_path.parent.mkdir(parents=True, exist_ok=True)
+    with _quiet_root_logger():
+        _quantize(src, dst, reader, settings, cache_path)
+    if reader is not None and reader.count == 0:
+        raise ValueError("the calibration source yielded no samples")
+    samples = reader.count if reader is not None else settings.size
+    return Int8Result(dst, cache_path, cache_hit, samples)
+
+
+def _quantize(
+    src: Path, dst: Path, reader, settings: CalibrationSettings, cache_path: Path
+) -> None:
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
     quantize_static(
         str(src),
         str(dst),
@@ -105,10 +118,19 @@ def to_int8(
         extra_options=_extra_options(settings),
         calibration_cache_path=str(cache_path),
     )
-    if reader is not None and reader.count == 0:
-        raise ValueError("the calibration source yielded no samples")
-    samples = reader.count if reader is not None else settings.size
-    return Int8Result(dst, cache_path, cache_hit, samples)
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """quantize_static logs advice to run ORT's graph optimiser first; we do not on purpose
+    (its fused com.microsoft ops would not parse in TensorRT), so the advice is noise."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
 
 
 def _method(name: str):
@@ -125,6 +147,7 @@ def _extra_options(settings: CalibrationSettings) -> dict[str, object]:
     options: dict[str, object] = {
         "ActivationSymmetric": True,  # zero point 0, as TensorRT requires
         "WeightSymmetric": True,
+        "QuantizeBias": False,  # TensorRT keeps biases in float and fuses them into the kernel
     }
     if settings.method == "percentile":
         options["CalibPercentile"] = settings.percentile
