@@ -96,14 +96,27 @@ def bert_ranges(config) -> RangeTable:
     return {"sequence": tuple(ranges)}
 
 
+def _int_parameter(config, keys: Sequence[str], default: int) -> int:
+    for key in keys:
+        value = _string_parameter(config, key)
+        if value:
+            return int(value)
+    return default
+
+
 def nmt_ranges(config) -> RangeTable:
-    """Source length up to its limit; decoder past (KV cache) from 0 up to the target limit."""
-    source = int(_string_parameter(config, "max_source_length") or 64)
-    target = int(_string_parameter(config, "max_target_length") or 64)
+    """Encoder: batch x source length. Decoder step (no Triton batching: the KV cache has its
+    rows on axis 2): rows = batch x beams, source length, and the self-attention cache
+    (``past_len``) from 0 (first step) up to the longest output."""
+    source = _int_parameter(config, ("max_source_length", "max_source_tokens"), 64)
+    target = _int_parameter(config, ("max_target_length", "max_length", "max_new_tokens"), 64)
+    batch = config.max_batch_size or _int_parameter(config, ("max_batch", "max_batch_size"), 8)
+    beams = _int_parameter(config, ("num_beams", "max_beams", "beams"), 4)
     return {
-        "source_length": (DimRange(1, min(16, source), source),),
-        "target_length": (DimRange(1, 1, target),),
-        "past_length": (DimRange(0, min(16, target), target),),
+        "batch": (DimRange(1, batch, batch),),
+        "rows": (DimRange(1, batch, batch * beams),),
+        "src_len": (DimRange(1, min(16, source), source),),
+        "past_len": (DimRange(0, min(16, target), target),),
     }
 
 
