@@ -1,4 +1,45 @@
-"""NMT (Marian): export encoder and KV-cache decoder ONNX, write the nmt BLS models.
+"""NMT (Marian): export encoder + KV-cache decoder ONNX, verify them, write nmt models.
 
-Placeholder while the export lands; build_engines/nmt/train.py trains the default model.
+Any local Marian checkpoint directory works (``--checkpoint DIR``, with its
+``source.spm``, ``target.spm`` and ``vocab.json``); the default is the project's
+own English→French number model in assets/nmt-en-fr-numbers, which ``--train``
+rebuilds from scratch (seeded). Writes ``nmt_encoder``, ``nmt_decoder`` (ONNX
+Runtime) and ``nmt`` (python BLS running the beam search) into the repository.
 """
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from build_engines.nmt.train import DEFAULT_CHECKPOINT
+
+DEFAULT_MAX_BEAM_SIZE = 16
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=DEFAULT_CHECKPOINT,
+        help="Hugging Face Marian checkpoint directory (default: the committed number model)",
+    )
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="retrain the default number model into --checkpoint first (seeded; slow on CPU)",
+    )
+    parser.add_argument("--train-steps", type=int, default=None, help="override training steps")
+    parser.add_argument("--max-beam-size", type=int, default=DEFAULT_MAX_BEAM_SIZE)
+    parser.add_argument(
+        "--verify-sentences",
+        type=int,
+        default=16,
+        help="sentences for the ONNX-vs-PyTorch check",
+    )
+
+
+def build(args: argparse.Namespace) -> None:
+    from build_engines.nmt.pipeline import run
+
+    run(args)

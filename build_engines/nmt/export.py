@@ -1,0 +1,158 @@
+"""Export a Marian checkpoint as two ONNX graphs the decode loop drives step by step.
+
+- encoder: ``input_ids, attention_mask`` → ``last_hidden_state`` and ``cross_kv``,
+  the cross-attention keys/values of every decoder layer, computed once per source
+  (stacked ``[layers, 2, batch, heads, src_len, head_dim]``).
+- decoder: one step with a self-attention cache. ``input_ids [rows, 1]``,
+  ``encoder_attention_mask``, ``cross_kv`` and ``past_kv [layers, 2, rows, heads,
+  past_len, head_dim]`` in; ``logits [rows, vocab]`` and ``present_kv`` (past_len + 1)
+  out. A step attends over the cache instead of re-running the prefix, so its cost
+  does not grow with the output length (beyond the attention read itself).
+
+The decoder step is written against the Hugging Face modules' own weights (same
+order of operations as ``MarianDecoderLayer``), so the graph has plain tensors in
+and out, and is checked against the Hugging Face model itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from build_engines import onnx_export
+
+_NEG = -1.0e9
+
+
+def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """[rows, len, d_model] → [rows, heads, len, head_dim]."""
+    rows, length, width = x.shape
+    return x.view(rows, length, heads, width // heads).transpose(1, 2)
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, scale):
+    scores = torch.matmul(q, k.transpose(2, 3)) * scale
+    if bias is not None:
+        scores = scores + bias
+    out = torch.matmul(torch.softmax(scores, dim=-1), v)
+    rows, heads, length, head_dim = out.shape
+    return out.transpose(1, 2).reshape(rows, length, heads * head_dim)
+
+
+class EncoderGraph(nn.Module):
+    """The HF encoder, plus each decoder layer's cross-attention K/V of its output."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.encoder = model.get_encoder()
+        self.cross = nn.ModuleList(layer.encoder_attn for layer in model.model.decoder.layers)
+        self.heads = model.config.decoder_attention_heads
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        kv = [
+            torch.stack(
+                [_heads(a.k_proj(hidden), self.heads), _heads(a.v_proj(hidden), self.heads)]
+            )
+            for a in self.cross
+        ]
+        return hidden, torch.stack(kv)
+
+
+class DecoderStepGraph(nn.Module):
+    """One decoder step over a K/V cache, mirroring ``MarianDecoderLayer`` (post-norm)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        decoder = model.model.decoder
+        self.embed = decoder.embed_tokens
+        self.embed_scale = float(decoder.embed_scale)
+        self.positions = decoder.embed_positions.weight
+        self.layers = decoder.layers
+        self.lm_head = model.lm_head
+        self.register_buffer("final_logits_bias", model.final_logits_bias.detach().clone())
+        self.heads = model.config.decoder_attention_heads
+
+    def forward(self, input_ids, encoder_attention_mask, cross_kv, past_kv):
+        past_len = past_kv.shape[4]
+        position = self.positions[past_len : past_len + 1]
+        hidden = self.embed(input_ids) * self.embed_scale + position.unsqueeze(0)
+        bias = (1.0 - encoder_attention_mask[:, None, None, :].to(hidden.dtype)) * _NEG
+        present = []
+        for index, layer in enumerate(self.layers):
+            hidden, kv = self._layer(layer, hidden, past_kv[index], cross_kv[index], bias)
+            present.append(kv)
+        logits = self.lm_head(hidden[:, 0]) + self.final_logits_bias
+        return logits, torch.stack(present)
+
+    def _layer(self, layer, hidden, past, cross, bias):
+        attn = layer.self_attn
+        q = _heads(attn.q_proj(hidden), self.heads)
+        k = torch.cat([past[0], _heads(attn.k_proj(hidden), self.heads)], dim=2)
+        v = torch.cat([past[1], _heads(attn.v_proj(hidden), self.heads)], dim=2)
+        out = attn.out_proj(_attend(q, k, v, None, attn.scaling))
+        hidden = layer.self_attn_layer_norm(hidden + out)
+        cross_attn = layer.encoder_attn
+        q = _heads(cross_attn.q_proj(hidden), self.heads)
+        out = cross_attn.out_proj(_attend(q, cross[0], cross[1], bias, cross_attn.scaling))
+        hidden = layer.encoder_attn_layer_norm(hidden + out)
+        out = layer.fc2(layer.activation_fn(layer.fc1(hidden)))
+        hidden = layer.final_layer_norm(hidden + out)
+        return hidden, torch.stack([k, v])
+
+
+def load_model(checkpoint: Path) -> nn.Module:
+    from transformers import MarianMTModel
+
+    model = MarianMTModel.from_pretrained(str(checkpoint), attn_implementation="eager")
+    return model.eval()
+
+
+def cache_shape(model: nn.Module, rows: int, length: int) -> tuple[int, ...]:
+    config = model.config
+    heads = config.decoder_attention_heads
+    return (config.decoder_layers, 2, rows, heads, length, config.d_model // heads)
+
+
+def export_encoder(model: nn.Module, path: Path) -> Path:
+    ids = torch.tensor([[5, 6, 7, 8, 0], [5, 6, 0, 0, 0]], dtype=torch.long)
+    mask = (ids != 0).long()
+    mask[:, 0] = 1
+    return onnx_export.export(
+        EncoderGraph(model),
+        (ids, mask),
+        path,
+        input_names=["input_ids", "attention_mask"],
+        output_names=["last_hidden_state", "cross_kv"],
+        dynamic_axes={
+            "input_ids": {0: "batch", 1: "src_len"},
+            "attention_mask": {0: "batch", 1: "src_len"},
+            "last_hidden_state": {0: "batch", 1: "src_len"},
+            "cross_kv": {2: "batch", 4: "src_len"},
+        },
+    )
+
+
+def export_decoder(model: nn.Module, path: Path) -> Path:
+    rows, src_len, past_len = 3, 5, 4
+    ids = torch.full((rows, 1), 5, dtype=torch.long)
+    mask = torch.ones(rows, src_len, dtype=torch.long)
+    cross = torch.randn(cache_shape(model, rows, src_len))
+    past = torch.randn(cache_shape(model, rows, past_len))
+    return onnx_export.export(
+        DecoderStepGraph(model),
+        (ids, mask, cross, past),
+        path,
+        input_names=["input_ids", "encoder_attention_mask", "cross_kv", "past_kv"],
+        output_names=["logits", "present_kv"],
+        dynamic_axes={
+            "input_ids": {0: "rows"},
+            "encoder_attention_mask": {0: "rows", 1: "src_len"},
+            "cross_kv": {2: "rows", 4: "src_len"},
+            "past_kv": {2: "rows", 4: "past_len"},
+            "logits": {0: "rows"},
+            "present_kv": {2: "rows", 4: "present_len"},
+        },
+    )

@@ -1,0 +1,134 @@
+"""The nmt build as named steps: [train] → export → verify → write repository entries."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+from build_engines.nmt import corpus
+from build_engines.nmt.export import export_decoder, export_encoder, load_model
+from build_engines.nmt.verify import compare
+from build_engines.steps import StepLog, info
+from python_models.nmt_decode import DecodeSettings
+from python_models.nmt_settings import Limits
+
+
+def decode_settings(model) -> DecodeSettings:
+    """Token ids and scoring from the checkpoint, as Hugging Face ``generate`` would use them."""
+    config, generation = model.config, model.generation_config
+    bad_words = generation.bad_words_ids or []
+    heads = config.decoder_attention_heads
+    return DecodeSettings(
+        decoder_start_token_id=int(
+            generation.decoder_start_token_id or config.decoder_start_token_id
+        ),
+        eos_token_id=int(_first(generation.eos_token_id, config.eos_token_id)),
+        pad_token_id=int(_first(generation.pad_token_id, config.pad_token_id)),
+        cache_shape=(config.decoder_layers, heads, config.d_model // heads),
+        suppressed_token_ids=tuple(int(w[0]) for w in bad_words if len(w) == 1),
+        forced_eos=generation.forced_eos_token_id is not None,
+        length_penalty=_first(generation.length_penalty, 1.0),
+        early_stopping=_first(generation.early_stopping, False),
+    )
+
+
+def _first(value, fallback):
+    if isinstance(value, (list, tuple)):
+        return value[0]
+    return fallback if value is None else value
+
+
+def limits(model, max_beam_size: int) -> Limits:
+    positions = model.config.max_position_embeddings
+    return Limits(
+        default_beam_size=4,
+        max_beam_size=max_beam_size,
+        default_max_length=min(int(model.generation_config.max_length or positions), positions),
+        max_target_length=positions,
+        max_source_length=positions,
+    )
+
+
+def verification_texts(checkpoint: Path, count: int) -> tuple[list[str], list[str]]:
+    """Held-out pairs for the default model; for other checkpoints, a few plain sentences."""
+    split_file = checkpoint / "split.json"
+    if split_file.exists():
+        numbers = list(corpus.Split.load(split_file).test[:count])
+        return [corpus.english(n) for n in numbers], [corpus.french(n) for n in numbers]
+    sources = [corpus.english(n) for n in range(1, 1000, max(1, 1000 // count))][:count]
+    return sources, sources
+
+
+def run(args: argparse.Namespace) -> None:
+    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+    if args.precision != "fp32":
+        raise SystemExit(f"nmt: precision {args.precision} is not available yet (fp32 only)")
+    if args.engine != "onnxruntime":
+        raise SystemExit(f"nmt: engine {args.engine} is not available yet (onnxruntime only)")
+    log = StepLog("nmt", 6 if args.train else 5)
+    checkpoint = Path(args.checkpoint)
+    if args.train:
+        from build_engines.nmt.train import TrainSettings, train
+
+        settings = (
+            TrainSettings() if args.train_steps is None else TrainSettings(steps=args.train_steps)
+        )
+        log.run("train the number model", train, checkpoint, settings)
+    from transformers import MarianTokenizer
+
+    model = log.run("load checkpoint", load_model, checkpoint)
+    tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
+    out = Path(args.output_repository)
+    staging = Path(getattr(args, "work_dir", "build")) / "nmt"
+    encoder_onnx, decoder_onnx = staging / "encoder.onnx", staging / "decoder.onnx"
+    log.run("export encoder + decoder ONNX", _export, model, encoder_onnx, decoder_onnx)
+    sources, targets = verification_texts(checkpoint, args.verify_sentences)
+    parity = log.run(
+        "verify ONNX vs PyTorch",
+        compare,
+        model,
+        tokenizer,
+        encoder_onnx,
+        decoder_onnx,
+        sources,
+        targets,
+        args.threads,
+    )
+    info(
+        f"max abs diff: encoder {parity.encoder_max_abs_diff:.2e}, "
+        f"decoder logits {parity.decoder_max_abs_diff:.2e}"
+    )
+    parity.check()
+    settings = decode_settings(model)
+    bounds = limits(model, args.max_beam_size)
+    log.run(
+        "write model_repository entries",
+        _write,
+        out,
+        checkpoint,
+        model,
+        encoder_onnx,
+        decoder_onnx,
+        settings,
+        bounds,
+        args,
+    )
+    info(f"decode: {settings}")
+    info(f"limits: {bounds}")
+
+
+def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
+    export_encoder(model, encoder_onnx)
+    export_decoder(model, decoder_onnx)
+    for path in (encoder_onnx, decoder_onnx):
+        info(f"{path.name}: {path.stat().st_size / 1e6:.1f} MB")
+
+
+def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds, args) -> None:
+    from build_engines.nmt import repository
+
+    repository.write_encoder(out, encoder_onnx, settings, model.config.d_model, args)
+    repository.write_decoder(out, decoder_onnx, settings, model.config.vocab_size, args)
+    repository.write_bls(out, checkpoint, settings, bounds, args)
+    info(f"wrote {out}/nmt, {out}/nmt_encoder, {out}/nmt_decoder")

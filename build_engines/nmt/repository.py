@@ -1,0 +1,89 @@
+"""Write ``nmt_encoder``, ``nmt_decoder`` (ONNX) and ``nmt`` (python BLS) into a repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from build_engines.repository import (
+    Tensor,
+    enable_dynamic_batching,
+    onnx_model_config,
+    python_model_config,
+    python_shim,
+    write_model,
+)
+from python_models.nmt_decode import DecodeSettings
+from python_models.nmt_settings import Limits, to_parameters
+
+ENCODER, DECODER, BLS = "nmt_encoder", "nmt_decoder", "nmt"
+TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+DEFAULT_MAX_BATCH_SIZE = 32
+BATCH_DELAY_US = 2000
+
+
+def _cache(settings: DecodeSettings) -> tuple[int, ...]:
+    layers, heads, head_dim = settings.cache_shape
+    return (layers, 2, -1, heads, -1, head_dim)
+
+
+def write_encoder(repository: Path, onnx: Path, settings: DecodeSettings, d_model: int, args):
+    """max_batch_size 0: the BLS model sends whole padded batches itself."""
+    config = onnx_model_config(
+        ENCODER,
+        inputs=[
+            Tensor("input_ids", "INT64", (-1, -1)),
+            Tensor("attention_mask", "INT64", (-1, -1)),
+        ],
+        outputs=[
+            Tensor("last_hidden_state", "FP32", (-1, -1, d_model)),
+            Tensor("cross_kv", "FP32", _cache(settings)),
+        ],
+        max_batch_size=0,
+        instances=args.instances,
+        threads=args.threads,
+    )
+    return write_model(repository, config, {"model.onnx": onnx})
+
+
+def write_decoder(repository: Path, onnx: Path, settings: DecodeSettings, vocab: int, args):
+    config = onnx_model_config(
+        DECODER,
+        inputs=[
+            Tensor("input_ids", "INT64", (-1, 1)),
+            Tensor("encoder_attention_mask", "INT64", (-1, -1)),
+            Tensor("cross_kv", "FP32", _cache(settings)),
+            Tensor("past_kv", "FP32", _cache(settings)),
+        ],
+        outputs=[
+            Tensor("logits", "FP32", (-1, vocab)),
+            Tensor("present_kv", "FP32", _cache(settings)),
+        ],
+        max_batch_size=0,
+        instances=args.instances,
+        threads=args.threads,
+    )
+    return write_model(repository, config, {"model.onnx": onnx})
+
+
+def write_bls(
+    repository: Path, checkpoint: Path, settings: DecodeSettings, limits: Limits, args
+) -> Path:
+    """Dynamic batching gathers concurrent requests into one execute call (one beam search)."""
+    parameters = {"encoder_model": ENCODER, "decoder_model": DECODER}
+    parameters.update(to_parameters(settings, limits))
+    config = python_model_config(
+        BLS,
+        inputs=[
+            Tensor("TEXT", "STRING", (1,)),
+            Tensor("BEAM_SIZE", "INT32", (1,), optional=True),
+            Tensor("MAX_LENGTH", "INT32", (1,), optional=True),
+        ],
+        outputs=[Tensor("TRANSLATION", "STRING", (1,))],
+        max_batch_size=args.max_batch_size or DEFAULT_MAX_BATCH_SIZE,
+        parameters=parameters,
+        instances=args.instances,
+    )
+    enable_dynamic_batching(config, BATCH_DELAY_US)
+    files: dict[str, Path | str] = {"model.py": python_shim("python_models.nmt.NmtModel")}
+    files.update({name: checkpoint / name for name in TOKENIZER_FILES})
+    return write_model(repository, config, files)

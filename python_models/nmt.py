@@ -1,0 +1,171 @@
+"""The ``nmt`` BLS model: text in, translation out, the decode loop inside Triton.
+
+Per execute call: tokenise every request (sentencepiece), run ``nmt_encoder`` once
+for all of them, then step ``nmt_decoder`` through ``pb_utils.InferenceRequest``
+with one beam search batched across the requests (each may ask its own
+``BEAM_SIZE`` and ``MAX_LENGTH``), and detokenise.
+
+Each request's response goes out through its response sender the moment its
+sentences are finished, so a short greedy request does not wait for a long beam
+search in the same batch. The model stays non-decoupled (one response per
+request), so HTTP and gRPC both work.
+
+Inputs (a request may hold several rows):
+- ``TEXT``: UTF-8; empty or non-UTF-8 text is INVALID_ARG. Sources longer than
+  the model's positional table are truncated to ``max_source_length`` tokens
+  (``</s>`` included), as ``MarianTokenizer(truncation=True)`` would.
+- ``BEAM_SIZE`` (optional, default 4): 1 is greedy; 1..``max_beam_size``.
+- ``MAX_LENGTH`` (optional): Hugging Face ``max_length`` semantics (the decoder
+  start token counts); 2..``max_target_length``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from python_models.base import Arrays, InvalidInput, PythonModel, array_response, error_response
+from python_models.nmt_decode import Job, generate
+from python_models.nmt_settings import Limits, from_parameters
+from python_models.nmt_text import MarianText
+
+try:  # Present only inside Triton's python stub.
+    import triton_python_backend_utils as pb_utils
+except ImportError:  # pragma: no cover
+    pb_utils = None
+
+
+class BlsStepModel:
+    """``encode``/``step`` as BLS calls to the encoder and decoder models."""
+
+    def __init__(self, encoder: str, decoder: str) -> None:
+        self.encoder, self.decoder = encoder, decoder
+
+    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": input_ids, "attention_mask": attention_mask}
+        return _infer(self.encoder, feed, ["cross_kv"])[0]
+
+    def step(self, input_ids, attention_mask, cross_kv, past_kv) -> tuple[np.ndarray, np.ndarray]:
+        feed = {
+            "input_ids": input_ids,
+            "encoder_attention_mask": attention_mask,
+            "cross_kv": cross_kv,
+            "past_kv": past_kv,
+        }
+        logits, present = _infer(self.decoder, feed, ["logits", "present_kv"])
+        return logits, present
+
+
+def _infer(model: str, inputs: Arrays, outputs: list[str]) -> list[np.ndarray]:
+    request = pb_utils.InferenceRequest(
+        model_name=model,
+        requested_output_names=outputs,
+        inputs=[pb_utils.Tensor(name, np.ascontiguousarray(v)) for name, v in inputs.items()],
+    )
+    response = request.exec()
+    if response.has_error():
+        raise RuntimeError(f"{model}: {response.error().message()}")
+    return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
+
+
+def parse_rows(inputs: Arrays, text: MarianText, limits: Limits) -> list[Job]:
+    """One :class:`Job` per row of the request; any bad row fails the request."""
+    texts = inputs["TEXT"].reshape(-1)
+    beams = _per_row(inputs.get("BEAM_SIZE"), len(texts), limits.default_beam_size)
+    lengths = _per_row(inputs.get("MAX_LENGTH"), len(texts), limits.default_max_length)
+    jobs = []
+    for raw, beam, length in zip(texts, beams, lengths, strict=True):
+        if not 1 <= beam <= limits.max_beam_size:
+            raise InvalidInput(f"BEAM_SIZE must be in 1..{limits.max_beam_size}, got {beam}")
+        if not 2 <= length <= limits.max_target_length:
+            raise InvalidInput(
+                f"MAX_LENGTH must be in 2..{limits.max_target_length} "
+                f"(it counts the decoder start token), got {length}"
+            )
+        jobs.append(Job(text.encode(_decode_text(raw)), int(beam), int(length)))
+    return jobs
+
+
+def _per_row(values: np.ndarray | None, rows: int, default: int) -> list[int]:
+    if values is None:
+        return [default] * rows
+    flat = values.reshape(-1)
+    if flat.size == 1:
+        return [int(flat[0])] * rows
+    if flat.size != rows:
+        raise InvalidInput(f"expected {rows} values, one per TEXT row, got {flat.size}")
+    return [int(v) for v in flat]
+
+
+def _decode_text(raw: Any) -> str:
+    data = raw if isinstance(raw, bytes) else str(raw).encode("utf-8")
+    try:
+        value = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"TEXT is not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    if not value.strip():
+        raise InvalidInput("TEXT is empty")
+    return value
+
+
+@dataclass
+class _Pending:
+    """A request whose rows are being decoded; answered once every row is done."""
+
+    sender: Any
+    rows: list[int]
+    texts: dict[int, str]
+    sent: bool = False
+
+
+class NmtModel(PythonModel):
+    def setup(self) -> None:
+        self.settings, self.limits = from_parameters(self.params)
+        self.text = MarianText(self.version_dir, self.limits.max_source_length)
+        self.runner = BlsStepModel(
+            self.params.str("encoder_model", "nmt_encoder"),
+            self.params.str("decoder_model", "nmt_decoder"),
+        )
+
+    def execute(self, requests: list[Any]) -> None:
+        jobs: list[Job] = []
+        pending: list[_Pending] = []
+        owner: list[_Pending] = []
+        for request in requests:
+            sender = request.get_response_sender()
+            try:
+                rows = parse_rows(self.read_inputs(request), self.text, self.limits)
+            except Exception as exc:
+                _send(sender, error_response(self._note(exc)))
+                continue
+            entry = _Pending(sender, list(range(len(jobs), len(jobs) + len(rows))), {})
+            pending.append(entry)
+            owner.extend([entry] * len(rows))
+            jobs.extend(rows)
+
+        def finished(index: int, ids: list[int]) -> None:
+            entry = owner[index]
+            entry.texts[index] = self.text.decode(ids)
+            if len(entry.texts) == len(entry.rows):
+                self._answer(entry)
+
+        try:
+            generate(self.runner, jobs, self.settings, on_done=finished)
+        except Exception as exc:
+            failure = error_response(self._note(exc))
+            for entry in pending:
+                if not entry.sent:
+                    entry.sent = True
+                    _send(entry.sender, failure)
+        return None
+
+    def _answer(self, entry: _Pending) -> None:
+        texts = np.array([[entry.texts[row]] for row in entry.rows], dtype=np.object_)
+        entry.sent = True
+        _send(entry.sender, array_response({"TRANSLATION": texts}, self.output_dtypes))
+
+
+def _send(sender: Any, response: Any) -> None:
+    sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)

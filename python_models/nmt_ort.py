@@ -1,0 +1,48 @@
+"""The decode loop's model calls on in-process ONNX Runtime sessions.
+
+The in-process baseline for tests and benchmarks: the same :mod:`nmt_decode`
+search as the Triton BLS model, with the two graphs run directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+
+def session(path: Path, threads: int) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+class OrtStepModel:
+    """``encode``/``step`` (see :class:`python_models.nmt_decode.StepModel`) on ORT."""
+
+    def __init__(self, encoder: Path, decoder: Path, threads: int = 2) -> None:
+        self.encoder = session(encoder, threads)
+        self.decoder = session(decoder, threads)
+
+    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": input_ids, "attention_mask": attention_mask}
+        return self.encoder.run(["cross_kv"], feed)[0]
+
+    def step(
+        self,
+        input_ids: np.ndarray,
+        attention_mask: np.ndarray,
+        cross_kv: np.ndarray,
+        past_kv: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        feed = {
+            "input_ids": input_ids,
+            "encoder_attention_mask": attention_mask,
+            "cross_kv": cross_kv,
+            "past_kv": past_kv,
+        }
+        logits, present = self.decoder.run(["logits", "present_kv"], feed)
+        return logits, present
