@@ -56,7 +56,7 @@ def serving_artifacts(
     """Return the model's config and version-folder files for ``args.precision``/``args.engine``."""
     precision, engine = _precision(args), _engine(args)
     if getattr(args, "dry_run", False):
-        print(describe(name, onnx_path, config, args, calibration is not None), flush=True)
+        print(describe(name, onnx_path, config, args, calibration), flush=True)
         raise DryRun(f"dry run: nothing built or written for {name}")
     if engine == "tensorrt":
         from build_engines.tensorrt.lazy import import_tensorrt
@@ -181,12 +181,17 @@ def calibration_settings(args: argparse.Namespace):
     )
 
 
-def calibration_cache(args: argparse.Namespace, name: str, onnx_path: Path) -> Path:
+def calibration_cache(
+    args: argparse.Namespace, name: str, onnx_path: Path, calibration: CalibrationSource | None
+) -> Path:
+    """Where this model's ranges for this data, method and size are (or will be) cached."""
     from build_engines.onnx_export import sha256
-    from build_engines.precision.int8 import cache_path_for
+    from build_engines.precision.int8 import cache_path_for, fingerprint
 
+    settings = calibration_settings(args)
+    digest = fingerprint(calibration(), settings.size) if calibration is not None else ""
     cache_dir = Path(getattr(args, "work_dir", "build")) / "calibration" / name
-    return cache_path_for(cache_dir, sha256(onnx_path), calibration_settings(args))
+    return cache_path_for(cache_dir, sha256(onnx_path), settings, digest)
 
 
 def lowered_path(args: argparse.Namespace, name: str, onnx_path: Path, precision: str) -> Path:
@@ -214,7 +219,7 @@ def lower_precision(
         to_fp16(onnx_path, target)
         info(f"{name}: FP16 graph (FP32 I/O, norms/softmax/reductions FP32) -> {target}")
     else:
-        cache = calibration_cache(args, name, onnx_path)
+        cache = calibration_cache(args, name, onnx_path, calibration)
         result = to_int8(onnx_path, target, calibration, settings, cache)
         how = "cached ranges" if result.cache_hit else f"{result.samples} samples"
         info(f"{name}: INT8 Q/DQ ({settings.method} calibration, {how}; cache {cache}) -> {target}")
@@ -365,13 +370,13 @@ def describe(
     onnx_path: Path,
     config: ModelConfig,
     args: argparse.Namespace,
-    has_calibration: bool,
+    calibration: CalibrationSource | None = None,
 ) -> str:
     """The plan of work for one model, and for TensorRT the config and trtexec command."""
     precision, engine = _precision(args), _engine(args)
     served = lowered_path(args, name, onnx_path, precision)
     lines = [f"=== plan of work for {name}: --precision {precision} --engine {engine} ==="]
-    lines += _describe_precision(name, onnx_path, served, precision, args, has_calibration)
+    lines += _describe_precision(name, onnx_path, served, precision, args, calibration)
     repo = Path(getattr(args, "output_repository", "model_repository")) / name
     if engine == "onnxruntime":
         lines.append(f"write {repo}/config.pbtxt (onnxruntime_onnx) and {repo}/1/model.onnx")
@@ -380,7 +385,7 @@ def describe(
     return "\n".join(lines)
 
 
-def _describe_precision(name, onnx_path, served, precision, args, has_calibration) -> list[str]:
+def _describe_precision(name, onnx_path, served, precision, args, calibration) -> list[str]:
     if precision == "fp32":
         return [f"precision: serve {onnx_path} as exported (FP32)"]
     if precision == "fp16":
@@ -391,8 +396,9 @@ def _describe_precision(name, onnx_path, served, precision, args, has_calibratio
             f"{served.with_suffix('.accuracy.json')}",
         ]
     settings = calibration_settings(args)
-    source = "the family's calibration source" if has_calibration else "NO calibration source"
-    cache = "(cache exists: calibration skipped)" if _cache_exists(args, name, onnx_path) else ""
+    source = "the family's calibration source" if calibration else "NO calibration source"
+    cached = Path(onnx_path).exists() and calibration_cache(args, name, onnx_path, calibration)
+    cache = "(cache exists: calibration skipped)" if cached and cached.exists() else ""
     return [
         f"precision: INT8 Q/DQ with onnxruntime quantize_static (QDQ, per-channel symmetric "
         f"weights, symmetric activations, zero point 0) on Conv/MatMul/Gemm inputs: "
@@ -401,10 +407,6 @@ def _describe_precision(name, onnx_path, served, precision, args, has_calibratio
         f"check: INT8 vs FP32 on {CHECK_SAMPLES} held-out samples -> "
         f"{served.with_suffix('.accuracy.json')}",
     ]
-
-
-def _cache_exists(args: argparse.Namespace, name: str, onnx_path: Path) -> bool:
-    return Path(onnx_path).exists() and calibration_cache(args, name, onnx_path).exists()
 
 
 def _describe_tensorrt(name, onnx_path, served, config, args, repo) -> list[str]:

@@ -238,3 +238,11 @@ def test_metrics_are_right_on_known_values() -> None:
     assert exact_match(["a b", "c"], ["a b", "d"]) == 0.5
     assert bleu(["the cat sat on the mat"], ["the cat sat on the mat"]) == pytest.approx(100.0)
     assert bleu(["a dog"], ["the cat sat on the mat"]) < 10
+
+
+def test_calibration_cache_key_follows_the_data(tiny_onnx: Path, tmp_path: Path) -> None:
+    args = _args(tmp_path, "int8")
+    same = engines.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 4))
+    again = engines.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 4))
+    other = engines.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 5))
+    assert same == again and same != other

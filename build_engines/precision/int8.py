@@ -4,12 +4,14 @@ TensorRT's explicit quantisation wants symmetric INT8 (zero point 0) for
 activations and weights, per-channel weight scales, and Q/DQ on the inputs of
 the compute-heavy ops; ``quantize_static`` in QDQ format writes exactly that.
 Calibration ranges are cached as JSON under the work dir, keyed by model hash,
-method and sample count, so a rebuild skips the calibration pass.
+calibration-data digest, method and sample count, so a rebuild skips the
+calibration pass but never reuses ranges measured on other data.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -68,10 +70,24 @@ class FeedsReader:
             yield feed
 
 
-def cache_path_for(cache_dir: Path, onnx_sha256: str, settings: CalibrationSettings) -> Path:
-    """One cache file per (model content, method, samples, percentile)."""
+def fingerprint(feeds: Iterable[Feeds], limit: int) -> str:
+    """A digest of the first ``limit`` calibration feeds (names, dtypes, shapes, bytes)."""
+    digest = hashlib.sha256()
+    for feed in itertools.islice(iter(feeds), limit):
+        for name in sorted(feed):
+            array = np.ascontiguousarray(feed[name])
+            digest.update(f"{name}|{array.dtype.str}|{array.shape}".encode())
+            digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def cache_path_for(
+    cache_dir: Path, onnx_sha256: str, settings: CalibrationSettings, data_digest: str = ""
+) -> Path:
+    """One cache file per (model content, calibration data, method, samples, percentile)."""
     suffix = f"-p{settings.percentile:g}" if settings.method == "percentile" else ""
-    name = f"calibration-{onnx_sha256[:16]}-{settings.method}{suffix}-n{settings.size}.json"
+    data = f"-d{data_digest[:12]}" if data_digest else ""
+    name = f"calibration-{onnx_sha256[:16]}{data}-{settings.method}{suffix}-n{settings.size}.json"
     return cache_dir / name
 
 
