@@ -15,6 +15,9 @@ COLUMNS = (
 )  # fmt: skip
 
 
+PROTOCOL_COLOURS = {"grpc": "C0", "http": "C1"}
+
+
 def _server_totals(result: StepResult) -> tuple[float, float]:
     """The top-level model's queue and compute (ensembles and BLS include their parts)."""
     for server in result.server:
@@ -91,9 +94,10 @@ def write_plots(results: Sequence[StepResult], out: Path) -> list[Path]:
             if name != model:
                 continue
             users = [r.users for r in rows]
+            colour = PROTOCOL_COLOURS.get(protocol, "C2")
             for p, style in zip(PERCENTILES, ("-", "--", "-.", ":"), strict=True):
                 ax.plot(users, [getattr(r, f"p{p}_ms") for r in rows], style, marker="o",
-                        label=f"{protocol} p{p}")  # fmt: skip
+                        color=colour, label=f"{protocol} p{p}")  # fmt: skip
         _axes(ax, model, "latency (ms)")
     fig.tight_layout()
     fig.savefig(out / "latency.png", dpi=110)
@@ -111,9 +115,12 @@ def write_plots(results: Sequence[StepResult], out: Path) -> list[Path]:
 
 
 def _axes(ax, title: str, ylabel: str) -> None:
+    import matplotlib.ticker
+
     ax.set_title(title)
     ax.set_xlabel("concurrent users per model")
     ax.set_ylabel(ylabel)
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)

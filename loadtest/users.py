@@ -264,11 +264,11 @@ def apply_weights(weights: Weights, classes: dict[str, type[TritonUser]] = USER_
 
 def _task_list(cls: type[TritonUser], overrides: dict[str, int]) -> list[Callable]:
     """Locust picks uniformly from ``tasks``: a task of weight w appears w times."""
-    methods = {
-        name: fn
-        for name, fn in vars(cls).items()
-        if callable(fn) and hasattr(fn, "locust_task_weight")
-    }
+    methods: dict[str, Callable] = {}
+    for klass in reversed(cls.__mro__):  # subclasses override inherited tasks
+        for name, fn in vars(klass).items():
+            if callable(fn) and hasattr(fn, "locust_task_weight"):
+                methods[name] = fn
     tasks = []
     for name, fn in methods.items():
         tasks += [fn] * overrides.get(name, fn.locust_task_weight)
