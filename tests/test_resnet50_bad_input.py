@@ -81,3 +81,33 @@ def test_unsupported_type_in_pil_is_converted(triton_client: TritonClient) -> No
     buffer = io.BytesIO()
     cmyk.save(buffer, format="JPEG")
     assert len(triton_client.classify(buffer.getvalue()).predictions) == 5
+
+
+def _raw_infer(url: str, array: np.ndarray, dtype: str) -> None:
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(url.removeprefix("grpc://"))
+    tensor = grpcclient.InferInput("IMAGE", list(array.shape), dtype)
+    tensor.set_data_from_numpy(array)
+    client.infer("resnet50", [tensor])
+
+
+@pytest.mark.parametrize(
+    ("array", "dtype", "reason"),
+    [
+        (np.zeros((1, 1), dtype=np.float32), "FP32", "data-type"),
+        (np.array([[jpeg(), jpeg()]], dtype=np.object_), "BYTES", "shape"),
+        (np.array([[jpeg()]] * 17, dtype=np.object_), "BYTES", "batch"),
+    ],
+    ids=["wrong-dtype", "wrong-shape", "oversized-batch"],
+)
+def test_wrong_dtype_shape_or_batch_is_invalid_argument(
+    triton_server, array: np.ndarray, dtype: str, reason: str
+) -> None:
+    from tritonclient.utils import InferenceServerException
+
+    with pytest.raises(InferenceServerException) as raised:
+        _raw_infer(triton_server.grpc_url, array, dtype)
+    assert raised.value.status() == "StatusCode.INVALID_ARGUMENT"
+    assert reason in raised.value.message().lower()
+    assert triton_server.is_ready()
