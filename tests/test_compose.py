@@ -133,6 +133,23 @@ def test_cpu_profile_needs_no_gpu_and_answers_as_triton(resolved: dict[str, Any]
     assert "triton" in triton["networks"]["default"]["aliases"]
 
 
+@pytest.mark.parametrize(
+    ("name", "engine"), [("build-engines", "tensorrt"), ("build-onnx", "onnxruntime")]
+)
+def test_build_commands_parse_with_the_real_cli(
+    resolved: dict[str, Any], name: str, engine: str
+) -> None:
+    """The one-shot services' arguments are accepted by `python -m build_engines` itself."""
+    from build_engines.cli import build_parser
+
+    command = resolved["services"][name]["command"]
+    try:
+        args = build_parser().parse_args(command)
+    except SystemExit as exc:
+        pytest.fail(f"python -m build_engines rejects {command}: exit {exc.code}")
+    assert (args.family, args.engine, str(args.output_repository)) == ("all", engine, "/models")
+
+
 def test_locust_master_and_scalable_workers(resolved: dict[str, Any]) -> None:
     services = resolved["services"]
     master, worker = services["locust-master"], services["locust-worker"]
