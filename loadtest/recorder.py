@@ -34,6 +34,9 @@ class Step:
     end: float | None = None
     stats_start: dict[str, dict] = field(default_factory=dict)
     stats_end: dict[str, dict] = field(default_factory=dict)
+    # CPU seconds of this Locust process at the window's edges: is the generator saturated?
+    cpu_start: float | None = None
+    cpu_end: float | None = None
 
 
 class Recorder:
@@ -82,10 +85,12 @@ class Recorder:
         if step is not None and step.measure_start is None:
             step.stats_start = self._snapshot()
             step.measure_start = time.time()
+            step.cpu_start = time.process_time()
 
     def _close(self, step: Step, now: float) -> None:
         if step.end is None:
             step.end = now
+            step.cpu_end = time.process_time()
             if step.measure_start is not None:
                 step.stats_end = self._snapshot()
 

@@ -12,6 +12,7 @@ from loadtest.summary import PERCENTILES, StepResult
 COLUMNS = (
     "protocol", "model", "users", "requests", "failures", "error_ratio", "throughput_rps",
     "p50_ms", "p90_ms", "p95_ms", "p99_ms", "server_queue_ms", "server_compute_ms",
+    "client_cpu_ratio",
 )  # fmt: skip
 
 
@@ -48,16 +49,24 @@ def markdown(results: Sequence[StepResult]) -> str:
     """Client latency and throughput per step, then Triton's queue/compute split per model."""
     lines = [
         "| protocol | model | users | req | err % | req/s | p50 ms | p90 ms | p95 ms | p99 ms "
-        "| queue ms | compute ms |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| queue ms | compute ms | Locust CPU % |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in results:
         queue, compute = _server_totals(r)
         lines.append(
             f"| {r.protocol} | {r.model} | {r.users} | {r.requests} | {100 * r.error_ratio:.2f} "
             f"| {r.throughput_rps:.1f} | {r.p50_ms:.2f} | {r.p90_ms:.2f} | {r.p95_ms:.2f} "
-            f"| {r.p99_ms:.2f} | {queue:.2f} | {compute:.2f} |"
+            f"| {r.p99_ms:.2f} | {queue:.2f} | {compute:.2f} | {100 * r.client_cpu_ratio:.0f} |"
         )
+    lines += [
+        "",
+        "Latency and throughput are client-side, over each step's window after settling. "
+        "Queue and compute are Triton's mean per request for the model called (ensembles and "
+        "BLS models include their parts), over the same window. Locust CPU % is the load "
+        "generator's own CPU in the window (all models of the step share it); near 100 % the "
+        "generator, not the server, limits the rate.",
+    ]
     lines += ["", "Server-side time per request, by Triton model (same windows):", ""]
     lines += ["| protocol | users | Triton model | requests | queue ms | compute ms |"]
     lines += ["|---|--:|---|--:|--:|--:|"]

@@ -49,6 +49,12 @@ class StepResult:
     p99_ms: float
     throughput_rps: float
     server: tuple[ServerTime, ...]
+    client_cpu_s: float = float("nan")  # the Locust process's CPU time in the window
+
+    @property
+    def client_cpu_ratio(self) -> float:
+        """Share of one core the load generator used: near 1.0 it, not Triton, is the limit."""
+        return self.client_cpu_s / self.window_s if self.window_s else float("nan")
 
     @property
     def error_ratio(self) -> float:
@@ -57,6 +63,7 @@ class StepResult:
     def as_dict(self) -> dict[str, Any]:
         row = asdict(self)
         row["error_ratio"] = self.error_ratio
+        row["client_cpu_ratio"] = self.client_cpu_ratio
         return row
 
 
@@ -82,6 +89,11 @@ def _server_times(step: dict[str, Any], model: str) -> tuple[ServerTime, ...]:
     )
 
 
+def _cpu(step: dict[str, Any]) -> float:
+    start, end = step.get("cpu_start"), step.get("cpu_end")
+    return end - start if start is not None and end is not None else float("nan")
+
+
 def step_results(meta: dict[str, Any], arrays: dict[str, np.ndarray], protocol: str) -> list:
     """One StepResult per (step, model) that has a measured window."""
     results = []
@@ -105,6 +117,7 @@ def step_results(meta: dict[str, Any], arrays: dict[str, np.ndarray], protocol: 
                     *_percentiles(arrays["ms"][ok]),
                     throughput_rps=float(ok.sum()) / (end - begin),
                     server=_server_times(step, model),
+                    client_cpu_s=_cpu(step),
                 )
             )
     return results

@@ -1,0 +1,274 @@
+"""Load-generator calibration: how many requests/s can the Locust user drive, per protocol?
+
+Compared with a plain asyncio loop on tritonclient's aio client, same machine, same server,
+same trivial model (a python-backend identity with BERT's TEXT -> EMBEDDING contract,
+written to a temporary repository, so the Locust user is the real ``BertUser``). Each
+generator runs as its own process at several concurrencies; we keep its best rate and its
+CPU time per request (from the kernel's accounting of the child), which says what the
+generator could reach if the server were not sharing the cores.
+Writes benchmarks/loadgen.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import machine_description, markdown_table
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = "identity"
+IDENTITY_CONFIG = f"""name: "{MODEL}"
+backend: "python"
+max_batch_size: 64
+input {{ name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] }}
+output {{ name: "EMBEDDING" data_type: TYPE_FP32 dims: [ 4 ] }}
+instance_group {{ count: 1 kind: KIND_CPU }}
+"""
+IDENTITY_MODEL = '''"""Trivial: a constant embedding per request (the client is measured)."""
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            text = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy()
+            vector = np.full((text.shape[0], 4), 0.5, dtype=np.float32)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("EMBEDDING", vector)]))
+        return responses
+'''
+WARMUP_S = 2.0
+LOCUST = "Locust BertUser (SDK)"
+PLAIN = "plain asyncio tritonclient.aio"
+SENTENCE = "The customer reviewed the quarterly report before the meeting started."
+
+
+def write_identity_repository(root: Path) -> Path:
+    """A one-model repository in ``root`` (kept out of model_repository/)."""
+    version = root / MODEL / "1"
+    version.mkdir(parents=True)
+    (root / MODEL / "config.pbtxt").write_text(IDENTITY_CONFIG)
+    (version / "model.py").write_text(IDENTITY_MODEL)
+    return root
+
+
+@dataclass(frozen=True)
+class Measurement:
+    protocol: str
+    generator: str
+    concurrency: int
+    requests: int
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    cpu_ms_per_request: float
+
+
+def measure_locust(url: str, protocol: str, users: int, duration: float, out: Path) -> Measurement:
+    """The real BertUser, headless, one step of ``users`` after a settle period."""
+    from loadtest.runner import RunConfig, run_protocol
+
+    config = RunConfig(
+        models=["bert"],
+        steps=str(users),
+        step_time=duration + WARMUP_S,
+        settle_time=WARMUP_S,
+        weights="bert.numbers=0",  # one payload kind, as in the plain loop
+        model_names=[f"bert={MODEL}"],
+    )
+    (result,) = run_protocol(url, config, out / f"locust-{protocol}-{users}")
+    return Measurement(
+        protocol, LOCUST, users, result.requests, result.throughput_rps, result.p50_ms,
+        result.p99_ms, 1000.0 * result.client_cpu_s / max(result.requests, 1),
+    )  # fmt: skip
+
+
+def measure_plain(url: str, protocol: str, concurrency: int, duration: float) -> Measurement:
+    """One plain asyncio process (``plain`` sub-command), so neither generator shares a GIL."""
+    command = [sys.executable, "-m", "benchmarks.loadgen", "plain", "--url", url]
+    command += ["--concurrency", str(concurrency), "--duration", str(duration)]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=duration + 60, check=True
+    )
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    return Measurement(
+        protocol, PLAIN, concurrency, row["requests"], row["rps"], row["p50_ms"], row["p99_ms"],
+        row["cpu_ms_per_request"],
+    )  # fmt: skip
+
+
+async def plain_loop(url: str, concurrency: int, duration: float) -> dict[str, float]:
+    """``concurrency`` closed loops on one aio client; runs in its own process."""
+    from client.transport import Endpoint
+
+    endpoint = Endpoint.parse(url)
+    if endpoint.protocol == "grpc":
+        import tritonclient.grpc.aio as module
+    else:
+        import tritonclient.http.aio as module
+    client = module.InferenceServerClient(endpoint.address)
+    text = np.array([[SENTENCE.encode()]], dtype=np.object_)
+    latencies: list[float] = []
+    measure_from = time.perf_counter() + WARMUP_S
+    stop_at = measure_from + duration
+
+    async def worker() -> None:
+        while (started := time.perf_counter()) < stop_at:
+            tensor = module.InferInput("TEXT", [1, 1], "BYTES")
+            tensor.set_data_from_numpy(text)
+            result = await client.infer(MODEL, [tensor])
+            result.as_numpy("EMBEDDING")
+            if started >= measure_from:
+                latencies.append(time.perf_counter() - started)
+
+    async def cpu_window() -> tuple[float, float]:
+        await asyncio.sleep(max(0.0, measure_from - time.perf_counter()))
+        first = time.process_time()
+        await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
+        return first, time.process_time()
+
+    try:
+        window, *_ = await asyncio.gather(cpu_window(), *(worker() for _ in range(concurrency)))
+    finally:
+        await client.close()
+    samples = np.array(latencies) * 1000.0
+    return {
+        "requests": len(latencies),
+        "rps": len(latencies) / duration,
+        "p50_ms": float(np.percentile(samples, 50)) if len(samples) else float("nan"),
+        "p99_ms": float(np.percentile(samples, 99)) if len(samples) else float("nan"),
+        "cpu_ms_per_request": 1000.0 * (window[1] - window[0]) / max(len(latencies), 1),
+    }
+
+
+def best(measurements: list[Measurement], protocol: str, generator: str) -> Measurement:
+    rows = [m for m in measurements if m.protocol == protocol and m.generator == generator]
+    return max(rows, key=lambda m: m.rps)
+
+
+SUMMARY_HEADERS = [
+    "protocol", "Locust req/s", "plain req/s", "Locust / plain",
+    "Locust CPU-bound req/s", "plain CPU-bound req/s",
+]  # fmt: skip
+POINT_HEADERS = [
+    "protocol", "generator", "concurrency", "req/s", "p50 ms", "p99 ms", "client CPU ms/req",
+]  # fmt: skip
+
+
+def summary_rows(measurements: list[Measurement], protocols: list[str]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for protocol in protocols:
+        locust, plain = best(measurements, protocol, LOCUST), best(measurements, protocol, PLAIN)
+        rows.append(
+            [protocol, round(locust.rps), round(plain.rps), round(locust.rps / plain.rps, 2),
+             round(1000 / locust.cpu_ms_per_request), round(1000 / plain.cpu_ms_per_request)]
+        )  # fmt: skip
+    return rows
+
+
+def point_rows(measurements: list[Measurement]) -> list[list[object]]:
+    return [
+        [m.protocol, m.generator, m.concurrency, round(m.rps), round(m.p50_ms, 2),
+         round(m.p99_ms, 2), round(m.cpu_ms_per_request, 3)]
+        for m in measurements
+    ]  # fmt: skip
+
+
+def report(measurements: list[Measurement], args: argparse.Namespace, started: str) -> str:
+    summary = markdown_table(SUMMARY_HEADERS, summary_rows(measurements, args.protocols))
+    points = markdown_table(POINT_HEADERS, point_rows(measurements))
+    return f"""# Load-generator calibration
+
+Generated by `python -m benchmarks.loadgen` on {started}.
+Machine: {machine_description()}. No GPU; the server shares these cores.
+
+Trivial model: a python-backend identity (TEXT -> 4-float EMBEDDING), one instance, in a
+temporary repository served by the embedded Triton. Locust runs the real `BertUser`
+(`--model-name bert=identity`, one Locust process, no wait, gevent + one SDK `TritonClient`
+per user); the plain client is tritonclient's asyncio client, one process, N closed loops.
+Each point: {args.duration:g} s measured after {WARMUP_S:g} s of warm-up.
+
+## Best rate per generator
+
+{summary}
+
+CPU-bound req/s = 1000 / (client CPU ms per request): what one core running only the
+generator would sustain, from the generator process's CPU time over the measured window.
+
+## Every point
+
+{points}
+"""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.loadgen", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+    plain = sub.add_parser("plain", help="internal: one plain asyncio measurement, JSON out")
+    plain.add_argument("--url", required=True)
+    plain.add_argument("--concurrency", type=int, default=8)
+    plain.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--duration", type=float, default=8.0, help="measured seconds per point")
+    parser.add_argument("--concurrency", default="1,4,16", help="users / loops per point")
+    parser.add_argument("--protocols", default="grpc,http")
+    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "loadgen.md")
+    args = parser.parse_args(argv)
+    if args.command != "plain":
+        args.protocols = args.protocols.split(",")
+        args.levels = [int(c) for c in args.concurrency.split(",")]
+    return args
+
+
+def calibrate(args: argparse.Namespace) -> list[Measurement]:
+    from server import ServerConfig, TritonServer
+
+    measurements: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="loadgen-") as tmp:
+        repository = write_identity_repository(Path(tmp) / "repository")
+        config = ServerConfig(
+            model_repository=repository, http_port=0, grpc_port=0, metrics_port=0,
+            log_file=Path(tmp) / "tritonserver.log",
+        )  # fmt: skip
+        with TritonServer(config) as server:
+            for protocol in args.protocols:
+                url = server.grpc_url if protocol == "grpc" else server.http_url
+                for level in args.levels:
+                    points = (
+                        measure_locust(url, protocol, level, args.duration, Path(tmp)),
+                        measure_plain(url, protocol, level, args.duration),
+                    )
+                    for m in points:
+                        print(f"{protocol} {m.generator} x{level}: {m.rps:.0f} req/s", flush=True)
+                    measurements += points
+    return measurements
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.command == "plain":
+        print(json.dumps(asyncio.run(plain_loop(args.url, args.concurrency, args.duration))))
+        return 0
+    started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    begin = time.monotonic()
+    text = report(calibrate(args), args, started)
+    args.output.write_text(text)
+    print(text)
+    print(f"wrote {args.output} in {time.monotonic() - begin:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
