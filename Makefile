@@ -57,10 +57,12 @@ bench-resnet50: models ## Benchmark ResNet-50: in-process ORT vs Triton; writes 
 
 bench: bench-resnet50 ## Run every benchmark
 
-lint: $(STAMP) ## ruff, and check that server-side Python runs on the container's 3.10
+lint: system-deps ## ruff, and check that server-side Python runs on the container's 3.10
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/backends
+	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/backends docker
+	$(VENV)/bin/hadolint docker/*.Dockerfile
+	docker-compose config -q
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
