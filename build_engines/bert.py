@@ -106,8 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--buckets",
         type=lambda text: [int(part) for part in text.split(",") if part],
         default=list(DEFAULT_BUCKETS),
-        help="padded lengths, comma-separated; the maximum length is always added "
-        "(default: %(default)s); pass only the maximum to pad everything to it",
+        help="padded lengths, comma-separated; those above the maximum length are dropped and "
+        f"the maximum is always added (default: {','.join(map(str, DEFAULT_BUCKETS))}); "
+        "pass only the maximum to pad everything to it",
     )
     group.add_argument(
         "--name",
@@ -313,6 +314,7 @@ def write_repository(
         instances=args.instances,
         threads=args.threads,
         dynamic_batching_delay_us=args.queue_delay_us,
+        preferred_batch_sizes=sorted({max(1, max_batch // 4), max(1, max_batch // 2)}),
     )
     notes = provenance(source, diff, buckets)
     set_parameters(model_config, notes)

@@ -1,7 +1,7 @@
 """BERT tokenization with length buckets: pure functions plus the Triton model.
 
 Why buckets: Triton's dynamic batcher only groups requests whose tensors have
-equal shapes. Padding every text to one of a few lengths (16/32/64/...) lets
+equal shapes. Padding every text to one of a few lengths (16/32/48/64/96/...) lets
 texts of similar length batch together, while wasting far less compute than
 padding everything to the maximum length.
 
@@ -20,7 +20,9 @@ import numpy as np
 
 from python_models.base import Arrays, InvalidInput, PythonModel
 
-DEFAULT_BUCKETS = (16, 32, 64, 128, 256)
+# Steps of 16 then 32 tokens: on CPU the cost is about linear in the padded length, so
+# finer buckets waste less; each extra bucket only splits the dynamic batcher's groups.
+DEFAULT_BUCKETS = (16, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
 DEFAULT_MAX_TEXT_BYTES = 65536
 
 

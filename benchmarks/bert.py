@@ -1,0 +1,483 @@
+"""BERT embeddings: in-process ONNX Runtime vs the Triton-served ``bert`` ensemble.
+
+Run as ``python -m benchmarks.bert``; writes ``benchmarks/bert.md``. Needs
+``python -m build_engines bert`` first (the MiniLM in model_repository/); the
+bert-base shape (RANDOM weights, max length 256) is built into the benchmark's
+own repository under build/bench_bert/.
+
+Traffic: short (8-16 tokens), medium (60-68) and mixed (uniform 4-256), token
+counts including [CLS]/[SEP], closed loop at each concurrency. Both sides use
+the same tokenization (python_models.text) and the same ONNX Runtime thread
+budget. In-process is an ideal synchronous batcher: the ``concurrency``
+outstanding texts are tokenized together, grouped by bucket, one session call
+per bucket. Triton is reached with the SDK's AsyncTritonClient over gRPC, one
+request per text, client on the same machine. Padding to the maximum length is
+the same ensemble with one bucket (``<name>_maxpad``), served by the same server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from build_engines.repository import parse, write_model
+from python_models.text import bucket_lengths, load_tokenizer, token_ids, tokenize
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+TRAFFIC = {"short": (8, 16), "medium": (60, 68), "mixed": (4, 256)}
+CONCURRENCY = (1, 8, 32)
+POOL_SIZE = 400
+MAXPAD = "triton (max-length padding)"
+
+
+@dataclass(frozen=True)
+class ModelUnderTest:
+    """One ensemble to benchmark, with how long each measurement cell runs."""
+
+    name: str
+    label: str
+    seconds: float
+
+
+@dataclass
+class Cell:
+    """One measurement: an engine serving one traffic at one concurrency."""
+
+    engine: str
+    model: str
+    traffic: str
+    concurrency: int
+    latencies: list[float]
+    elapsed: float
+    batch: float | None = None
+
+    @property
+    def throughput(self) -> float:
+        return len(self.latencies) / self.elapsed
+
+    def percentile(self, q: float) -> float:
+        return float(np.percentile(self.latencies, q)) * 1000
+
+
+# -- traffic ---------------------------------------------------------------------------------
+def vocabulary_words(tokenizer: Any) -> list[str]:
+    """Whole-word vocabulary entries: each is one token when separated by spaces."""
+    vocab = tokenizer.get_vocab()
+    return sorted(w for w in vocab if w.isascii() and w.isalpha() and len(w) >= 3)
+
+
+def text_with_tokens(tokenizer: Any, words: list[str], tokens: int, rng: Any) -> str:
+    """A text of exactly ``tokens`` tokens including [CLS] and [SEP]."""
+    chosen = list(rng.choice(words, size=max(tokens - 2, 1)))
+    while True:
+        text = " ".join(chosen)
+        count = len(token_ids(tokenizer, [text])[0])
+        if count == tokens or (count < tokens and not chosen):
+            return text
+        if count > tokens:
+            chosen.pop()
+        else:
+            chosen.append(str(rng.choice(words)))
+
+
+def traffic_pool(tokenizer: Any, low: int, high: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words = vocabulary_words(tokenizer)
+    return [
+        text_with_tokens(tokenizer, words, int(rng.integers(low, high + 1)), rng)
+        for _ in range(POOL_SIZE)
+    ]
+
+
+@dataclass
+class Setup:
+    """What both engines share for one model: tokenizer, buckets, the ONNX file, topology."""
+
+    tokenizer: Any
+    buckets: tuple[int, ...]
+    onnx: Path
+    instances: int
+    threads: int
+
+
+# -- in-process ------------------------------------------------------------------------------
+def ort_session(path: Path, threads: int) -> Any:
+    """The same options as the served model (server/backends/onnxruntime)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def run_in_process(
+    sessions: list[Any],
+    setup: Setup,
+    texts: list[str],
+    concurrency: int,
+    seconds: float,
+) -> tuple[list[float], float]:
+    """Each session (one per served instance) serves its share of the clients in rounds.
+
+    A round tokenizes its texts together, then runs one session call per bucket.
+    """
+    shares = [
+        concurrency // len(sessions) + (i < concurrency % len(sessions))
+        for i in range(len(sessions))
+    ]
+    latencies: list[float] = []
+    start = time.perf_counter()
+
+    def serve(session: Any, share: int, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        while time.perf_counter() - start < seconds:
+            batch = [texts[i] for i in rng.integers(0, len(texts), share)]
+            submitted = time.perf_counter()
+            for indices, feeds in tokenize(setup.tokenizer, batch, setup.buckets):
+                session.run(None, feeds)
+                latencies.extend([time.perf_counter() - submitted] * len(indices))
+
+    workers = [
+        threading.Thread(target=serve, args=(session, share, 100 * concurrency + i))
+        for i, (session, share) in enumerate(zip(sessions, shares, strict=True))
+        if share
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return latencies, time.perf_counter() - start
+
+
+# -- Triton ----------------------------------------------------------------------------------
+async def run_triton(
+    url: str, model: str, texts: list[str], concurrency: int, seconds: float
+) -> tuple[list[float], float]:
+    """``concurrency`` closed-loop workers, one request per text, until the time is up."""
+    from client import AsyncTritonClient
+
+    client = AsyncTritonClient(url, timeout=600, models={"embed": model})
+    latencies: list[float] = []
+    start = time.perf_counter()
+
+    async def worker(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        while time.perf_counter() - start < seconds:
+            text = texts[int(rng.integers(0, len(texts)))]
+            sent = time.perf_counter()
+            await client.embed(text)
+            latencies.append(time.perf_counter() - sent)
+
+    try:
+        await asyncio.gather(*(worker(1000 * concurrency + i) for i in range(concurrency)))
+    finally:
+        await client.close()
+    return latencies, time.perf_counter() - start
+
+
+def model_counts(metrics_url: str, model: str) -> tuple[float, float]:
+    """(inferences, executions) of one model from Triton's Prometheus metrics."""
+    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+    values = {}
+    for metric in ("nv_inference_count", "nv_inference_exec_count"):
+        prefix = f'{metric}{{model="{model}",'
+        values[metric] = sum(
+            float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix)
+        )
+    return values["nv_inference_count"], values["nv_inference_exec_count"]
+
+
+def measure_triton(server: Any, ensemble: str, encoder: str, **load: Any) -> Cell:
+    """A Triton cell, with the encoder's mean batch size over the cell from the metrics."""
+    before = model_counts(server.metrics_url, encoder)
+    latencies, elapsed = asyncio.run(run_triton(server.grpc_url, ensemble, **load))
+    after = model_counts(server.metrics_url, encoder)
+    executions = after[1] - before[1]
+    batch = (after[0] - before[0]) / executions if executions else None
+    return Cell("triton", ensemble, "", load["concurrency"], latencies, elapsed, batch)
+
+
+# -- repository ------------------------------------------------------------------------------
+def copy_models(source: Path, target: Path, names: Sequence[str]) -> None:
+    for name in names:
+        if not (source / name / "config.pbtxt").exists():
+            sys.exit(f"{source / name} is missing: run `python -m build_engines bert` first")
+        shutil.copytree(source / name, target / name)
+
+
+def add_maxpad_variant(repo: Path, name: str) -> str:
+    """``<name>_maxpad``: the same encoder, its tokenizer padding every text to max length."""
+    variant = f"{name}_maxpad"
+    pre = parse((repo / f"{name}_preprocess" / "config.pbtxt").read_text())
+    pre.name = f"{variant}_preprocess"
+    pre.parameters["buckets"].string_value = pre.parameters["max_length"].string_value
+    files = {p.name: p for p in (repo / f"{name}_preprocess" / "1").iterdir() if p.is_file()}
+    write_model(repo, pre, files)
+    ensemble = parse((repo / name / "config.pbtxt").read_text())
+    ensemble.name = variant
+    ensemble.ensemble_scheduling.step[0].model_name = pre.name
+    write_model(repo, ensemble)
+    return variant
+
+
+def build_bert_base(repo: Path, work: Path, like: Setup) -> None:
+    """bert-base shape, RANDOM weights, max length 256, served like the MiniLM encoder."""
+    command = [sys.executable, "-m", "build_engines", "bert", "--shape", "bert-base"]
+    command += ["--max-length", "256", "--name", "bert_base", "--threads", str(like.threads)]
+    command += ["--instances", str(like.instances), "--buckets", ",".join(map(str, like.buckets))]
+    command += ["--output-repository", str(repo), "--work-dir", str(work)]
+    subprocess.run(command, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def prepare_repository(args: argparse.Namespace, models: list[ModelUnderTest]) -> Path:
+    repo = args.work_dir / "repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    repo.mkdir(parents=True)
+    copy_models(args.model_repository, repo, ["bert", "bert_preprocess", "bert_model"])
+    if any(m.name == "bert_base" for m in models):
+        build_bert_base(repo, args.work_dir / "work", model_setup(repo, "bert"))
+    for model in models:
+        add_maxpad_variant(repo, model.name)
+    return repo
+
+
+# -- running ---------------------------------------------------------------------------------
+def model_setup(repo: Path, name: str) -> Setup:
+    pre = parse((repo / f"{name}_preprocess" / "config.pbtxt").read_text())
+    max_length = int(pre.parameters["max_length"].string_value)
+    buckets = [int(b) for b in pre.parameters["buckets"].string_value.split(",")]
+    tokenizer = load_tokenizer(repo / f"{name}_preprocess" / "1" / "tokenizer.json", max_length)
+    encoder = parse((repo / f"{name}_model" / "config.pbtxt").read_text())
+    return Setup(
+        tokenizer,
+        bucket_lengths(buckets, max_length),
+        repo / f"{name}_model" / "1" / "model.onnx",
+        sum(group.count for group in encoder.instance_group) or 1,
+        int(encoder.parameters["intra_op_thread_count"].string_value or 0),
+    )
+
+
+def model_cells(
+    server: Any, model: ModelUnderTest, setup: Setup, pools: dict[str, list[str]]
+) -> list[Cell]:
+    """Every cell of one model; in-process and Triton back to back, so load drift hits both."""
+    sessions = [ort_session(setup.onnx, setup.threads) for _ in range(setup.instances)]
+    warm = ["warm " * (bucket - 2) for bucket in setup.buckets]
+    for session in sessions:  # the first call per shape plans memory: keep it out of the cells
+        for _, feeds in tokenize(setup.tokenizer, warm, setup.buckets):
+            session.run(None, feeds)
+    asyncio.run(warm_up(server.grpc_url, [model.name, f"{model.name}_maxpad"], warm))
+    cells = []
+    for traffic, texts in pools.items():
+        for concurrency in CONCURRENCY:
+            latencies, elapsed = run_in_process(sessions, setup, texts, concurrency, model.seconds)
+            cells.append(Cell("in-process", model.name, traffic, concurrency, latencies, elapsed))
+            ensembles = [model.name] + ([f"{model.name}_maxpad"] if traffic == "mixed" else [])
+            for ensemble in ensembles:
+                load = {"texts": texts, "concurrency": concurrency, "seconds": model.seconds}
+                cells.append(measure_triton(server, ensemble, f"{model.name}_model", **load))
+                cells[-1].model, cells[-1].traffic = model.name, traffic
+                if ensemble != model.name:
+                    cells[-1].engine = MAXPAD
+            for cell in cells[-len(ensembles) - 1 :]:
+                progress(cell)
+    return cells
+
+
+async def warm_up(url: str, ensembles: list[str], texts: list[str]) -> None:
+    """One request per bucket and a concurrent burst, so no cell pays first-call costs."""
+    from client import AsyncTritonClient
+
+    for ensemble in ensembles:
+        client = AsyncTritonClient(url, timeout=600, models={"embed": ensemble})
+        try:
+            for text in texts:
+                await client.embed(text)
+            await client.embed(texts * 2)
+        finally:
+            await client.close()
+
+
+def progress(cell: Cell) -> None:
+    batch = f" batch {cell.batch:.1f}" if cell.batch else ""
+    print(
+        f"  {cell.model:9} {cell.engine:28} {cell.traffic:6} c={cell.concurrency:<2} "
+        f"{cell.throughput:7.1f} req/s p50 {cell.percentile(50):7.1f} ms "
+        f"p99 {cell.percentile(99):7.1f} ms n={len(cell.latencies)}{batch}",
+        flush=True,
+    )
+
+
+# -- report ----------------------------------------------------------------------------------
+DISCUSSION = "## Discussion"
+
+
+def find(cells: list[Cell], engine: str, model: str, traffic: str, concurrency: int) -> Cell:
+    return next(
+        c
+        for c in cells
+        if (c.engine, c.model, c.traffic, c.concurrency) == (engine, model, traffic, concurrency)
+    )
+
+
+def ms(cell: Cell) -> str:
+    return f"{cell.throughput:.1f} | {cell.percentile(50):.0f} | {cell.percentile(99):.0f}"
+
+
+def model_section(cells: list[Cell], model: ModelUnderTest, traffics: Sequence[str]) -> list[str]:
+    lines = [
+        f"## {model.label}",
+        "",
+        "| traffic | conc. | in-process req/s | p50 ms | p99 ms | Triton req/s | p50 ms | p99 ms "
+        "| Triton / in-process | encoder mean batch |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for traffic in traffics:
+        for c in CONCURRENCY:
+            local = find(cells, "in-process", model.name, traffic, c)
+            served = find(cells, "triton", model.name, traffic, c)
+            ratio = served.throughput / local.throughput
+            lines.append(
+                f"| {traffic} | {c} | {ms(local)} | {ms(served)} | {ratio:.2f}x "
+                f"| {served.batch or 0:.1f} |"
+            )
+    lines += [
+        "",
+        f"Bucketing vs padding to the maximum length, mixed traffic, both served by Triton "
+        f"(`{model.name}` vs `{model.name}_maxpad`, same encoder):",
+        "",
+        "| conc. | bucketed req/s | p50 ms | p99 ms | max-length req/s | p50 ms | p99 ms "
+        "| bucketed / max-length |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for c in CONCURRENCY:
+        bucketed = find(cells, "triton", model.name, "mixed", c)
+        padded = find(cells, MAXPAD, model.name, "mixed", c)
+        ratio = bucketed.throughput / padded.throughput
+        lines.append(f"| {c} | {ms(bucketed)} | {ms(padded)} | {ratio:.2f}x |")
+    return [*lines, ""]
+
+
+def summary(cells: list[Cell], models: list[ModelUnderTest]) -> list[str]:
+    top = max(CONCURRENCY)
+    lines = [
+        f"## Summary: mixed traffic at saturation (concurrency {top})",
+        "",
+        "| model | Triton / in-process (target >= 0.9x) | bucketing / max-length padding "
+        "(target >= 1.5x) |",
+        "| --- | ---: | ---: |",
+    ]
+    for model in models:
+        served = find(cells, "triton", model.name, "mixed", top)
+        local = find(cells, "in-process", model.name, "mixed", top)
+        padded = find(cells, MAXPAD, model.name, "mixed", top)
+        first = served.throughput / local.throughput
+        second = served.throughput / padded.throughput
+        lines.append(
+            f"| {model.label} | {first:.2f}x {'met' if first >= 0.9 else 'NOT met'} "
+            f"| {second:.2f}x {'met' if second >= 1.5 else 'NOT met'} |"
+        )
+    return [*lines, ""]
+
+
+def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]:
+    seconds = ", ".join(f"{m.label.split(' ')[0]} {m.seconds:.0f} s" for m in models)
+    return [
+        "# BERT sentence embeddings: in-process ONNX Runtime vs Triton",
+        "",
+        f"Generated by `python -m benchmarks.bert` on "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, one run: "
+        f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}) **shared with "
+        f"other engineers' jobs** (load average {load[0]:.1f} at start, {load[1]:.1f} at end), "
+        f"so absolute numbers are noisy; compare the ratios, measured back to back in this run.",
+        "",
+        f"- ONNX Runtime CPU, FP32. The served encoder has {setup.instances} instance(s) x "
+        f"{setup.threads} intra-op thread(s); in-process uses the same: {setup.instances} "
+        "session(s), same options, each driven by its own Python thread with its share of the "
+        "clients. Buckets: " + ",".join(map(str, setup.buckets)) + ".",
+        "- Traffic: short = 8-16 tokens, medium = 60-68, mixed = uniform 4-256 (token counts "
+        f"include [CLS]/[SEP]); a pool of {POOL_SIZE} texts per traffic built from whole-word "
+        "vocabulary entries, each text exactly its target length.",
+        "- In-process: an ideal synchronous batcher. Each round takes `concurrency` texts, "
+        "tokenizes them with the same function as the Triton model (python_models.text), runs one "
+        "session call per length bucket, and a text's latency is the time to its bucket's result.",
+        "- Triton: the `bert` ensemble (python tokenizer -> ONNX encoder with dynamic batching), "
+        "closed-loop workers with the SDK's AsyncTritonClient over gRPC, one request per text, "
+        "client on the same 2 cores. Encoder mean batch = inferences / executions of the encoder "
+        "during the cell (Prometheus metrics).",
+        f"- Each cell runs for {seconds} (then lets in-flight requests finish); "
+        "p99 from a few dozen to a few hundred samples is indicative only.",
+        "",
+    ]
+
+
+def write_report(
+    path: Path, setup: Setup, cells: list[Cell], models: list[ModelUnderTest], load
+) -> None:
+    traffics = list(TRAFFIC)
+    lines = header(setup, models, load) + summary(cells, models)
+    for model in models:
+        lines += model_section(cells, model, traffics)
+    old = path.read_text() if path.exists() else ""
+    discussion = old[old.index(DISCUSSION) :] if DISCUSSION in old else f"{DISCUSSION}\n\n(none)\n"
+    path.write_text("\n".join(lines) + "\n" + discussion)
+    print(f"wrote {path}")
+
+
+# -- main ------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bert", description=__doc__)
+    parser.add_argument("--model-repository", type=Path, default=PROJECT_ROOT / "model_repository")
+    parser.add_argument("--work-dir", type=Path, default=PROJECT_ROOT / "build" / "bench_bert")
+    parser.add_argument("--output", type=Path, default=PROJECT_ROOT / "benchmarks" / "bert.md")
+    parser.add_argument("--seconds", type=float, default=5.0, help="per cell, MiniLM")
+    parser.add_argument("--base-seconds", type=float, default=6.0, help="per cell, bert-base")
+    parser.add_argument("--skip-base", action="store_true", help="MiniLM only (quicker)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from server import ServerConfig, TritonServer
+
+    args = parse_args(argv)
+    models = [ModelUnderTest("bert", "all-MiniLM-L6-v2 (real weights)", args.seconds)]
+    if not args.skip_base:
+        label = "bert-base shape (RANDOM WEIGHTS, max length 256)"
+        models.append(ModelUnderTest("bert_base", label, args.base_seconds))
+    start_load = os.getloadavg()[0]
+    repo = prepare_repository(args, models)
+    setups = {m.name: model_setup(repo, m.name) for m in models}
+    pools = {
+        t: traffic_pool(setups["bert"].tokenizer, low, high, seed=i)
+        for i, (t, (low, high)) in enumerate(TRAFFIC.items())
+    }
+    log = args.work_dir / "tritonserver.log"
+    config = ServerConfig(repo, http_port=0, grpc_port=0, metrics_port=0, log_file=log)
+    cells: list[Cell] = []
+    with TritonServer(config) as server:
+        for model in models:
+            cells += model_cells(server, model, setups[model.name], pools)
+    load = (start_load, os.getloadavg()[0])
+    write_report(args.output, setups["bert"], cells, models, load)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
