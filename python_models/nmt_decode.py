@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Union
+from typing import Protocol
 
 import numpy as np
 
@@ -51,7 +51,7 @@ class DecodeSettings:
     suppressed_token_ids: tuple[int, ...] = ()
     forced_eos: bool = True
     length_penalty: float = 1.0
-    early_stopping: Union[bool, str] = False  # noqa: UP007 - runs on Python 3.10 in Triton
+    early_stopping: bool | str = False
 
 
 @dataclass(frozen=True)
@@ -154,9 +154,9 @@ class _Sentence:
             length = self.job.max_length - 1
         else:
             length = cur_len - 1
-        best_running = float(self.scores[0]) / (length**settings.length_penalty)
-        worst_finished = min(score for score, _ in self.finished)
-        self.improvable = best_running > worst_finished
+        best_running = self.scores[0] / np.float32(length**settings.length_penalty)
+        worst_finished = np.float32(min(score for score, _ in self.finished))
+        self.improvable = bool(best_running > worst_finished)
         if not self.improvable:
             self.done = True
 
