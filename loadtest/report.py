@@ -19,22 +19,19 @@ COLUMNS = (
 PROTOCOL_COLOURS = {"grpc": "C0", "http": "C1"}
 
 
-def _server_totals(result: StepResult) -> tuple[float, float]:
-    """The top-level model's queue and compute (ensembles and BLS include their parts)."""
-    for server in result.server:
-        if server.model == result.model:
-            return server.queue_ms, server.compute_ms
-    return float("nan"), float("nan")
-
-
 def _row(result: StepResult) -> dict[str, object]:
-    queue, compute = _server_totals(result)
+    queue, compute = result.server_split_ms
     row = {key: value for key, value in result.as_dict().items() if key in COLUMNS}
     return {**row, "server_queue_ms": queue, "server_compute_ms": compute}
 
 
+def ordered(results: Sequence[StepResult]) -> list[StepResult]:
+    return sorted(results, key=lambda r: (r.protocol, r.users, r.model))
+
+
 def write_tables(results: Sequence[StepResult], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
+    results = ordered(results)
     rows = [_row(r) for r in results]
     (out / "summary.json").write_text(json.dumps([r.as_dict() for r in results], indent=2))
     with open(out / "summary.csv", "w", newline="") as handle:
@@ -53,7 +50,7 @@ def markdown(results: Sequence[StepResult]) -> str:
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in results:
-        queue, compute = _server_totals(r)
+        queue, compute = r.server_split_ms
         lines.append(
             f"| {r.protocol} | {r.model} | {r.users} | {r.requests} | {100 * r.error_ratio:.2f} "
             f"| {r.throughput_rps:.1f} | {r.p50_ms:.2f} | {r.p90_ms:.2f} | {r.p95_ms:.2f} "
@@ -62,12 +59,14 @@ def markdown(results: Sequence[StepResult]) -> str:
     lines += [
         "",
         "Latency and throughput are client-side, over each step's window after settling. "
-        "Queue and compute are Triton's mean per request for the model called (ensembles and "
-        "BLS models include their parts), over the same window. Locust CPU % is the load "
+        "Queue and compute are Triton's mean per request of the model called, over the same "
+        "window; queue includes the time its requests waited in the queues of the models it "
+        "composes (ensemble steps, BLS calls), compute is the rest. Locust CPU % is the load "
         "generator's own CPU in the window (all models of the step share it); near 100 % the "
         "generator, not the server, limits the rate.",
     ]
-    lines += ["", "Server-side time per request, by Triton model (same windows):", ""]
+    lines += ["", "Server-side time per request, by Triton model (same windows; an ensemble "]
+    lines += ["reports no queue and its end-to-end time as compute):", ""]
     lines += ["| protocol | users | Triton model | requests | queue ms | compute ms |"]
     lines += ["|---|--:|---|--:|--:|--:|"]
     for r in results:
@@ -113,9 +112,11 @@ def write_plots(results: Sequence[StepResult], out: Path) -> list[Path]:
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6, 4))
+    colours = {model: f"C{i}" for i, model in enumerate(models)}
     for (protocol, model), rows in sorted(series.items()):
-        ax.plot([r.users for r in rows], [r.throughput_rps for r in rows], marker="o",
-                label=f"{model} {protocol}")  # fmt: skip
+        style = "-" if protocol == "grpc" else "--"
+        ax.plot([r.users for r in rows], [r.throughput_rps for r in rows], style, marker="o",
+                color=colours[model], label=f"{model} {protocol}")  # fmt: skip
     _axes(ax, "throughput", "requests/s")
     fig.tight_layout()
     fig.savefig(out / "throughput.png", dpi=110)
@@ -130,6 +131,6 @@ def _axes(ax, title: str, ylabel: str) -> None:
     ax.set_xlabel("concurrent users per model")
     ax.set_ylabel(ylabel)
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)

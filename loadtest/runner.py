@@ -189,7 +189,7 @@ def run(config: RunConfig) -> int:
         print("load test failed: no model was load-tested", file=sys.stderr)
         return EXIT_CODE_FAILED
     written = report.write_tables(results, out) + report.write_plots(results, out)
-    print((out / "summary.md").read_text())
+    print(report.markdown(report.ordered(results)).split("\n\n")[0])  # the main table
     print("wrote " + ", ".join(str(p.relative_to(out)) for p in written) + f" in {out}")
     breaches = config.slo.breaches(results)
     for breach in breaches:

@@ -52,6 +52,21 @@ class StepResult:
     client_cpu_s: float = float("nan")  # the Locust process's CPU time in the window
 
     @property
+    def server_split_ms(self) -> tuple[float, float]:
+        """(queue, compute) per request of the called model, its parts' queues included.
+
+        An ensemble reports no queue of its own and its end-to-end time as compute; a BLS
+        model's compute includes the time its calls wait in its parts' queues. In both,
+        the parts' queueing is inside the top model's compute, so it moves to queue.
+        """
+        top = next((s for s in self.server if s.model == self.model), None)
+        if top is None or not top.requests:
+            return float("nan"), float("nan")
+        parts_queue = sum(s.queue_ms * s.requests for s in self.server if s is not top)
+        parts_queue /= top.requests
+        return top.queue_ms + parts_queue, top.compute_ms - parts_queue
+
+    @property
     def client_cpu_ratio(self) -> float:
         """Share of one core the load generator used: near 1.0 it, not Triton, is the limit."""
         return self.client_cpu_s / self.window_s if self.window_s else float("nan")
