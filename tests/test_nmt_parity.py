@@ -148,7 +148,7 @@ def test_random_marian_matches_hf_generate(random_model, beam, max_length, lengt
 
 @pytest.mark.slow
 def test_random_marian_detokenises_like_marian_tokenizer(random_model):
-    model, tokenizer, served = random_model
+    _, tokenizer, served = random_model
     texts = _random_sources(24)
     ids = served.ids(texts, 4, 24)
     assert [served.text.decode(row) for row in ids] == tokenizer.batch_decode(
