@@ -11,6 +11,7 @@ import contextlib
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -81,6 +82,8 @@ def test_headless_stepped_run_per_model_and_protocol(
     steps = ["--steps", "1,2", "--step-time", "4", "--settle-time", "1"]
     result = _run_loadtest(["--host", url, "--models", family, *steps], out)
     assert result.returncode == 0, result.stdout[-4000:]
+    took = float(re.search(r"done in ([0-9.]+) s", result.stdout)[1])
+    assert took < 8 + 10, f"Locust took {took} s for 8 s of steps: it did not stop by itself"
 
     rows = json.loads((out / "summary.json").read_text())
     assert [row["users"] for row in rows] == [1, 2]
