@@ -68,7 +68,7 @@ def triton_client(server_url: str) -> Iterator[object]:
 
 
 @pytest.fixture
-async def async_triton_client(server_url: str):  # noqa: ANN201
+async def async_triton_client(server_url: str):
     from client import AsyncTritonClient
 
     client = AsyncTritonClient(server_url, timeout=120)
