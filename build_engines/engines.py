@@ -390,7 +390,7 @@ def _describe_precision(name, onnx_path, served, precision, args, calibration) -
         return [f"precision: serve {onnx_path} as exported (FP32)"]
     if precision == "fp16":
         return [
-            f"precision: FP16 with onnxconverter-common (FP32 I/O; LayerNorm, Softmax, "
+            f"precision: FP16 with onnxruntime.transformers.float16 (FP32 I/O; LayerNorm, Softmax, "
             f"reductions kept FP32): {onnx_path} -> {served}",
             f"check: FP16 vs FP32 on {CHECK_SAMPLES} held-out samples -> "
             f"{served.with_suffix('.accuracy.json')}",

