@@ -51,7 +51,8 @@ class TritonPythonModel:
         return responses
 '''
 WARMUP_S = 2.0
-LOCUST = "Locust BertUser (SDK)"
+LOCUST = "Locust BertUser (SDK), 1 process"
+LOCUST_GENERATORS = {1: LOCUST, 2: "Locust BertUser (SDK), --processes 2"}
 PLAIN = "plain asyncio tritonclient.aio"
 SENTENCE = "The customer reviewed the quarterly report before the meeting started."
 
@@ -77,7 +78,9 @@ class Measurement:
     cpu_ms_per_request: float
 
 
-def measure_locust(url: str, protocol: str, users: int, duration: float, out: Path) -> Measurement:
+def measure_locust(
+    url: str, protocol: str, users: int, duration: float, out: Path, processes: int = 1
+) -> Measurement:
     """The real BertUser, headless, one step of ``users`` after a settle period."""
     from loadtest.runner import RunConfig, run_protocol
 
@@ -88,11 +91,13 @@ def measure_locust(url: str, protocol: str, users: int, duration: float, out: Pa
         settle_time=WARMUP_S,
         weights="bert.numbers=0",  # one payload kind, as in the plain loop
         model_names=[f"bert={MODEL}"],
+        locust_args=["--processes", str(processes)] if processes > 1 else [],
     )
-    (result,) = run_protocol(url, config, out / f"locust-{protocol}-{users}")
+    target = out / f"locust-{protocol}-{users}-{processes}-{time.monotonic_ns()}"
+    (result,) = run_protocol(url, config, target)
     return Measurement(
-        protocol, LOCUST, users, result.requests, result.throughput_rps, result.p50_ms,
-        result.p99_ms, 1000.0 * result.client_cpu_s / max(result.requests, 1),
+        protocol, LOCUST_GENERATORS[processes], users, result.requests, result.throughput_rps,
+        result.p50_ms, result.p99_ms, 1000.0 * result.client_cpu_s / max(result.requests, 1),
     )  # fmt: skip
 
 
@@ -160,8 +165,9 @@ def best(measurements: list[Measurement], protocol: str, generator: str) -> Meas
 
 
 SUMMARY_HEADERS = [
-    "protocol", "Locust req/s", "plain req/s", "Locust / plain",
-    "Locust CPU-bound req/s", "plain CPU-bound req/s",
+    "protocol", "plain req/s", "Locust req/s", "Locust / plain",
+    "Locust x2 processes req/s", "x2 / plain",
+    "plain CPU ms/req", "Locust CPU ms/req",
 ]  # fmt: skip
 POINT_HEADERS = [
     "protocol", "generator", "concurrency", "req/s", "p50 ms", "p99 ms", "client CPU ms/req",
@@ -171,10 +177,13 @@ POINT_HEADERS = [
 def summary_rows(measurements: list[Measurement], protocols: list[str]) -> list[list[object]]:
     rows: list[list[object]] = []
     for protocol in protocols:
-        locust, plain = best(measurements, protocol, LOCUST), best(measurements, protocol, PLAIN)
+        plain = best(measurements, protocol, PLAIN)
+        locust = best(measurements, protocol, LOCUST)
+        double = best(measurements, protocol, LOCUST_GENERATORS[2])
         rows.append(
-            [protocol, round(locust.rps), round(plain.rps), round(locust.rps / plain.rps, 2),
-             round(1000 / locust.cpu_ms_per_request), round(1000 / plain.cpu_ms_per_request)]
+            [protocol, round(plain.rps), round(locust.rps), round(locust.rps / plain.rps, 2),
+             round(double.rps), round(double.rps / plain.rps, 2),
+             round(plain.cpu_ms_per_request, 3), round(locust.cpu_ms_per_request, 3)]
         )  # fmt: skip
     return rows
 
@@ -197,16 +206,23 @@ Machine: {machine_description()}. No GPU; the server shares these cores.
 
 Trivial model: a python-backend identity (TEXT -> 4-float EMBEDDING), one instance, in a
 temporary repository served by the embedded Triton. Locust runs the real `BertUser`
-(`--model-name bert=identity`, one Locust process, no wait, gevent + one SDK `TritonClient`
-per user); the plain client is tritonclient's asyncio client, one process, N closed loops.
-Each point: {args.duration:g} s measured after {WARMUP_S:g} s of warm-up.
+(`--model-name bert=identity`, no wait, gevent + one SDK `TritonClient` per user) through
+`python -m loadtest run`, in one process or with `--processes 2`; the plain client is
+tritonclient's asyncio client, one process, N closed loops on one connection.
+Each point: {args.duration:g} s measured after {WARMUP_S:g} s of warm-up; the generators
+alternate, {args.repeats} rounds, concurrency {", ".join(map(str, args.levels))}; the table
+keeps each generator's best point. The server shares the 2 cores, so every rate is also
+bounded by Triton; the CPU columns (generator CPU time over the measured window, all of its
+processes, per request) compare the generators' own cost independently of that bound.
 
 ## Best rate per generator
 
 {summary}
 
-CPU-bound req/s = 1000 / (client CPU ms per request): what one core running only the
-generator would sustain, from the generator process's CPU time over the measured window.
+Why gRPC costs Locust more than HTTP: with `grpc.experimental.gevent.init_gevent()` every
+blocking gRPC call is handed to a native thread of gevent's thread pool and its completion
+handed back to the hub, while tritonclient's HTTP client is built on geventhttpclient and
+stays in the hub. `--processes 2` is Locust's own way to spread users over more cores.
 
 ## Every point
 
@@ -222,7 +238,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     plain.add_argument("--concurrency", type=int, default=8)
     plain.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--duration", type=float, default=8.0, help="measured seconds per point")
-    parser.add_argument("--concurrency", default="1,4,16", help="users / loops per point")
+    parser.add_argument("--concurrency", default="4,16", help="users / loops per point")
+    parser.add_argument("--repeats", type=int, default=2, help="rounds over every point")
     parser.add_argument("--protocols", default="grpc,http")
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "loadgen.md")
     args = parser.parse_args(argv)
@@ -230,6 +247,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.protocols = args.protocols.split(",")
         args.levels = [int(c) for c in args.concurrency.split(",")]
     return args
+
+
+def measure_point(
+    url: str, protocol: str, level: int, args: argparse.Namespace, tmp: Path
+) -> list[Measurement]:
+    points = [
+        measure_plain(url, protocol, level, args.duration),
+        measure_locust(url, protocol, level, args.duration, tmp),
+        measure_locust(url, protocol, level, args.duration, tmp, processes=2),
+    ]
+    for m in points:
+        print(f"{protocol} {m.generator} x{level}: {m.rps:.0f} req/s", flush=True)
+    return points
 
 
 def calibrate(args: argparse.Namespace) -> list[Measurement]:
@@ -245,14 +275,9 @@ def calibrate(args: argparse.Namespace) -> list[Measurement]:
         with TritonServer(config) as server:
             for protocol in args.protocols:
                 url = server.grpc_url if protocol == "grpc" else server.http_url
-                for level in args.levels:
-                    points = (
-                        measure_locust(url, protocol, level, args.duration, Path(tmp)),
-                        measure_plain(url, protocol, level, args.duration),
-                    )
-                    for m in points:
-                        print(f"{protocol} {m.generator} x{level}: {m.rps:.0f} req/s", flush=True)
-                    measurements += points
+                for _ in range(args.repeats):  # interleaved: drift hits every generator
+                    for level in args.levels:
+                        measurements += measure_point(url, protocol, level, args, Path(tmp))
     return measurements
 
 

@@ -49,12 +49,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--models",
         type=_csv,
         default=list(USER_CLASS_NAMES),
-        help="Model families to load (default resnet50,bert,nmt); those not loaded are skipped.",
+        help="Model families to load-test (default resnet50,bert,nmt); any not loaded is "
+        "skipped with a message.",
     )
     p.add_argument(
         "--steps",
         default=DEFAULT_STEPS,
-        help=f"Concurrent users per model at each step (default {DEFAULT_STEPS}).",
+        help=f"Concurrent users per model (times its --weights) at each step "
+        f"(default {DEFAULT_STEPS}).",
     )
     p.add_argument("--step-time", type=float, default=12.0, help="Seconds per step (default 12).")
     p.add_argument(

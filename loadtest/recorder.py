@@ -5,12 +5,18 @@ summary computes exact percentiles per model and step. The stepped shape tells t
 recorder where each step starts, where its measured window opens (after settling) and
 where it ends; Triton's statistics are read at the same instants, so client and server
 numbers describe the same window. Written as one .npz at quit.
+
+With ``--processes N`` the shape and the Triton snapshots live in the master and the
+samples in the workers: each worker writes ``<name>.worker-<pid>.npz`` beside the master's
+file, and :func:`load` merges them. Every process also samples its own CPU time twice a
+second, so the summary can say how busy the load generator was in each window.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from array import array
 from dataclasses import asdict, dataclass, field
@@ -34,17 +40,19 @@ class Step:
     end: float | None = None
     stats_start: dict[str, dict] = field(default_factory=dict)
     stats_end: dict[str, dict] = field(default_factory=dict)
-    # CPU seconds of this Locust process at the window's edges: is the generator saturated?
-    cpu_start: float | None = None
-    cpu_end: float | None = None
 
 
 class Recorder:
     """Collects samples from ``events.request``; the shape drives the step marks."""
 
+    CPU_SAMPLE_S = 0.5
+
     def __init__(self, host: str, path: Path) -> None:
         self.host = host
         self.path = path
+        self.is_worker = False
+        self.cpu_t = array("d")
+        self.cpu_s = array("d")
         self.models: list[str] = []
         self.t = array("d")
         self.ms = array("d")
@@ -67,6 +75,18 @@ class Recorder:
         self.model.append(self.models.index(model))
         self.ok.append(exception is None)
 
+    def sample_cpu(self) -> None:
+        self.cpu_t.append(time.time())
+        self.cpu_s.append(time.process_time())
+
+    def trace_cpu(self) -> None:
+        """Runs in a greenlet for the life of the process."""
+        import gevent
+
+        while True:
+            self.sample_cpu()
+            gevent.sleep(self.CPU_SAMPLE_S)
+
     def _snapshot(self) -> dict[str, dict]:
         try:
             return {name: asdict(c) for name, c in self.probe.snapshot().items()}
@@ -85,12 +105,10 @@ class Recorder:
         if step is not None and step.measure_start is None:
             step.stats_start = self._snapshot()
             step.measure_start = time.time()
-            step.cpu_start = time.process_time()
 
     def _close(self, step: Step, now: float) -> None:
         if step.end is None:
             step.end = now
-            step.cpu_end = time.process_time()
             if step.measure_start is not None:
                 step.stats_end = self._snapshot()
 
@@ -101,16 +119,23 @@ class Recorder:
         self.ended = True
 
     def dump(self) -> None:
-        self.end()
+        self.sample_cpu()
+        if self.is_worker:
+            target = self.path.with_name(f"{self.path.stem}.worker-{os.getpid()}.npz")
+        else:
+            self.end()
+            target = self.path
         self.probe.close()
         meta = {"host": self.host, "models": self.models, "steps": [asdict(s) for s in self.steps]}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         np.savez(
-            self.path,
+            target,
             t=np.frombuffer(self.t, dtype=np.float64),
             ms=np.frombuffer(self.ms, dtype=np.float64),
             model=np.frombuffer(self.model, dtype=np.uint16),
             ok=np.frombuffer(self.ok, dtype=np.int8).astype(bool),
+            cpu_t=np.frombuffer(self.cpu_t, dtype=np.float64),
+            cpu_s=np.frombuffer(self.cpu_s, dtype=np.float64),
             meta=np.array(json.dumps(meta)),
         )
 
@@ -120,21 +145,63 @@ def current() -> Recorder | None:
 
 
 def install(environment: Any, path: str) -> Recorder:
-    """Attach a recorder to this Locust process; it writes ``path`` when Locust quits."""
+    """Attach a recorder to this Locust process; it writes its file when Locust quits."""
     global _current
+    import gevent
+
     recorder = Recorder(environment.host or "", Path(path))
     environment.events.request.add_listener(recorder.on_request)
-    environment.events.quitting.add_listener(lambda **_: recorder.dump())
+
+    def on_quitting(environment: Any, **_: Any) -> None:
+        recorder.is_worker = type(environment.runner).__name__ == "WorkerRunner"
+        recorder.dump()
+
+    environment.events.quitting.add_listener(on_quitting)
+    gevent.spawn(recorder.trace_cpu)
     _current = recorder
     return recorder
 
 
-def load(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(meta, arrays) from a recorder file."""
+CpuTrace = tuple[np.ndarray, np.ndarray]  # (wall-clock times, process CPU seconds)
+
+
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     with np.load(path, allow_pickle=False) as data:
-        arrays = {key: data[key] for key in ("t", "ms", "model", "ok")}
+        arrays = {key: data[key] for key in data.files if key != "meta"}
         meta = json.loads(str(data["meta"]))
     return meta, arrays
+
+
+def load(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray], list[CpuTrace]]:
+    """(meta with steps, merged samples, one CPU trace per Locust process) of a run."""
+    meta, arrays = _read(path)
+    models: list[str] = list(meta["models"])
+    parts = [(meta["models"], arrays)]
+    for worker in sorted(path.parent.glob(f"{path.stem}.worker-*.npz")):
+        worker_meta, worker_arrays = _read(worker)
+        parts.append((worker_meta["models"], worker_arrays))
+        models += [m for m in worker_meta["models"] if m not in models]
+    merged = {
+        "t": np.concatenate([a["t"] for _, a in parts]),
+        "ms": np.concatenate([a["ms"] for _, a in parts]),
+        "ok": np.concatenate([a["ok"] for _, a in parts]).astype(bool),
+        # each file numbers its models in its own order: map to the merged list
+        "model": np.concatenate(
+            [np.array([models.index(n) for n in names], dtype=np.uint16)[a["model"]]
+             if len(a["model"]) else a["model"].astype(np.uint16) for names, a in parts]
+        ),
+    }  # fmt: skip
+    traces = [(a["cpu_t"], a["cpu_s"]) for _, a in parts if "cpu_t" in a and len(a["cpu_t"])]
+    return {**meta, "models": models}, merged, traces
+
+
+def cpu_seconds(traces: list[CpuTrace], begin: float, end: float) -> float:
+    """CPU time all Locust processes spent between two wall-clock instants (interpolated)."""
+    total = 0.0
+    for times, cpu in traces:
+        if len(times) >= 2:
+            total += float(np.interp(end, times, cpu) - np.interp(begin, times, cpu))
+    return total if traces else float("nan")
 
 
 def counters(raw: dict[str, dict]) -> dict[str, ModelCounters]:

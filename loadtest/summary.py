@@ -104,12 +104,12 @@ def _server_times(step: dict[str, Any], model: str) -> tuple[ServerTime, ...]:
     )
 
 
-def _cpu(step: dict[str, Any]) -> float:
-    start, end = step.get("cpu_start"), step.get("cpu_end")
-    return end - start if start is not None and end is not None else float("nan")
-
-
-def step_results(meta: dict[str, Any], arrays: dict[str, np.ndarray], protocol: str) -> list:
+def step_results(
+    meta: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+    protocol: str,
+    cpu_traces: list[recorder.CpuTrace] | None = None,
+) -> list[StepResult]:
     """One StepResult per (step, model) that has a measured window."""
     results = []
     for step in meta["steps"]:
@@ -132,15 +132,15 @@ def step_results(meta: dict[str, Any], arrays: dict[str, np.ndarray], protocol: 
                     *_percentiles(arrays["ms"][ok]),
                     throughput_rps=float(ok.sum()) / (end - begin),
                     server=_server_times(step, model),
-                    client_cpu_s=_cpu(step),
+                    client_cpu_s=recorder.cpu_seconds(cpu_traces or [], begin, end),
                 )
             )
     return results
 
 
 def load_results(path: Path, protocol: str) -> list[StepResult]:
-    meta, arrays = recorder.load(path)
-    return step_results(meta, arrays, protocol)
+    meta, arrays, traces = recorder.load(path)
+    return step_results(meta, arrays, protocol, traces)
 
 
 def resolution_ms(samples: np.ndarray) -> float:

@@ -290,12 +290,20 @@ def _add_arguments(parser: Any) -> None:
     add_arguments(parser)
 
 
+def _apply_option_weights(environment: Any, **_kwargs: Any) -> None:
+    """At init, and again at each test start: workers and the web UI's custom parameters
+    receive the options only then."""
+    options = environment.parsed_options
+    if options is not None:
+        apply_weights(Weights.parse(getattr(options, "weights", "") or ""))
+
+
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     options = environment.parsed_options
     if options is None:
         return
-    apply_weights(Weights.parse(getattr(options, "weights", "") or ""))
+    _apply_option_weights(environment)
     raw_out = getattr(options, "raw_out", "")
     if raw_out:
         from loadtest import recorder
@@ -303,5 +311,7 @@ def _on_init(environment: Any, **_kwargs: Any) -> None:
         recorder.install(environment, raw_out)
 
 
+events.test_start.add_listener(_apply_option_weights)
+events.test_start.add_listener(lambda **_: _availability.clear())  # re-check at each start
 events.test_stop.add_listener(close_all_clients)
 events.quitting.add_listener(close_all_clients)

@@ -103,7 +103,7 @@ def test_headless_stepped_run_per_model_and_protocol(
 
 def _assert_sub_millisecond(locust_dir: Path) -> None:
     """Our samples are exact; Locust's own CSV percentiles keep 0.1 ms, not whole ms."""
-    _, arrays = recorder.load(locust_dir / "raw.npz")
+    _, arrays, _ = recorder.load(locust_dir / "raw.npz")
     samples = arrays["ms"]
     assert samples.size > 0
     assert np.any(np.abs(samples - np.round(samples)) > 0.05), "response times are whole ms"
