@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import datetime
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -29,12 +28,13 @@ import threading
 import time
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.common import machine_description
 from build_engines.repository import parse, write_model
 from python_models.text import bucket_lengths, load_tokenizer, token_ids, tokenize
 
@@ -52,6 +52,7 @@ class ModelUnderTest:
     name: str
     label: str
     seconds: float
+    traffic: tuple[str, ...] = tuple(TRAFFIC)
 
 
 @dataclass
@@ -62,9 +63,20 @@ class Cell:
     model: str
     traffic: str
     concurrency: int
-    latencies: list[float]
-    elapsed: float
-    batch: float | None = None
+    latencies: list[float] = field(default_factory=list)
+    elapsed: float = 0.0
+    counts: tuple[float, float] = (0.0, 0.0)  # the encoder's (inferences, executions)
+
+    def add(
+        self, latencies: list[float], elapsed: float, counts: tuple[float, float] = (0, 0)
+    ) -> None:
+        self.latencies += latencies
+        self.elapsed += elapsed
+        self.counts = (self.counts[0] + counts[0], self.counts[1] + counts[1])
+
+    @property
+    def batch(self) -> float | None:
+        return self.counts[0] / self.counts[1] if self.counts[1] else None
 
     @property
     def throughput(self) -> float:
@@ -130,6 +142,7 @@ def ort_session(path: Path, threads: int) -> Any:
 def run_in_process(
     sessions: list[Any],
     setup: Setup,
+    *,
     texts: list[str],
     concurrency: int,
     seconds: float,
@@ -204,14 +217,12 @@ def model_counts(metrics_url: str, model: str) -> tuple[float, float]:
     return values["nv_inference_count"], values["nv_inference_exec_count"]
 
 
-def measure_triton(server: Any, ensemble: str, encoder: str, **load: Any) -> Cell:
-    """A Triton cell, with the encoder's mean batch size over the cell from the metrics."""
+def measure_triton(server: Any, ensemble: str, encoder: str, cell: Cell, **load: Any) -> None:
+    """Add one Triton run to ``cell``, and the encoder's inferences/executions to its counts."""
     before = model_counts(server.metrics_url, encoder)
     latencies, elapsed = asyncio.run(run_triton(server.grpc_url, ensemble, **load))
     after = model_counts(server.metrics_url, encoder)
-    executions = after[1] - before[1]
-    batch = (after[0] - before[0]) / executions if executions else None
-    return Cell("triton", ensemble, "", load["concurrency"], latencies, elapsed, batch)
+    cell.add(latencies, elapsed, (after[0] - before[0], after[1] - before[1]))
 
 
 # -- repository ------------------------------------------------------------------------------
@@ -277,7 +288,9 @@ def model_setup(repo: Path, name: str) -> Setup:
 def model_cells(
     server: Any, model: ModelUnderTest, setup: Setup, pools: dict[str, list[str]]
 ) -> list[Cell]:
-    """Every cell of one model; in-process and Triton back to back, so load drift hits both."""
+    """Every cell of one model. Each is measured in two halves, the engines alternating
+    (in-process, Triton[, max-length], in-process, Triton[, max-length]), so load drift from
+    other jobs on the machine hits every engine alike."""
     sessions = [ort_session(setup.onnx, setup.threads) for _ in range(setup.instances)]
     warm = ["warm " * (bucket - 2) for bucket in setup.buckets]
     for session in sessions:  # the first call per shape plans memory: keep it out of the cells
@@ -285,19 +298,21 @@ def model_cells(
             session.run(None, feeds)
     asyncio.run(warm_up(server.grpc_url, [model.name, f"{model.name}_maxpad"], warm))
     cells = []
-    for traffic, texts in pools.items():
+    for traffic in model.traffic:
+        texts = pools[traffic]
         for concurrency in CONCURRENCY:
-            latencies, elapsed = run_in_process(sessions, setup, texts, concurrency, model.seconds)
-            cells.append(Cell("in-process", model.name, traffic, concurrency, latencies, elapsed))
-            ensembles = [model.name] + ([f"{model.name}_maxpad"] if traffic == "mixed" else [])
-            for ensemble in ensembles:
-                load = {"texts": texts, "concurrency": concurrency, "seconds": model.seconds}
-                cells.append(measure_triton(server, ensemble, f"{model.name}_model", **load))
-                cells[-1].model, cells[-1].traffic = model.name, traffic
-                if ensemble != model.name:
-                    cells[-1].engine = MAXPAD
-            for cell in cells[-len(ensembles) - 1 :]:
+            engines = {"in-process": "", "triton": model.name}
+            if traffic == "mixed":
+                engines[MAXPAD] = f"{model.name}_maxpad"
+            row = {e: Cell(e, model.name, traffic, concurrency) for e in engines}
+            load = {"texts": texts, "concurrency": concurrency, "seconds": model.seconds / 2}
+            for _ in range(2):
+                row["in-process"].add(*run_in_process(sessions, setup, **load))
+                for engine, ensemble in list(engines.items())[1:]:
+                    measure_triton(server, ensemble, f"{model.name}_model", row[engine], **load)
+            for cell in row.values():
                 progress(cell)
+            cells += row.values()
     return cells
 
 
@@ -341,7 +356,7 @@ def ms(cell: Cell) -> str:
     return f"{cell.throughput:.1f} | {cell.percentile(50):.0f} | {cell.percentile(99):.0f}"
 
 
-def model_section(cells: list[Cell], model: ModelUnderTest, traffics: Sequence[str]) -> list[str]:
+def model_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
     lines = [
         f"## {model.label}",
         "",
@@ -349,7 +364,7 @@ def model_section(cells: list[Cell], model: ModelUnderTest, traffics: Sequence[s
         "| Triton / in-process | encoder mean batch |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for traffic in traffics:
+    for traffic in model.traffic:
         for c in CONCURRENCY:
             local = find(cells, "in-process", model.name, traffic, c)
             served = find(cells, "triton", model.name, traffic, c)
@@ -398,15 +413,16 @@ def summary(cells: list[Cell], models: list[ModelUnderTest]) -> list[str]:
 
 
 def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]:
+    """Method and machine; ``load`` is (machine description at start, load average at end)."""
     seconds = ", ".join(f"{m.label.split(' ')[0]} {m.seconds:.0f} s" for m in models)
     return [
         "# BERT sentence embeddings: in-process ONNX Runtime vs Triton",
         "",
         f"Generated by `python -m benchmarks.bert` on "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, one run: "
-        f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}) **shared with "
-        f"other engineers' jobs** (load average {load[0]:.1f} at start, {load[1]:.1f} at end), "
-        f"so absolute numbers are noisy; compare the ratios, measured back to back in this run.",
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC in one run, on "
+        f"{load[0]}; 1-min load average at end {load[1]:.2f}. The cores are **shared with other "
+        "engineers' jobs**, so absolute numbers are noisy: compare the ratios, whose two sides "
+        "were measured back to back (in-process, then Triton, for each cell).",
         "",
         f"- ONNX Runtime CPU, FP32. The served encoder has {setup.instances} instance(s) x "
         f"{setup.threads} intra-op thread(s); in-process uses the same: {setup.instances} "
@@ -422,8 +438,16 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
         "closed-loop workers with the SDK's AsyncTritonClient over gRPC, one request per text, "
         "client on the same 2 cores. Encoder mean batch = inferences / executions of the encoder "
         "during the cell (Prometheus metrics).",
-        f"- Each cell runs for {seconds} (then lets in-flight requests finish); "
+        f"- Each engine gets {seconds} per cell, in two halves with the engines alternating "
+        "(in-process, Triton, max-length, in-process, Triton, max-length), so drift in the "
+        "other jobs' load hits all alike; in-flight requests finish after each half. "
         "p99 from a few dozen to a few hundred samples is indicative only.",
+        "- bert-base (RANDOM WEIGHTS; for speed only) runs "
+        + ", ".join(next(m.traffic for m in models if m.name == "bert_base"))
+        + " traffic by default (`--base-traffic short medium mixed` for all): one bert-base "
+        "text of 256 tokens takes about half a second on one core here."
+        if any(m.name == "bert_base" for m in models)
+        else "",
         "",
     ]
 
@@ -431,10 +455,9 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
 def write_report(
     path: Path, setup: Setup, cells: list[Cell], models: list[ModelUnderTest], load
 ) -> None:
-    traffics = list(TRAFFIC)
     lines = header(setup, models, load) + summary(cells, models)
     for model in models:
-        lines += model_section(cells, model, traffics)
+        lines += model_section(cells, model)
     old = path.read_text() if path.exists() else ""
     discussion = old[old.index(DISCUSSION) :] if DISCUSSION in old else f"{DISCUSSION}\n\n(none)\n"
     path.write_text("\n".join(lines) + "\n" + discussion)
@@ -447,8 +470,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-repository", type=Path, default=PROJECT_ROOT / "model_repository")
     parser.add_argument("--work-dir", type=Path, default=PROJECT_ROOT / "build" / "bench_bert")
     parser.add_argument("--output", type=Path, default=PROJECT_ROOT / "benchmarks" / "bert.md")
-    parser.add_argument("--seconds", type=float, default=5.0, help="per cell, MiniLM")
-    parser.add_argument("--base-seconds", type=float, default=6.0, help="per cell, bert-base")
+    parser.add_argument("--seconds", type=float, default=5.0, help="per cell and engine, MiniLM")
+    parser.add_argument(
+        "--base-seconds", type=float, default=10.0, help="per cell and engine, bert-base"
+    )
+    parser.add_argument(
+        "--base-traffic",
+        nargs="+",
+        choices=list(TRAFFIC),
+        default=["mixed"],
+        help="bert-base traffic (default: mixed only, to keep the run to a few minutes)",
+    )
     parser.add_argument("--skip-base", action="store_true", help="MiniLM only (quicker)")
     return parser.parse_args(argv)
 
@@ -460,8 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     models = [ModelUnderTest("bert", "all-MiniLM-L6-v2 (real weights)", args.seconds)]
     if not args.skip_base:
         label = "bert-base shape (RANDOM WEIGHTS, max length 256)"
-        models.append(ModelUnderTest("bert_base", label, args.base_seconds))
-    start_load = os.getloadavg()[0]
+        traffic = tuple(t for t in TRAFFIC if t in args.base_traffic)
+        models.append(ModelUnderTest("bert_base", label, args.base_seconds, traffic))
+    machine = machine_description()
     repo = prepare_repository(args, models)
     setups = {m.name: model_setup(repo, m.name) for m in models}
     pools = {
@@ -474,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     with TritonServer(config) as server:
         for model in models:
             cells += model_cells(server, model, setups[model.name], pools)
-    load = (start_load, os.getloadavg()[0])
+    load = (machine, os.getloadavg()[0])
     write_report(args.output, setups["bert"], cells, models, load)
     return 0
 
