@@ -246,3 +246,16 @@ def test_calibration_cache_key_follows_the_data(tiny_onnx: Path, tmp_path: Path)
     again = engines.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 4))
     other = engines.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 5))
     assert same == again and same != other
+
+
+@pytest.mark.parametrize("method", ["entropy", "percentile"])
+def test_histogram_calibration_accepts_feeds_of_different_shapes(
+    tiny_onnx: Path, tmp_path: Path, method: str
+) -> None:
+    """BERT buckets and NMT cache lengths give feeds of several shapes in one source."""
+    feeds = [f for batch in (1, 3, 2) for f in _feeds(3, batch, batch=batch)]
+    settings = CalibrationSettings(method=method, size=9)
+    result = to_int8(tiny_onnx, tmp_path / "m.onnx", lambda: feeds, settings, tmp_path / "c.json")
+    assert result.samples == 9
+    report = accuracy_report(tiny_onnx, result.path, _feeds(2, 8))
+    assert report["outputs"]["logits"]["min_cosine"] > 0.95

@@ -102,28 +102,62 @@ def to_int8(
     cache_hit = cache_path.is_file()
     if not cache_hit and calibration is None:
         raise ValueError(f"INT8 needs calibration data: no source given and no cache {cache_path}")
-    reader = None
-    if not cache_hit:
-        reader = FeedsReader(calibration(), _input_names(src), settings.size)  # type: ignore[misc]
     dst.parent.mkdir(parents=True, exist_ok=True)
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    samples = settings.size
     with _quiet_root_logger():
-        _quantize(src, dst, reader, settings, cache_path)
-    if reader is not None and reader.count == 0:
-        raise ValueError("the calibration source yielded no samples")
-    samples = reader.count if reader is not None else settings.size
+        if not cache_hit:
+            samples = calibrate(src, calibration(), settings, cache_path)  # type: ignore[misc]
+        _quantize(src, dst, settings, cache_path)
     return Int8Result(dst, cache_path, cache_hit, samples)
 
 
-def _quantize(
-    src: Path, dst: Path, reader, settings: CalibrationSettings, cache_path: Path
-) -> None:
+def calibrate(
+    src: Path, feeds: Iterable[Feeds], settings: CalibrationSettings, cache_path: Path
+) -> int:
+    """Measure activation ranges feed by feed and save them to ``cache_path``.
+
+    One ``collect_data`` call per run of equally shaped feeds: the histogram calibrators
+    (entropy, percentile) stack every tensor of one call, which fails when feeds differ in
+    shape (BERT buckets, NMT cache lengths); across calls they merge histograms.
+    """
+    import tempfile
+
+    from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_data
+
+    reader = FeedsReader(feeds, _input_names(src), settings.size)
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="calibrate-") as tmp:
+        calibrator = create_calibrator(
+            src,
+            list(QUANTIZED_OPS),
+            augmented_model_path=str(Path(tmp) / "augmented.onnx"),
+            calibrate_method=_method(settings.method),
+            extra_options=_calibrator_options(settings),
+        )
+        for group in _same_shape_runs(reader):
+            calibrator.collect_data(FeedsReader(group, group[0], len(group)))
+        if reader.count == 0:
+            raise ValueError("the calibration source yielded no samples")
+        save_tensors_data(calibrator.compute_data(), cache_path)
+    return reader.count
+
+
+def _same_shape_runs(feeds: Iterable[Feeds]) -> Iterator[list[Feeds]]:
+    def shapes(feed: Feeds) -> tuple:
+        return tuple((name, np.shape(value)) for name, value in sorted(feed.items()))
+
+    for _, run in itertools.groupby(feeds, key=shapes):
+        yield list(run)
+
+
+def _quantize(src: Path, dst: Path, settings: CalibrationSettings, cache_path: Path) -> None:
+    """Q/DQ model from cached ranges (``quantize_static`` loads them instead of calibrating)."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     quantize_static(
         str(src),
         str(dst),
-        calibration_data_reader=reader,
+        calibration_data_reader=None,
         quant_format=QuantFormat.QDQ,
         op_types_to_quantize=list(QUANTIZED_OPS),
         per_channel=True,
@@ -131,7 +165,7 @@ def _quantize(
         activation_type=QuantType.QInt8,
         weight_type=QuantType.QInt8,
         calibrate_method=_method(settings.method),
-        extra_options=_extra_options(settings),
+        extra_options=_extra_options(),
         calibration_cache_path=str(cache_path),
     )
 
@@ -159,14 +193,19 @@ def _method(name: str):
     }[name]
 
 
-def _extra_options(settings: CalibrationSettings) -> dict[str, object]:
-    options: dict[str, object] = {
+def _extra_options() -> dict[str, object]:
+    return {
         "ActivationSymmetric": True,  # zero point 0, as TensorRT requires
         "WeightSymmetric": True,
         "QuantizeBias": False,  # TensorRT keeps biases in float and fuses them into the kernel
     }
+
+
+def _calibrator_options(settings: CalibrationSettings) -> dict[str, object]:
+    # Ranges as measured; the quantiser makes them symmetric (ActivationSymmetric).
+    options: dict[str, object] = {}
     if settings.method == "percentile":
-        options["CalibPercentile"] = settings.percentile
+        options["percentile"] = settings.percentile
     return options
 
 
