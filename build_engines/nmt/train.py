@@ -101,6 +101,18 @@ def pad_batch(rows: list[list[int]], pad: int, prefix: int | None = None):
     return torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
+def zero_pad_embedding(model, pad: int) -> None:
+    """Keep ``<pad>`` (the decoder start) a zero vector, as in Opus-MT checkpoints.
+
+    CTranslate2 and Marian start decoding from a zero embedding rather than the
+    ``<pad>`` row, so a checkpoint whose row is not zero runs as a different model there.
+    """
+    import torch
+
+    with torch.no_grad():
+        model.get_input_embeddings().weight[pad].zero_()
+
+
 def learning_rate(step: int, settings: TrainSettings) -> float:
     if step < settings.warmup_steps:
         return settings.learning_rate * (step + 1) / settings.warmup_steps
@@ -155,6 +167,7 @@ def train(output: Path = DEFAULT_CHECKPOINT, settings: TrainSettings | None = No
 
     config = marian_config(len(tokenizer.encoder), settings)
     model = MarianMTModel(config)
+    zero_pad_embedding(model, config.pad_token_id)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     print(f"training on {device}", flush=True)
     model.to(device)
@@ -182,6 +195,7 @@ def train(output: Path = DEFAULT_CHECKPOINT, settings: TrainSettings | None = No
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        zero_pad_embedding(model, pad)
         if (step + 1) % 100 == 0:
             print(
                 f"step {step + 1}/{settings.steps} loss {loss.item():.4f} "
