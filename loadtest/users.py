@@ -29,6 +29,7 @@ from client import Timeout, TritonClient  # noqa: E402
 from client.transport import Endpoint  # noqa: E402
 from loadtest import corpora  # noqa: E402
 from loadtest.options import Weights, parse_pairs  # noqa: E402
+from loadtest.weights import apply_weights  # noqa: E402
 
 logger = logging.getLogger(__name__)
 _open_clients: weakref.WeakSet[TritonClient] = weakref.WeakSet()
@@ -88,6 +89,8 @@ class TritonUser(User):
         key = (self.url, self.model)
         if key not in _availability:
             assert self.client is not None
+            if not self.client.server_ready():
+                return True  # a down server is not a missing model: let the calls fail
             _availability[key] = self.client.model_ready(self.model)
             if not _availability[key]:
                 logger.warning(
@@ -99,7 +102,11 @@ class TritonUser(User):
         return _availability[key]
 
     def call(self, task_name: str, fn: Callable[[TritonClient], Any], size: int = 0) -> Any:
-        """Run ``fn(client)`` timed; fire one request event named '<model> <task>'."""
+        """Run ``fn(client)`` timed; fire one request event named '<model> <task>'.
+
+        ``size`` (bytes sent) fills Locust's size column; ``context`` carries the model for
+        the recorder.
+        """
         if not self.available or self.client is None:
             gevent.sleep(IDLE_SECONDS)
             return None
@@ -247,36 +254,6 @@ USER_CLASSES: dict[str, type[TritonUser]] = {
 }
 
 
-def apply_weights(weights: Weights, classes: dict[str, type[TritonUser]] = USER_CLASSES) -> None:
-    """Set user class weights and rebuild each class's task list from ``weights``."""
-    for family, weight in weights.users.items():
-        if family not in classes:
-            raise ValueError(f"unknown family {family!r} in --weights; known: {sorted(classes)}")
-        classes[family].weight = weight
-    for (family, task_name), _ in weights.tasks.items():
-        if family not in classes or not callable(getattr(classes[family], task_name, None)):
-            raise ValueError(f"unknown task {family}.{task_name} in --weights")
-    for family, cls in classes.items():
-        wanted = {name: w for (fam, name), w in weights.tasks.items() if fam == family}
-        if wanted:
-            cls.tasks = _task_list(cls, wanted)
-
-
-def _task_list(cls: type[TritonUser], overrides: dict[str, int]) -> list[Callable]:
-    """Locust picks uniformly from ``tasks``: a task of weight w appears w times."""
-    methods: dict[str, Callable] = {}
-    for klass in reversed(cls.__mro__):  # subclasses override inherited tasks
-        for name, fn in vars(klass).items():
-            if callable(fn) and hasattr(fn, "locust_task_weight"):
-                methods[name] = fn
-    tasks = []
-    for name, fn in methods.items():
-        tasks += [fn] * overrides.get(name, fn.locust_task_weight)
-    if not tasks:
-        raise ValueError(f"--weights leaves {cls.__name__} without any task")
-    return tasks
-
-
 def close_all_clients(**_kwargs: Any) -> None:
     """Close what on_stop missed (a user killed mid-start); channels left open hang the exit."""
     for client in list(_open_clients):
@@ -295,7 +272,7 @@ def _apply_option_weights(environment: Any, **_kwargs: Any) -> None:
     receive the options only then."""
     options = environment.parsed_options
     if options is not None:
-        apply_weights(Weights.parse(getattr(options, "weights", "") or ""))
+        apply_weights(Weights.parse(getattr(options, "weights", "") or ""), USER_CLASSES)
 
 
 @events.init.add_listener

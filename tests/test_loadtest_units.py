@@ -72,19 +72,20 @@ def test_task_weights_rebuild_the_task_list() -> None:
         import pytest
         from loadtest import users
         from loadtest.options import Weights
+        from loadtest.weights import apply_weights
 
         class Probe(users.ResNet50User):
             abstract = True
 
         weights = Weights.parse("resnet50=3,resnet50.small=0,resnet50.large=2")
-        users.apply_weights(weights, {"resnet50": Probe})
+        apply_weights(weights, {"resnet50": Probe})
         assert [t.__name__ for t in Probe.tasks] == ["large", "large"], Probe.tasks
         assert Probe.weight == 3
         with pytest.raises(ValueError, match="without any task"):
             none = Weights.parse("resnet50.small=0,resnet50.large=0")
-            users.apply_weights(none, {"resnet50": Probe})
+            apply_weights(none, {"resnet50": Probe})
         with pytest.raises(ValueError, match="unknown task"):
-            users.apply_weights(Weights.parse("resnet50.huge=1"), {"resnet50": Probe})
+            apply_weights(Weights.parse("resnet50.huge=1"), {"resnet50": Probe})
         """
     )
 
