@@ -364,6 +364,19 @@ def render(cells: list[Cell], machine: str, load_end: float, seconds: float, thr
             "",
             markdown_table(pivot_headers, pivot),
             "",
+            "## Notes",
+            "",
+            "- Throughput and latency are closed-loop: each client sends its next sentence "
+            "when the previous answer arrives, so at concurrency 1 no engine can batch.",
+            "- CTranslate2's beam search scores lower exact match than its own greedy "
+            "decoding on this checkpoint. Example seen while writing this benchmark: for "
+            "'one hundred and fifty-nine thousand, nine hundred and fifty-four' it returns "
+            "'cent cinquantequinze mille neuf cent cinquante-quatre' (mean token log-prob "
+            "-0.83) though its own `score_batch` gives the reference -0.04, so the search "
+            "misses a far better hypothesis that Hugging Face `generate` and the served "
+            "decode find. Not investigated further; at beam > 1 its rows time a search "
+            "that does not return the same translations.",
+            "",
             "## All measurements",
             "",
             markdown_table(headers, rows),

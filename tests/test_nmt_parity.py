@@ -19,6 +19,8 @@ from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.nmt.vocab import write_tokenizer
 from tests.nmt_reference import InProcess, hf_generate
 
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
 
 def _build(checkpoint: Path, repository: Path, work: Path) -> None:
     args = argparse.Namespace(

@@ -20,6 +20,8 @@ from client import AsyncTritonClient, InvalidInputError, TritonClient
 from tests.conftest import MODEL_REPOSITORY, require_models
 from tests.nmt_reference import InProcess
 
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
 SAMPLE = "four hundred and twelve thousand and ninety-seven"
 SAMPLE_FR = "quatre cent douze mille quatre-vingt-dix-sept"
 
