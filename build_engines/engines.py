@@ -97,6 +97,13 @@ def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
         help="INT8 calibration samples; ranges are cached per model/method/size (default: 32)",
     )
     group.add_argument(
+        "--int8-keep-float",
+        action="append",
+        metavar="REGEX",
+        help="keep nodes whose ONNX name matches in float (repeatable; 'none' drops the "
+        "family's defaults, e.g. BERT's feed-forward MatMuls)",
+    )
+    group.add_argument(
         "--calibration-percentile",
         type=float,
         default=99.999,
@@ -194,6 +201,16 @@ def calibration_cache(
     return cache_path_for(cache_dir, sha256(onnx_path), settings, digest)
 
 
+def keep_float(args: argparse.Namespace, name: str) -> tuple[str, ...]:
+    """Node-name regexes left unquantised: the family's known-sensitive nodes plus
+    ``--int8-keep-float`` (``--int8-keep-float none`` drops the family's defaults)."""
+    from build_engines.precision import KEEP_FLOAT
+
+    given = list(getattr(args, "int8_keep_float", None) or [])
+    defaults = () if "none" in given else KEEP_FLOAT.get(_family(args, name), ())
+    return (*defaults, *(p for p in given if p != "none"))
+
+
 def lowered_path(args: argparse.Namespace, name: str, onnx_path: Path, precision: str) -> Path:
     if precision == "fp32":
         return onnx_path
@@ -220,9 +237,12 @@ def lower_precision(
         info(f"{name}: FP16 graph (FP32 I/O, norms/softmax/reductions FP32) -> {target}")
     else:
         cache = calibration_cache(args, name, onnx_path, calibration)
-        result = to_int8(onnx_path, target, calibration, settings, cache)
+        keep = keep_float(args, name)
+        result = to_int8(onnx_path, target, calibration, settings, cache, keep)
         how = "cached ranges" if result.cache_hit else f"{result.samples} samples"
         info(f"{name}: INT8 Q/DQ ({settings.method} calibration, {how}; cache {cache}) -> {target}")
+        if result.kept_float:
+            info(f"{name}: {len(result.kept_float)} nodes kept float (patterns {list(keep)})")
     info(f"{name}: lowered to {precision} in {time.perf_counter() - start:.1f} s")
     report = check_accuracy(onnx_path, target, calibration, settings.size, args)
     report_path = target.with_suffix(".accuracy.json")
@@ -404,6 +424,7 @@ def _describe_precision(name, onnx_path, served, precision, args, calibration) -
         f"weights, symmetric activations, zero point 0) on Conv/MatMul/Gemm inputs: "
         f"{onnx_path} -> {served}",
         f"calibration: {settings.method} on {settings.size} samples from {source} {cache}".rstrip(),
+        f"kept float (no Q/DQ): nodes matching {list(keep_float(args, name)) or 'none'}",
         f"check: INT8 vs FP32 on {CHECK_SAMPLES} held-out samples -> "
         f"{served.with_suffix('.accuracy.json')}",
     ]

@@ -259,3 +259,26 @@ def test_histogram_calibration_accepts_feeds_of_different_shapes(
     assert result.samples == 9
     report = accuracy_report(tiny_onnx, result.path, _feeds(2, 8))
     assert report["outputs"]["logits"]["min_cosine"] > 0.95
+
+
+def test_keep_float_nodes_get_no_qdq(tiny_onnx: Path, tmp_path: Path) -> None:
+    settings = CalibrationSettings(size=4)
+    cache = tmp_path / "c.json"
+    result = to_int8(
+        tiny_onnx, tmp_path / "m.onnx", lambda: _feeds(4, 2), settings, cache, [r"head"]
+    )
+    assert result.kept_float and all("head" in name for name in result.kept_float)
+    model = onnx.load(str(result.path))
+    producers = {o: n for n in model.graph.node for o in n.output}
+    head = next(n for n in model.graph.node if n.name in result.kept_float)
+    assert all(
+        producers.get(i) is None or producers[i].op_type != "DequantizeLinear" for i in head.input
+    ), "a kept-float node still reads dequantised INT8"
+
+
+def test_family_defaults_and_overrides_for_keep_float(tmp_path: Path) -> None:
+    bert = _args(tmp_path, "int8", family="bert")
+    assert any("intermediate" in p for p in engines.keep_float(bert, "bert_model"))
+    none = _args(tmp_path, "int8", family="bert", int8_keep_float=["none", "x"])
+    assert engines.keep_float(none, "bert_model") == ("x",)
+    assert engines.keep_float(_args(tmp_path, "int8", family="resnet50"), "resnet50_model") == ()

@@ -6,6 +6,6 @@ how their accuracy is measured here.
 """
 
 from build_engines.precision.fp16 import FP32_OPS, to_fp16
-from build_engines.precision.int8 import CalibrationSettings, Int8Result, to_int8
+from build_engines.precision.int8 import KEEP_FLOAT, CalibrationSettings, Int8Result, to_int8
 
-__all__ = ["FP32_OPS", "CalibrationSettings", "Int8Result", "to_fp16", "to_int8"]
+__all__ = ["FP32_OPS", "KEEP_FLOAT", "CalibrationSettings", "Int8Result", "to_fp16", "to_int8"]

@@ -111,7 +111,7 @@ def nmt_ranges(config) -> RangeTable:
     source = _int_parameter(config, ("max_source_length", "max_source_tokens"), 64)
     target = _int_parameter(config, ("max_target_length", "max_length", "max_new_tokens"), 64)
     batch = config.max_batch_size or _int_parameter(config, ("max_batch", "max_batch_size"), 8)
-    beams = _int_parameter(config, ("num_beams", "max_beams", "beams"), 4)
+    beams = _int_parameter(config, ("max_beam_size", "num_beams", "max_beams"), 4)
     return {
         "batch": (DimRange(1, batch, batch),),
         "rows": (DimRange(1, batch, batch * beams),),
