@@ -61,6 +61,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="sentences per concurrent client (at least 32 per configuration)",
     )
     parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="measure the whole matrix this many times (engine order rotated); keep medians",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -265,26 +271,48 @@ def run(args: argparse.Namespace) -> list[Cell]:
         "CTranslate2 fp32": ctranslate2_engine(args.checkpoint, "float32", workdir, threads),
         "CTranslate2 int8": ctranslate2_engine(args.checkpoint, "int8", workdir, threads),
     }
-    cells: list[Cell] = []
     config = ServerConfig(model_repository=repository, http_port=0, grpc_port=0, metrics_port=0)
+    runs: dict[tuple[str, int, int], list[Cell]] = {}
     with TritonServer(config) as server:
-        for beam, level in itertools.product(beams, levels):
-            pairs = pairs_all[: max(32, level * args.sentences_per_client)]
-            for name, engine in engines.items():
-                created: list[MicroBatcher] = []
-                cell = measure(
-                    name, batcher_factory(engine, beam, created), beam, level, pairs, count_tokens
-                )
-                for batcher in created:
-                    batcher.close()
-                cells.append(_report(cell))
-            clients: list = []
-            factory = triton_factory(server.grpc_url, beam, clients)
-            cells.append(_report(measure(TRITON, factory, beam, level, pairs, count_tokens)))
-            for triton in clients:
-                triton.close()
+        names = [*engines, TRITON]
+        for repeat in range(args.repeats):
+            order = names[repeat % len(names) :] + names[: repeat % len(names)]
+            for beam, level in itertools.product(beams, levels):
+                pairs = pairs_all[: max(32, level * args.sentences_per_client)]
+                for name in order:
+                    if name == TRITON:
+                        cell = measure_triton(server.grpc_url, beam, level, pairs, count_tokens)
+                    else:
+                        cell = measure_local(name, engines[name], beam, level, pairs, count_tokens)
+                    runs.setdefault((name, beam, level), []).append(_report(cell))
+    cells = [
+        median_cell(runs[(name, beam, level)])
+        for beam, level in itertools.product(beams, levels)
+        for name in [*engines, TRITON]
+    ]
     shutil.rmtree(workdir, ignore_errors=True)
     return cells
+
+
+def measure_local(name: str, engine: BatchFn, beam: int, level: int, pairs, count_tokens) -> Cell:
+    created: list[MicroBatcher] = []
+    cell = measure(name, batcher_factory(engine, beam, created), beam, level, pairs, count_tokens)
+    for batcher in created:
+        batcher.close()
+    return cell
+
+
+def measure_triton(url: str, beam: int, level: int, pairs, count_tokens) -> Cell:
+    clients: list = []
+    cell = measure(TRITON, triton_factory(url, beam, clients), beam, level, pairs, count_tokens)
+    for triton in clients:
+        triton.close()
+    return cell
+
+
+def median_cell(cells: list[Cell]) -> Cell:
+    """The repeat with the median throughput (its latencies come with it)."""
+    return sorted(cells, key=lambda c: c.sentences_per_s)[len(cells) // 2]
 
 
 def _report(cell: Cell) -> Cell:
@@ -301,7 +329,9 @@ def _ratio(a: Cell, b: Cell) -> str:
     return f"{a.sentences_per_s / b.sentences_per_s:.2f}"
 
 
-def render(cells: list[Cell], machine: str, load_end: float, seconds: float, threads: int) -> str:
+def render(
+    cells: list[Cell], machine: str, load_end: float, seconds: float, threads: int, repeats: int
+) -> str:
     rows = [
         [
             c.engine,
@@ -366,6 +396,8 @@ def render(cells: list[Cell], machine: str, load_end: float, seconds: float, thr
             "",
             "## Notes",
             "",
+            f"- Each row is the median-throughput one of {repeats} repeats of the whole matrix, "
+            "with the order of the engines rotated between repeats.",
             "- Throughput and latency are closed-loop: each client sends its next sentence "
             "when the previous answer arrives, so at concurrency 1 no engine can batch.",
             "- CTranslate2's beam search scores lower exact match than its own greedy "
@@ -391,7 +423,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     cells = run(args)
     elapsed = time.perf_counter() - started
-    text = render(cells, machine, os.getloadavg()[0], elapsed, args.threads)
+    text = render(cells, machine, os.getloadavg()[0], elapsed, args.threads, args.repeats)
     args.output.write_text(text)
     print(f"wrote {args.output}")
 

@@ -4,7 +4,8 @@ Matches ``MarianTokenizer``: the source sentencepiece model segments the text,
 ``vocab.json`` maps pieces to ids (unknown pieces → ``<unk>``), ``</s>`` is appended,
 and sources longer than the model's positional table are truncated to
 ``max_source_length`` ids, the ``</s>`` included. Decoding drops special tokens and
-joins pieces, turning sentencepiece's ``▁`` back into spaces.
+joins pieces, turning sentencepiece's ``▁`` back into spaces; checkpoints with
+separate vocabularies decode through their ``target_vocab.json``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sentencepiece as spm
 
 _SPACE = "\u2581"
 EOS, UNK, PAD = "</s>", "<unk>", "<pad>"
+TARGET_VOCAB = "target_vocab.json"
 
 
 class MarianText:
@@ -24,9 +26,11 @@ class MarianText:
         directory = Path(directory)
         self.source = spm.SentencePieceProcessor(model_file=str(directory / "source.spm"))
         self.vocab: dict[str, int] = json.loads((directory / "vocab.json").read_text("utf-8"))
-        self.pieces = {index: piece for piece, index in self.vocab.items()}
+        target = directory / TARGET_VOCAB  # only where the checkpoint has separate vocabularies
+        target_vocab = json.loads(target.read_text("utf-8")) if target.exists() else self.vocab
+        self.pieces = {index: piece for piece, index in target_vocab.items()}
         self.eos_id, self.unk_id, self.pad_id = (self.vocab[t] for t in (EOS, UNK, PAD))
-        self.special = {self.eos_id, self.unk_id, self.pad_id}
+        self.special = {target_vocab[t] for t in (EOS, UNK, PAD) if t in target_vocab}
         self.max_source_length = max_source_length
 
     def encode(self, text: str) -> list[int]:

@@ -40,10 +40,12 @@ def _first(value, fallback):
 
 
 def limits(model, max_beam_size: int) -> Limits:
+    """The search keeps 2 x beam candidates from one row at the first step: cap the beam."""
     positions = model.config.max_position_embeddings
+    vocab = model.config.decoder_vocab_size or model.config.vocab_size
     return Limits(
-        default_beam_size=4,
-        max_beam_size=max_beam_size,
+        default_beam_size=min(4, max_beam_size),
+        max_beam_size=min(max_beam_size, (vocab - 1) // 2),
         default_max_length=min(int(model.generation_config.max_length or positions), positions),
         max_target_length=positions,
         max_source_length=positions,
@@ -129,6 +131,7 @@ def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds,
     from build_engines.nmt import repository
 
     repository.write_encoder(out, encoder_onnx, settings, model.config.d_model, args)
-    repository.write_decoder(out, decoder_onnx, settings, model.config.vocab_size, args)
+    vocab = model.config.decoder_vocab_size or model.config.vocab_size
+    repository.write_decoder(out, decoder_onnx, settings, vocab, args)
     repository.write_bls(out, checkpoint, settings, bounds, args)
     info(f"wrote {out}/nmt, {out}/nmt_encoder, {out}/nmt_decoder")

@@ -14,6 +14,7 @@ from build_engines.repository import (
 )
 from python_models.nmt_decode import DecodeSettings
 from python_models.nmt_settings import Limits, to_parameters
+from python_models.nmt_text import TARGET_VOCAB
 
 ENCODER, DECODER, BLS = "nmt_encoder", "nmt_decoder", "nmt"
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
@@ -86,4 +87,6 @@ def write_bls(
     enable_dynamic_batching(config, BATCH_DELAY_US)
     files: dict[str, Path | str] = {"model.py": python_shim("python_models.nmt.NmtModel")}
     files.update({name: checkpoint / name for name in TOKENIZER_FILES})
+    if (checkpoint / TARGET_VOCAB).exists():
+        files[TARGET_VOCAB] = checkpoint / TARGET_VOCAB
     return write_model(repository, config, files)
