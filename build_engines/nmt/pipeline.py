@@ -68,8 +68,17 @@ def run(args: argparse.Namespace) -> None:
         raise SystemExit(f"nmt: precision {args.precision} is not available yet (fp32 only)")
     if args.engine != "onnxruntime":
         raise SystemExit(f"nmt: engine {args.engine} is not available yet (onnxruntime only)")
-    log = StepLog("nmt", 6 if args.train else 5)
     checkpoint = Path(args.checkpoint)
+    out = Path(args.output_repository)
+    staging = Path(getattr(args, "work_dir", "build")) / "nmt"
+    if getattr(args, "dry_run", False):
+        plan = f"train into {checkpoint}, then " if args.train else ""
+        info(
+            f"dry run: would {plan}export {checkpoint} to {staging}, verify against PyTorch "
+            f"and write nmt, nmt_encoder, nmt_decoder into {out}"
+        )
+        return
+    log = StepLog("nmt", 6 if args.train else 5)
     if args.train:
         from build_engines.nmt.train import TrainSettings, train
 
@@ -81,8 +90,6 @@ def run(args: argparse.Namespace) -> None:
 
     model = log.run("load checkpoint", load_model, checkpoint)
     tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
-    out = Path(args.output_repository)
-    staging = Path(getattr(args, "work_dir", "build")) / "nmt"
     encoder_onnx, decoder_onnx = staging / "encoder.onnx", staging / "decoder.onnx"
     log.run("export encoder + decoder ONNX", _export, model, encoder_onnx, decoder_onnx)
     sources, targets = verification_texts(checkpoint, args.verify_sentences)
