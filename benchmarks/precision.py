@@ -53,6 +53,8 @@ class Row:
     unit: str = ""
     size_mb: float = float("nan")
     note: str = ""
+    served: float = float("nan")
+    paths: dict[str, Path] = field(default_factory=dict)
 
 
 class Case:
@@ -64,6 +66,10 @@ class Case:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        self.opener: Callable[[Path], object] = lambda path: session(path, args.threads)
+
+    def open(self, path: Path):
+        return self.opener(path)
 
     def models(self) -> dict[str, Path]:
         """Served model name -> FP32 ONNX; raises FileNotFoundError with what to build."""
@@ -121,7 +127,7 @@ class ResNet50(Case):
         return np.stack([preprocess(image) for image in images])
 
     def outputs(self, paths: Mapping[str, Path]) -> np.ndarray:
-        sess = session(paths["resnet50_model"], self.args.threads)
+        sess = self.open(paths["resnet50_model"])
         pixels = self._images()
         batches = [pixels[i : i + 8] for i in range(0, len(pixels), 8)]
         return np.concatenate([sess.run(None, {"pixel_values": b})[0] for b in batches])
@@ -135,7 +141,7 @@ class ResNet50(Case):
         }
 
     def speed(self, paths: Mapping[str, Path]) -> float:
-        sess = session(paths["resnet50_model"], self.args.threads)
+        sess = self.open(paths["resnet50_model"])
         batch = self._images()[:8]
         return _timed_rate(
             lambda: len(sess.run(None, {"pixel_values": batch})[0]), self.args.seconds
@@ -201,19 +207,18 @@ class Bert(Case):
         return tokenize(self._tokenizer, sentences(count, seed=4321), buckets)
 
     def outputs(self, paths: Mapping[str, Path]) -> np.ndarray:
-        sess = session(paths["bert_model"], self.args.threads)
-        groups = self._groups(self.args.samples)
-        result = np.zeros((self.args.samples, sess.get_outputs()[0].shape[-1]), dtype=np.float64)
-        for indices, feeds in groups:
-            result[indices] = sess.run(None, feeds)[0]
-        return result
+        sess = self.open(paths["bert_model"])
+        rows: dict[int, np.ndarray] = {}
+        for indices, feeds in self._groups(self.args.samples):
+            rows.update(zip(indices, sess.run(None, feeds)[0], strict=True))
+        return np.stack([rows[i] for i in range(len(rows))]).astype(np.float64)
 
     def compare(self, reference: np.ndarray, candidate: np.ndarray) -> dict[str, float]:
         cosines = cosine_rows(reference, candidate)
         return {"mean_cosine": float(np.mean(cosines)), "min_cosine": float(np.min(cosines))}
 
     def speed(self, paths: Mapping[str, Path]) -> float:
-        sess = session(paths["bert_model"], self.args.threads)
+        sess = self.open(paths["bert_model"])
         groups = self._groups(32)
 
         def run() -> int:
@@ -273,8 +278,8 @@ class Nmt(Case):
     ) -> list[str]:
         """Greedy decoding with the encoder and the KV-cache decoder step, as the BLS loop does."""
         config = self._config()
-        encoder = session(paths["nmt_encoder"], self.args.threads)
-        decoder = session(paths["nmt_decoder"], self.args.threads)
+        encoder = self.open(paths["nmt_encoder"])
+        decoder = self.open(paths["nmt_decoder"])
         batch = self.tokenizer(list(sources), return_tensors="np", padding=True)
         ids, mask = batch["input_ids"].astype(np.int64), batch["attention_mask"].astype(np.int64)
         _, cross = encoder.run(None, {"input_ids": ids, "attention_mask": mask})
@@ -353,6 +358,87 @@ def _first(paths: Iterable[Path]) -> Path | None:
     return next(iter(sorted(paths)), None)
 
 
+# -- the same models served by the embedded Triton -------------------------------------
+
+
+class ServedModel:
+    """``session.run(None, feeds)`` of an ONNX Runtime session, through Triton over HTTP."""
+
+    def __init__(self, client, model: str, outputs: Sequence[str]) -> None:
+        self.client, self.model, self.outputs = client, model, list(outputs)
+
+    def run(self, _names: object, feeds: Feeds) -> list[np.ndarray]:
+        from tritonclient import http
+        from tritonclient.utils import np_to_triton_dtype
+
+        inputs = []
+        for name, value in feeds.items():
+            array = np.ascontiguousarray(value)
+            item = http.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+            item.set_data_from_numpy(array, binary_data=True)
+            inputs.append(item)
+        wanted = [http.InferRequestedOutput(n, binary_data=True) for n in self.outputs]
+        result = self.client.infer(self.model, inputs, outputs=wanted)
+        return [result.as_numpy(n) for n in self.outputs]
+
+
+def _onnx_tensors(values) -> list:
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    from build_engines.repository import Tensor, numpy_dtype_name
+
+    tensors = []
+    for value in values:
+        tensor_type = value.type.tensor_type
+        dims = tuple(d.dim_value if d.dim_value > 0 else -1 for d in tensor_type.shape.dim)
+        dtype = numpy_dtype_name(tensor_dtype_to_np_dtype(tensor_type.elem_type))
+        tensors.append(Tensor(value.name, dtype, dims))
+    return tensors
+
+
+def served_config(name: str, path: Path, threads: int):
+    """An onnxruntime_onnx config read off the ONNX itself (no Triton batching: whole batches)."""
+    import onnx
+
+    from build_engines.repository import onnx_model_config
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    initializers = {i.name for i in graph.initializer}
+    inputs = [v for v in graph.input if v.name not in initializers]
+    return onnx_model_config(
+        name, _onnx_tensors(inputs), _onnx_tensors(graph.output), 0, threads=threads
+    )
+
+
+def measure_served(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Namespace) -> None:
+    """Serve every lowered model with the embedded Triton; fill each row's served speed."""
+    from tritonclient import http
+
+    from build_engines.repository import write_model
+    from server import ServerConfig, TritonServer
+
+    repo = args.work_dir / "precision-served"
+    served: dict[Path, tuple[str, list[str]]] = {}
+    for row in rows:
+        for name, path in row.paths.items():
+            model = f"{name}__{row.precision}"
+            config = served_config(model, path, args.threads)
+            write_model(repo, config, {"model.onnx": path})
+            served[path] = (model, [o.name for o in config.output])
+    if not served:
+        return
+    config = ServerConfig(model_repository=repo, http_port=0, grpc_port=0, metrics_port=0)
+    config.log_file = args.work_dir / "precision-served.log"
+    with TritonServer(config) as server:
+        client = http.InferenceServerClient(server.http_url.removeprefix("http://"))
+        for case in cases:
+            case.opener = lambda path, c=client: ServedModel(c, *served[path])
+            for row in (r for r in rows if r.family == case.family and r.paths):
+                row.served = case.speed(row.paths)
+                print(f"{row.family} {row.precision} served: {row.served:.1f} {row.unit}")
+        client.close()
+
+
 # -- the run -----------------------------------------------------------------------------
 
 
@@ -391,6 +477,7 @@ def run_case(case: Case) -> list[Row]:
         row = Row(case.family, precision, case.compare(reference, outputs), unit=case.unit)
         row.throughput = case.speed(paths)
         row.size_mb = sum(p.stat().st_size for p in paths.values()) / 2**20
+        row.paths = paths
         row.note = case.note()
         print(
             f"{case.family} {precision}: {row.accuracy} {row.throughput:.1f} {case.unit} "
@@ -477,6 +564,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=4.0, help="speed run per row")
     parser.add_argument("--calibration-method", default="minmax")
     parser.add_argument("--calibration-size", type=int, default=32)
+    parser.add_argument(
+        "--no-served",
+        dest="served",
+        action="store_false",
+        help="skip serving the lowered models with the embedded Triton",
+    )
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "precision.md")
     return parser.parse_args(argv)
 
@@ -485,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cases = [CASES[name](args) for name in args.families.split(",")]
     rows = [row for case in cases for row in run_case(case)]
+    if args.served:
+        measure_served(cases, rows, args)
     args.output.write_text(render(cases, rows, args))
     print(f"wrote {args.output}")
     return 0

@@ -1,0 +1,70 @@
+"""A lowered (FP16 and INT8) model, written by the build hook, served by the embedded Triton.
+
+Same outputs over HTTP as ONNX Runtime in-process: the python onnxruntime backend
+loads Q/DQ and FP16 graphs like any other ONNX.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from build_engines import engines
+from build_engines.onnx_export import export
+from build_engines.precision.report import cosine_rows, session
+from build_engines.repository import Tensor, onnx_model_config, write_model
+
+
+def _feeds(count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.standard_normal((4, 32), dtype=np.float32)} for _ in range(count)]
+
+
+@pytest.mark.slow
+def test_lowered_models_are_served_by_triton(tmp_path: Path) -> None:
+    from tritonclient import http
+
+    from server import ServerConfig, TritonServer
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(32, 64), torch.nn.LayerNorm(64), torch.nn.GELU(), torch.nn.Linear(64, 8)
+    )
+    fp32 = export(
+        net,
+        (torch.zeros(2, 32),),
+        tmp_path / "m.onnx",
+        ["x"],
+        ["y"],
+        {"x": {0: "b"}, "y": {0: "b"}},
+    )
+    repo, lowered = tmp_path / "repo", {}
+    for precision in ("fp16", "int8"):
+        args = argparse.Namespace(
+            precision=precision, engine="onnxruntime", work_dir=tmp_path / "build", threads=1
+        )
+        name = f"tiny_{precision}"
+        config = onnx_model_config(
+            name, [Tensor("x", "FP32", (32,))], [Tensor("y", "FP32", (8,))], 8
+        )
+        config, files = engines.serving_artifacts(name, fp32, config, args, lambda: _feeds(12, 1))
+        write_model(repo, config, files)
+        lowered[name] = files["model.onnx"]
+    batch = _feeds(1, 2)[0]["x"]
+    server_config = ServerConfig(model_repository=repo, http_port=0, grpc_port=0, metrics_port=0)
+    server_config.log_file = tmp_path / "triton.log"
+    with TritonServer(server_config) as server:
+        client = http.InferenceServerClient(server.http_url.removeprefix("http://"))
+        for name, path in lowered.items():
+            request = http.InferInput("x", list(batch.shape), "FP32")
+            request.set_data_from_numpy(batch)
+            served = client.infer(name, [request]).as_numpy("y")
+            expected = session(path).run(None, {"x": batch})[0]
+            np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+            reference = session(fp32).run(None, {"x": batch})[0]
+            assert np.mean(cosine_rows(reference, served)) > 0.9  # still the same function
+        client.close()
