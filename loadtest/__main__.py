@@ -104,6 +104,8 @@ def config_from(args: argparse.Namespace) -> RunConfig:
     unknown = sorted(set(args.models) - set(USER_CLASS_NAMES))
     if unknown:
         raise SystemExit(f"--models: unknown {unknown}; known: {sorted(USER_CLASS_NAMES)}")
+    if not args.protocols or set(args.protocols) - {"grpc", "http"}:
+        raise SystemExit(f"--protocols: give grpc, http or both, not {args.protocols}")
     return RunConfig(
         models=args.models,
         protocols=args.protocols,

@@ -65,7 +65,7 @@ def server_urls(config: RunConfig, out: Path) -> Iterator[list[str]]:
     if config.hosts:
         yield config.hosts
         return
-    from server import ServerConfig, TritonServer
+    from server import ServerConfig, ServerError, TritonServer
 
     server_config = ServerConfig(
         model_repository=config.model_repository,
@@ -75,9 +75,16 @@ def server_urls(config: RunConfig, out: Path) -> Iterator[list[str]]:
         log_file=out / "tritonserver.log",
     )
     print(f"starting the embedded Triton on {config.model_repository} ...", flush=True)
-    with TritonServer(server_config) as server:
+    server = TritonServer(server_config)
+    try:
+        server.start()
+    except ServerError as exc:
+        raise RunFailed(f"the embedded Triton did not start: {exc}") from exc
+    try:
         urls = {"grpc": server.grpc_url, "http": server.http_url}
         yield [urls[p] for p in config.protocols]
+    finally:
+        server.stop()
 
 
 def loaded_families(url: str, config: RunConfig) -> list[str]:
