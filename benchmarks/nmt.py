@@ -57,13 +57,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--sentences-per-client",
         type=int,
-        default=6,
-        help="sentences per concurrent client (at least 32 per configuration)",
+        default=12,
+        help="sentences per concurrent client (at least --min-sentences per configuration)",
     )
+    parser.add_argument("--min-sentences", type=int, default=192)
     parser.add_argument(
         "--repeats",
         type=int,
-        default=3,
+        default=5,
         help="measure the whole matrix this many times (engine order rotated); keep medians",
     )
     parser.add_argument(
@@ -278,7 +279,7 @@ def run(args: argparse.Namespace) -> list[Cell]:
         for repeat in range(args.repeats):
             order = names[repeat % len(names) :] + names[: repeat % len(names)]
             for beam, level in itertools.product(beams, levels):
-                pairs = pairs_all[: max(32, level * args.sentences_per_client)]
+                pairs = pairs_all[: max(args.min_sentences, level * args.sentences_per_client)]
                 for name in order:
                     if name == TRITON:
                         cell = measure_triton(server.grpc_url, beam, level, pairs, count_tokens)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from build_engines.nmt import corpus
 from build_engines.nmt.export import export_decoder, export_encoder, load_model
-from build_engines.nmt.verify import compare
-from build_engines.steps import StepLog, info
+from build_engines.nmt.verify import TOLERANCE, Parity, compare
+from build_engines.steps import BuildError, StepLog, info
 from python_models.nmt_decode import DecodeSettings
 from python_models.nmt_settings import Limits
 
@@ -65,9 +65,9 @@ def verification_texts(checkpoint: Path, count: int) -> tuple[list[str], list[st
 def run(args: argparse.Namespace) -> None:
     warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
     if args.precision != "fp32":
-        raise SystemExit(f"nmt: precision {args.precision} is not available yet (fp32 only)")
+        raise BuildError(f"nmt: precision {args.precision} is not available yet (fp32 only)")
     if args.engine != "onnxruntime":
-        raise SystemExit(f"nmt: engine {args.engine} is not available yet (onnxruntime only)")
+        raise BuildError(f"nmt: engine {args.engine} is not available yet (onnxruntime only)")
     checkpoint = Path(args.checkpoint)
     out = Path(args.output_repository)
     staging = Path(getattr(args, "work_dir", "build")) / "nmt"
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> None:
             f"and write nmt, nmt_encoder, nmt_decoder into {out}"
         )
         return
-    log = StepLog("nmt", 6 if args.train else 5)
+    log = StepLog("nmt", 5 if args.train else 4)
     if args.train:
         from build_engines.nmt.train import TrainSettings, train
 
@@ -93,22 +93,15 @@ def run(args: argparse.Namespace) -> None:
     encoder_onnx, decoder_onnx = staging / "encoder.onnx", staging / "decoder.onnx"
     log.run("export encoder + decoder ONNX", _export, model, encoder_onnx, decoder_onnx)
     sources, targets = verification_texts(checkpoint, args.verify_sentences)
-    parity = log.run(
+    log.run(
         "verify ONNX vs PyTorch",
-        compare,
+        _verify,
         model,
         tokenizer,
-        encoder_onnx,
-        decoder_onnx,
-        sources,
-        targets,
+        (encoder_onnx, decoder_onnx),
+        (sources, targets),
         args.threads,
     )
-    info(
-        f"max abs diff: encoder {parity.encoder_max_abs_diff:.2e}, "
-        f"decoder logits {parity.decoder_max_abs_diff:.2e}"
-    )
-    parity.check()
     settings = decode_settings(model)
     bounds = limits(model, args.max_beam_size)
     log.run(
@@ -125,6 +118,16 @@ def run(args: argparse.Namespace) -> None:
     )
     info(f"decode: {settings}")
     info(f"limits: {bounds}")
+
+
+def _verify(model, tokenizer, onnx: tuple[Path, Path], texts, threads: int) -> Parity:
+    parity = compare(model, tokenizer, *onnx, *texts, threads)
+    info(
+        f"max abs diff: encoder {parity.encoder_max_abs_diff:.2e}, "
+        f"decoder logits {parity.decoder_max_abs_diff:.2e} (tolerance {TOLERANCE:g})"
+    )
+    parity.check()
+    return parity
 
 
 def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
