@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup models system-deps demo test serve bench bench-resnet50 lint format clean
+.PHONY: help setup models system-deps demo test serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -35,7 +35,11 @@ $(REPO)/.bert.built: $(BUILD_DEPS)
 	$(PY) -m build_engines bert
 	@touch $@
 
-MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built
+$(REPO)/.nmt.built: $(BUILD_DEPS) $(wildcard assets/nmt-en-fr-numbers/*)
+	$(PY) -m build_engines nmt
+	@touch $@
+
+MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built $(REPO)/.nmt.built
 
 models: $(MODELS) ## Build every model into model_repository/ (skips what is up to date)
 
@@ -55,7 +59,19 @@ serve: models ## Run the embedded Triton in the foreground (HTTP_PORT, GRPC_PORT
 bench-resnet50: models ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/resnet50.md
 	$(PY) -m benchmarks.resnet50
 
-bench: bench-resnet50 ## Run every benchmark
+bench-bert: models ## Benchmark BERT: in-process ORT vs Triton, buckets vs max padding
+	$(PY) -m benchmarks.bert
+
+bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2
+	$(PY) -m benchmarks.nmt
+
+bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
+	$(PY) -m benchmarks.precision
+
+bench-loadgen: models ## Calibrate the Locust load generator against a plain asyncio client
+	$(PY) -m benchmarks.loadgen
+
+bench: bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen ## Run every benchmark
 
 lint: system-deps ## ruff, and check that server-side Python runs on the container's 3.10
 	$(VENV)/bin/ruff check .
