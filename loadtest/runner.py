@@ -93,7 +93,9 @@ def loaded_families(url: str, config: RunConfig) -> list[str]:
 
     names = parse_pairs(config.model_names)
     ready = []
-    with TritonClient(url, timeout=10) as client:
+    with TritonClient(url, timeout=30) as client:
+        if not client.server_ready():
+            raise RunFailed(f"no ready Triton server answers on {url}")
         for family in config.models:
             model = names.get(family, family)
             if client.model_ready(model):

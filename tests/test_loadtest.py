@@ -119,13 +119,13 @@ def _assert_sub_millisecond(locust_dir: Path) -> None:
 def test_impossible_p99_threshold_exits_non_zero_and_names_it(
     triton_server: TritonServer, tmp_path: Path
 ) -> None:
-    require_models("resnet50")
+    require_models("bert")  # fast enough to complete requests in a short window under load
     out = tmp_path / "slo"
-    args = ["--host", triton_server.grpc_url, "--models", "resnet50", "--steps", "1"]
-    args += ["--step-time", "3", "--settle-time", "1", "--slo-p99-ms", "0.001"]
+    args = ["--host", triton_server.grpc_url, "--models", "bert", "--steps", "1"]
+    args += ["--step-time", "4", "--settle-time", "1", "--slo-p99-ms", "0.001"]
     result = _run_loadtest(args, out)
     assert result.returncode == 1, result.stdout[-3000:]
-    assert "SLO breach: grpc resnet50 at 1 users: p99 " in result.stdout
+    assert "SLO breach: grpc bert at 1 users: p99 " in result.stdout, result.stdout[-3000:]
     assert "> 0.001 ms" in result.stdout
 
 
@@ -133,14 +133,14 @@ def test_impossible_p99_threshold_exits_non_zero_and_names_it(
 def test_missing_model_is_skipped_with_a_message(
     triton_server: TritonServer, tmp_path: Path
 ) -> None:
-    require_models("resnet50")
-    args = ["--host", triton_server.http_url, "--models", "resnet50,bert", "--steps", "1"]
-    args += ["--step-time", "2", "--settle-time", "0", "--model-name", "bert=no_such_model"]
+    require_models("bert")
+    args = ["--host", triton_server.http_url, "--models", "bert,nmt", "--steps", "1"]
+    args += ["--step-time", "3", "--settle-time", "1", "--model-name", "nmt=no_such_model"]
     result = _run_loadtest(args, tmp_path / "skip")
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "bert: model 'no_such_model' is not loaded" in result.stdout
+    assert "nmt: model 'no_such_model' is not loaded" in result.stdout
     rows = json.loads((tmp_path / "skip" / "summary.json").read_text())
-    assert {row["model"] for row in rows} == {"resnet50"}
+    assert {row["model"] for row in rows} == {"bert"}
 
 
 @pytest.mark.slow
