@@ -486,3 +486,21 @@ def test_real_plan_build(tmp_path: Path) -> None:
     built = build_plan(path, profiles, options)
     assert len(built.plan) > 0 and (tmp_path / "timing.cache").stat().st_size > 0
     assert built.tensorrt_version == import_tensorrt().__version__
+
+
+def test_plan_command_for_built_repository(tmp_path: Path, family_onnx, capsys) -> None:
+    """``python -m build_engines.tensorrt`` prints a plan per ONNX model already served."""
+    from build_engines.tensorrt.__main__ import main
+
+    repo = tmp_path / "repo"
+    for name in ("resnet50_model", "nmt_decoder"):
+        write_model(repo, _config(name), {"model.onnx": family_onnx(name)})
+    code = main(
+        ["--output-repository", str(repo), "--work-dir", str(tmp_path / "b"), "--precision", "fp16"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "plan of work for resnet50_model" in out and "plan of work for nmt_decoder" in out
+    assert "--maxShapes=pixel_values:16x3x224x224" in out
+    assert "past_kv:3x2x1x4x0x32" in out  # the empty first-step cache is in the profile
+    assert not (tmp_path / "b").exists()
