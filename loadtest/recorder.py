@@ -59,6 +59,7 @@ class Recorder:
         self.model = array("H")
         self.ok = array("b")
         self.steps: list[Step] = []
+        self.platforms: dict[str, str] = {}
         self.probe = StatsProbe(host)
         self.ended = False
 
@@ -89,7 +90,11 @@ class Recorder:
 
     def _snapshot(self) -> dict[str, dict]:
         try:
-            return {name: asdict(c) for name, c in self.probe.snapshot().items()}
+            stats = self.probe.snapshot()
+            unknown = [name for name in stats if name not in self.platforms]
+            if unknown:
+                self.platforms.update(self.probe.platforms(unknown))
+            return {name: asdict(c) for name, c in stats.items()}
         except Exception as exc:  # the client numbers stay useful without the server's
             logger.warning("Triton statistics unavailable: %s", exc)
             return {}
@@ -126,7 +131,12 @@ class Recorder:
             self.end()
             target = self.path
         self.probe.close()
-        meta = {"host": self.host, "models": self.models, "steps": [asdict(s) for s in self.steps]}
+        meta = {
+            "host": self.host,
+            "models": self.models,
+            "platforms": self.platforms,
+            "steps": [asdict(s) for s in self.steps],
+        }
         target.parent.mkdir(parents=True, exist_ok=True)
         np.savez(
             target,

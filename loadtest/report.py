@@ -60,13 +60,13 @@ def markdown(results: Sequence[StepResult]) -> str:
         "",
         "Latency and throughput are client-side, over each step's window after settling. "
         "Queue and compute are Triton's mean per request of the model called, over the same "
-        "window; queue includes the time its requests waited in the queues of the models it "
-        "composes (ensemble steps, BLS calls), compute is the rest. Locust CPU % is the load "
+        "window, summed over the models it composes (ensemble steps, BLS calls): queue is "
+        "time waiting in any of their queues, compute the rest. Locust CPU % is the load "
         "generator's own CPU in the window (all models of the step share it); near 100 % the "
         "generator, not the server, limits the rate.",
     ]
     lines += ["", "Server-side time per request, by Triton model (same windows; an ensemble "]
-    lines += ["reports no queue and its end-to-end time as compute):", ""]
+    lines += ["reports no queue, and its steps' compute summed as compute):", ""]
     lines += ["| protocol | users | Triton model | requests | queue ms | compute ms |"]
     lines += ["|---|--:|---|--:|--:|--:|"]
     for r in results:

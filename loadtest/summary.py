@@ -51,20 +51,24 @@ class StepResult:
     server: tuple[ServerTime, ...]
     client_cpu_s: float = float("nan")  # the Locust process's CPU time in the window
 
+    platform: str = ""  # of the called model: "ensemble" changes how its stats read
+
     @property
     def server_split_ms(self) -> tuple[float, float]:
-        """(queue, compute) per request of the called model, its parts' queues included.
+        """(queue, compute) per request of the called model, its parts included.
 
-        An ensemble reports no queue of its own and its end-to-end time as compute; a BLS
-        model's compute includes the time its calls wait in its parts' queues. In both,
-        the parts' queueing is inside the top model's compute, so it moves to queue.
+        An ensemble reports no queue and, as compute, the sum of its steps' compute: both
+        come from its steps. A BLS model's compute includes the time its calls wait in its
+        parts' queues: that time moves to queue.
         """
         top = next((s for s in self.server if s.model == self.model), None)
         if top is None or not top.requests:
             return float("nan"), float("nan")
-        parts_queue = sum(s.queue_ms * s.requests for s in self.server if s is not top)
-        parts_queue /= top.requests
-        return top.queue_ms + parts_queue, top.compute_ms - parts_queue
+        parts = [s for s in self.server if s is not top]
+        queue = sum(s.queue_ms * s.requests for s in parts) / top.requests
+        if self.platform == "ensemble":
+            return queue, sum(s.compute_ms * s.requests for s in parts) / top.requests
+        return top.queue_ms + queue, top.compute_ms - queue
 
     @property
     def client_cpu_ratio(self) -> float:
@@ -133,6 +137,7 @@ def step_results(
                     throughput_rps=float(ok.sum()) / (end - begin),
                     server=_server_times(step, model),
                     client_cpu_s=recorder.cpu_seconds(cpu_traces or [], begin, end),
+                    platform=meta.get("platforms", {}).get(model, ""),
                 )
             )
     return results

@@ -91,6 +91,18 @@ class StatsProbe:
             payload = client.get_inference_statistics()
         return parse_model_stats(payload)
 
+    def platforms(self, names: list[str]) -> dict[str, str]:
+        """Each model's platform or backend ("ensemble", "python", ...): how to read its stats."""
+        client = self._connect()
+        found = {}
+        for name in names:
+            if self.endpoint.protocol == "grpc":
+                config = client.get_model_config(name, as_json=True).get("config", {})
+            else:
+                config = client.get_model_config(name)
+            found[name] = config.get("platform") or config.get("backend") or ""
+        return found
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()

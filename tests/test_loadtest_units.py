@@ -185,19 +185,19 @@ def test_step_results_use_only_the_measured_window() -> None:
     assert server.queue_ms == pytest.approx(0.5) and server.compute_ms == pytest.approx(2.0)
 
 
-def test_parts_queueing_counts_as_queue_of_the_called_model() -> None:
+def test_queue_and_compute_of_ensembles_and_bls_models() -> None:
     from loadtest.summary import ServerTime
 
     parts = (
-        ServerTime("bert", 10, 0.0, 50.0),  # an ensemble: no queue, end-to-end as compute
+        ServerTime("bert", 10, 0.0, 29.0),  # an ensemble: no queue, its steps' compute summed
         ServerTime("bert_model", 10, 20.0, 25.0),
         ServerTime("bert_preprocess", 10, 1.0, 4.0),
     )
-    result = StepResult("http", "bert", 1, 5.0, 10, 0, 1, 2, 3, 4, 2.0, parts)
+    result = StepResult("http", "bert", 1, 5.0, 10, 0, 1, 2, 3, 4, 2.0, parts, platform="ensemble")
     assert result.server_split_ms == pytest.approx((21.0, 29.0))
     bls = (ServerTime("nmt", 4, 2.0, 100.0), ServerTime("nmt_decoder", 40, 0.5, 2.0))
-    result = StepResult("http", "nmt", 1, 5.0, 4, 0, 1, 2, 3, 4, 0.8, bls)
-    assert result.server_split_ms == pytest.approx((7.0, 95.0))
+    result = StepResult("http", "nmt", 1, 5.0, 4, 0, 1, 2, 3, 4, 0.8, bls, platform="python")
+    assert result.server_split_ms == pytest.approx((7.0, 95.0))  # decoder waits were in compute
 
 
 def test_window_keeps_only_models_that_served() -> None:
