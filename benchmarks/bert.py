@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import itertools
 import os
 import shutil
 import subprocess
@@ -161,27 +162,30 @@ def run_in_process(
 ) -> tuple[list[float], float]:
     """Each session (one per served instance) serves its share of the clients in rounds.
 
-    A round tokenizes its texts together, then runs one session call per bucket.
+    A round tokenizes its texts together, then runs one session call per bucket. Texts are
+    taken in pool order (as by Triton's workers), so both engines serve the same mix.
     """
     shares = [
         concurrency // len(sessions) + (i < concurrency % len(sessions))
         for i in range(len(sessions))
     ]
     latencies: list[float] = []
+    order = itertools.cycle(texts)
+    lock = threading.Lock()
     start = time.perf_counter()
 
-    def serve(session: Any, share: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
+    def serve(session: Any, share: int) -> None:
         while time.perf_counter() - start < seconds:
-            batch = [texts[i] for i in rng.integers(0, len(texts), share)]
+            with lock:
+                batch = [next(order) for _ in range(share)]
             submitted = time.perf_counter()
             for indices, feeds in tokenize(setup.tokenizer, batch, setup.buckets):
                 session.run(None, feeds)
                 latencies.extend([time.perf_counter() - submitted] * len(indices))
 
     workers = [
-        threading.Thread(target=serve, args=(session, share, 100 * concurrency + i))
-        for i, (session, share) in enumerate(zip(sessions, shares, strict=True))
+        threading.Thread(target=serve, args=(session, share))
+        for session, share in zip(sessions, shares, strict=True)
         if share
     ]
     for worker in workers:
@@ -195,23 +199,24 @@ def run_in_process(
 async def run_triton(
     url: str, model: str, texts: list[str], concurrency: int, seconds: float
 ) -> tuple[list[float], float]:
-    """``concurrency`` closed-loop workers, one request per text, until the time is up."""
+    """``concurrency`` closed-loop workers, one request per text (in pool order), until the
+    time is up."""
     from client import AsyncTritonClient
 
     client = AsyncTritonClient(url, timeout=600, models={"embed": model})
     latencies: list[float] = []
+    order = itertools.cycle(texts)
     start = time.perf_counter()
 
-    async def worker(seed: int) -> None:
-        rng = np.random.default_rng(seed)
+    async def worker() -> None:
         while time.perf_counter() - start < seconds:
-            text = texts[int(rng.integers(0, len(texts)))]
+            text = next(order)
             sent = time.perf_counter()
             await client.embed(text)
             latencies.append(time.perf_counter() - sent)
 
     try:
-        await asyncio.gather(*(worker(1000 * concurrency + i) for i in range(concurrency)))
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
     finally:
         await client.close()
     return latencies, time.perf_counter() - start
