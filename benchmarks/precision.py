@@ -67,9 +67,13 @@ class Case:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.opener: Callable[[Path], object] = lambda path: session(path, args.threads)
+        self.sessions: dict[Path, object] = {}
 
     def open(self, path: Path):
-        return self.opener(path)
+        """One session per model, reused (clear ``sessions`` when changing ``opener``)."""
+        if path not in self.sessions:
+            self.sessions[path] = self.opener(path)
+        return self.sessions[path]
 
     def models(self) -> dict[str, Path]:
         """Served model name -> FP32 ONNX; raises FileNotFoundError with what to build."""
@@ -433,6 +437,7 @@ def measure_served(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Na
         client = http.InferenceServerClient(server.http_url.removeprefix("http://"))
         for case in cases:
             case.opener = lambda path, c=client: ServedModel(c, *served[path])
+            case.sessions.clear()
             family_rows = [r for r in rows if r.family == case.family and r.paths]
             if family_rows:
                 best_of_rounds(case, family_rows, "served")
@@ -496,8 +501,6 @@ def best_of_rounds(case: Case, rows: Sequence[Row], attribute: str) -> None:
                 setattr(row, attribute, rate)
     for row in rows:
         print(f"{row.family} {row.precision} {attribute}: {getattr(row, attribute):.1f} {row.unit}")
-        rows.append(row)
-    return rows
 
 
 def _write_artifact_report(path: Path, row: Row) -> None:
