@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,6 @@ class Source:
     tokenizer_file: Path
     max_length: int
     hidden: int
-    provenance: dict[str, str] = field(default_factory=dict)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
