@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup models system-deps demo test serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen lint format clean
+.PHONY: help setup models system-deps demo test serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen loadtest lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -68,7 +68,23 @@ bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2
 bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision
 
-bench-loadgen: models ## Calibrate the Locust load generator against a plain asyncio client
+LOADTEST_STEPS ?= 1,2,4,8
+LOADTEST_STEP_TIME ?= 12
+LOADTEST_SETTLE_TIME ?= 4
+LOADTEST_MODELS ?= resnet50,bert,nmt
+LOADTEST_PROTOCOLS ?= grpc,http
+SLO_P99_MS ?=
+SLO_ERROR_RATIO ?=
+LOADTEST_ARGS ?=
+
+loadtest: models ## Stepped Locust load on the embedded Triton; reports in reports/loadtest/<time>/ (LOADTEST_STEPS, LOADTEST_STEP_TIME, LOADTEST_MODELS, LOADTEST_PROTOCOLS, SLO_P99_MS, SLO_ERROR_RATIO)
+	$(PY) -m loadtest run --steps $(LOADTEST_STEPS) --step-time $(LOADTEST_STEP_TIME) \
+		--settle-time $(LOADTEST_SETTLE_TIME) --models $(LOADTEST_MODELS) \
+		--protocols $(LOADTEST_PROTOCOLS) \
+		$(if $(SLO_P99_MS),--slo-p99-ms $(SLO_P99_MS)) \
+		$(if $(SLO_ERROR_RATIO),--slo-error-ratio $(SLO_ERROR_RATIO)) $(LOADTEST_ARGS)
+
+bench-loadgen: $(STAMP) ## Calibrate the Locust load generator against a plain asyncio client
 	$(PY) -m benchmarks.loadgen
 
 bench: bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen ## Run every benchmark

@@ -68,17 +68,29 @@ def built_models(repository: Path) -> list[str]:
     return [name for name in DEMOS if (repository / name / "config.pbtxt").exists()]
 
 
-def short_load_test(server: TritonServer, models: list[str], seconds: int) -> str:
-    """A stepped Locust run over both protocols (loadtest package), summarised."""
-    from loadtest.demo import run_demo_load
+def short_load_test(server: TritonServer, models: list[str], step_seconds: float) -> int:
+    """Locust at 1 then 4 users on each protocol; prints the table, writes reports/loadtest/."""
+    from loadtest.runner import RunConfig, run
 
-    return run_demo_load(server, models, seconds)
+    config = RunConfig(
+        models=models,
+        hosts=[server.grpc_url, server.http_url],
+        steps="1,4",
+        step_time=step_seconds,
+        settle_time=min(3.0, step_seconds / 3),
+    )
+    return run(config)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python demo.py", description=__doc__)
     parser.add_argument("--model-repository", type=Path, default=ROOT / "model_repository")
-    parser.add_argument("--load-seconds", type=int, default=30, help="load test length (0 skips)")
+    parser.add_argument(
+        "--step-seconds",
+        type=float,
+        default=8.0,
+        help="seconds per load step (0 skips the load test)",
+    )
     args = parser.parse_args(argv)
     models = built_models(args.model_repository)
     if not models:
@@ -96,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                 rows += [DEMOS[name](client) for name in models]
         print("\n## Calls through the SDK\n")
         print(markdown_table(["model", "protocol", "result", "median ms"], rows))
-        if args.load_seconds > 0:
-            print("\n## Short load test\n", flush=True)
-            print(short_load_test(server, models, args.load_seconds))
+        if args.step_seconds > 0:
+            print("\n## Short load test (Locust)\n", flush=True)
+            return short_load_test(server, models, args.step_seconds)
     return 0
 
 
