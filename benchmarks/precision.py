@@ -20,10 +20,12 @@ A family whose FP32 ONNX is not built yet gets a "not built" row.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import itertools
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,14 +68,18 @@ class Case:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.opener: Callable[[Path], object] = lambda path: session(path, args.threads)
-        self.sessions: dict[Path, object] = {}
+        self.openers: dict[str, Callable[[Path], object]] = {
+            "throughput": lambda path: session(path, args.threads)
+        }
+        self.mode = "throughput"  # or "served", once measure_speeds adds that opener
+        self.sessions: dict[tuple[str, Path], object] = {}
 
     def open(self, path: Path):
-        """One session per model, reused (clear ``sessions`` when changing ``opener``)."""
-        if path not in self.sessions:
-            self.sessions[path] = self.opener(path)
-        return self.sessions[path]
+        """One session per model and mode (in-process or served), reused."""
+        key = (self.mode, path)
+        if key not in self.sessions:
+            self.sessions[key] = self.openers[self.mode](path)
+        return self.sessions[key]
 
     def models(self) -> dict[str, Path]:
         """Served model name -> FP32 ONNX; raises FileNotFoundError with what to build."""
@@ -414,13 +420,17 @@ def served_config(name: str, path: Path, threads: int):
     )
 
 
-def measure_served(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Namespace) -> None:
-    """Serve every lowered model with the embedded Triton; fill each row's served speed."""
+@contextlib.contextmanager
+def served_models(rows: Sequence[Row], args: argparse.Namespace) -> Iterator[Callable | None]:
+    """Serve every model of ``rows`` with the embedded Triton; yield an opener for them."""
     from tritonclient import http
 
     from build_engines.repository import write_model
     from server import ServerConfig, TritonServer
 
+    if not args.served:
+        yield None
+        return
     repo = args.work_dir / "precision-served"
     served: dict[Path, tuple[str, list[str]]] = {}
     for row in rows:
@@ -430,18 +440,40 @@ def measure_served(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Na
             write_model(repo, config, {"model.onnx": path})
             served[path] = (model, [o.name for o in config.output])
     if not served:
+        yield None
         return
     config = ServerConfig(model_repository=repo, http_port=0, grpc_port=0, metrics_port=0)
     config.log_file = args.work_dir / "precision-served.log"
     with TritonServer(config) as server:
         client = http.InferenceServerClient(server.http_url.removeprefix("http://"))
-        for case in cases:
-            case.opener = lambda path, c=client: ServedModel(c, *served[path])
-            case.sessions.clear()
-            family_rows = [r for r in rows if r.family == case.family and r.paths]
-            if family_rows:
-                best_of_rounds(case, family_rows, "served")
+        yield lambda path: ServedModel(client, *served[path])
         client.close()
+
+
+def measure_speeds(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Namespace) -> None:
+    """In-process and served speed of every row, best of ``--rounds`` interleaved runs.
+
+    The 2 cores are shared: interleaving precisions and modes within each round, and keeping
+    each one's best run, keeps a burst of other load from landing on one row or mode only."""
+    with served_models(rows, args) as served_opener:
+        modes = ["throughput", "served"] if served_opener else ["throughput"]
+        for case in cases:
+            if served_opener:
+                case.openers["served"] = served_opener
+            family_rows = [r for r in rows if r.family == case.family and r.paths]
+            for _ in range(args.rounds):
+                for row, mode in itertools.product(family_rows, modes):
+                    case.mode = mode
+                    rate = case.speed(row.paths)
+                    if not rate <= getattr(row, mode):  # NaN at first
+                        setattr(row, mode, rate)
+            case.mode = "throughput"
+            for row in family_rows:
+                print(
+                    f"{row.family} {row.precision}: {row.throughput:.1f} in-process, "
+                    f"{row.served:.1f} served, {row.unit}",
+                    flush=True,
+                )
 
 
 # -- the run -----------------------------------------------------------------------------
@@ -485,22 +517,7 @@ def run_case(case: Case) -> list[Row]:
         row.note = case.note()
         print(f"{case.family} {precision}: {row.accuracy} ({time.perf_counter() - start:.0f} s)")
         rows.append(row)
-    best_of_rounds(case, rows, "throughput")
     return rows
-
-
-def best_of_rounds(case: Case, rows: Sequence[Row], attribute: str) -> None:
-    """Speed of each precision, best of ``--rounds`` interleaved runs.
-
-    The machine is shared: interleaving the precisions and keeping each one's best run
-    keeps a burst of someone else's load from landing on one row only."""
-    for _ in range(case.args.rounds):
-        for row in rows:
-            rate = case.speed(row.paths)
-            if not rate <= getattr(row, attribute):  # NaN at first
-                setattr(row, attribute, rate)
-    for row in rows:
-        print(f"{row.family} {row.precision} {attribute}: {getattr(row, attribute):.1f} {row.unit}")
 
 
 def _write_artifact_report(path: Path, row: Row) -> None:
@@ -603,8 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cases = [CASES[name](args) for name in args.families.split(",")]
     rows = [row for case in cases for row in run_case(case)]
-    if args.served:
-        measure_served(cases, rows, args)
+    measure_speeds(cases, rows, args)
     for row in rows:
         for path in row.paths.values() if row.precision != "fp32" else ():
             _write_artifact_report(path, row)
