@@ -33,7 +33,14 @@ from build_engines.repository import (
     write_model,
 )
 from build_engines.steps import StepLog, info, warn
-from python_models.text import DEFAULT_BUCKETS, bucket_lengths, load_tokenizer, tokenize
+from python_models.text import (
+    DEFAULT_BUCKETS,
+    bucket_lengths,
+    load_tokenizer,
+    pad_rows,
+    token_ids,
+    tokenize,
+)
 
 FAMILY = "bert"
 DEFAULT_MAX_BATCH = 32
@@ -207,8 +214,6 @@ def mean_pooled_encoder(encoder: Any) -> Any:
 
 def example_feeds(source: Source, texts: list[str]) -> dict[str, np.ndarray]:
     """Feeds of several real lengths padded together: exercises the mask in verification."""
-    from python_models.text import pad_rows, token_ids
-
     tokenizer = load_tokenizer(source.tokenizer_file, source.max_length)
     rows = token_ids(tokenizer, texts)
     return pad_rows(rows, max(len(r) for r in rows))
