@@ -56,6 +56,11 @@ class ServerConfig:
     log_verbose: int = 0
     extra_args: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.model_repository = Path(self.model_repository)
+        if self.log_file is not None:
+            self.log_file = Path(self.log_file)
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -9,7 +9,8 @@ of the same name and never sees this file, so one config.pbtxt serves both.
 Honoured from config.pbtxt: ``max_batch_size``, input/output names and dtypes,
 ``default_model_filename``, ``instance_group`` (Triton starts one stub, so one
 session, per instance) and the native backend's parameters
-``intra_op_thread_count``, ``inter_op_thread_count`` and ``execution_mode``.
+``intra_op_thread_count``, ``inter_op_thread_count`` and ``execution_mode``, plus any
+ONNX Runtime session config entry given by its own ``session.*`` key.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ class TritonPythonModel(PythonModel):
         if self.params.int("execution_mode", 0) == 1:
             options.execution_mode = ort.ExecutionMode.ORT_PARALLEL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # ONNX Runtime session config entries pass through by their own names, e.g.
+        # "session.intra_op.allow_spinning" = "0" stops idle threads spinning on shared cores.
+        for key, value in self.params.as_dict().items():
+            if key.startswith("session."):
+                options.add_session_config_entry(key, value)
         return options
 
     def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
