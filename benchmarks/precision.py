@@ -33,6 +33,7 @@ import numpy as np
 
 from benchmarks.common import machine_description, markdown_table
 from build_engines import engines
+from build_engines.precision import KEEP_FLOAT
 from build_engines.precision.report import (
     bleu,
     cosine_rows,
@@ -585,6 +586,14 @@ def render(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Namespace)
         lines.append(markdown_table(headers, table))
         if family_rows[0].note:
             lines += ["", f"Note: {family_rows[0].note}."]
+        kept = KEEP_FLOAT.get(case.family)
+        if kept:
+            patterns = ", ".join(f"`{p}`" for p in kept)
+            lines += [
+                "",
+                f"INT8 keeps nodes matching {patterns} in float (sensitivity: see "
+                "`build_engines/precision/int8.py`); the rest of the GEMMs are INT8.",
+            ]
     return "\n".join(lines) + "\n"
 
 
