@@ -317,27 +317,19 @@ class Nmt(Case):
         return self.tokenizer.batch_decode(rows, skip_special_tokens=True)
 
     def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource:
-        """Encoder: tokenized training-range sources; decoder: the steps FP32 decoding takes."""
-        from build_engines.nmt.corpus import english
+        """What the build uses: feeds captured from an FP32 beam search (build_engines.nmt)."""
+        from build_engines.nmt.calibration import calibration_sources
+        from build_engines.nmt.pipeline import decode_settings, limits, load_model
 
-        sources = [english(n) for n in self._numbers(False, 64)]
-        batches = [sources[i : i + 8] for i in range(0, len(sources), 8)]
-        if name == "nmt_encoder":
-
-            def encoder_feeds() -> Iterable[Feeds]:
-                for chunk in batches:
-                    batch = self.tokenizer(chunk, return_tensors="np", padding=True)
-                    yield {k: v.astype(np.int64) for k, v in batch.items()}
-
-            return encoder_feeds
-
-        def decoder_feeds() -> Iterable[Feeds]:
-            for chunk in batches:
-                captured: list[dict[str, np.ndarray]] = []
-                self.translate(fp32, chunk, captured)
-                yield from captured[1::3]  # a spread of cache lengths (step 0 has none)
-
-        return decoder_feeds
+        model = load_model(self.checkpoint)
+        sources = calibration_sources(
+            self.checkpoint,
+            fp32["nmt_encoder"],
+            fp32["nmt_decoder"],
+            decode_settings(model),
+            limits(model, 16).max_source_length,
+        )
+        return sources[name]
 
     def _sources_and_references(self) -> tuple[list[str], list[str]]:
         from build_engines.nmt.corpus import english, french

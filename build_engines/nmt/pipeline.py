@@ -6,10 +6,12 @@ import argparse
 import warnings
 from pathlib import Path
 
+from build_engines.engines import DryRun, serving_artifacts
 from build_engines.nmt import corpus
 from build_engines.nmt.export import export_decoder, export_encoder, load_model
 from build_engines.nmt.verify import TOLERANCE, Parity, compare
-from build_engines.steps import BuildError, StepLog, info
+from build_engines.repository import write_model
+from build_engines.steps import BuildError, StepLog, StepSkipped, info
 from python_models.nmt_decode import DecodeSettings
 from python_models.nmt_settings import Limits
 
@@ -64,20 +66,12 @@ def verification_texts(checkpoint: Path, count: int) -> tuple[list[str], list[st
 
 def run(args: argparse.Namespace) -> None:
     warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
-    if args.precision != "fp32":
-        raise BuildError(f"nmt: precision {args.precision} is not available yet (fp32 only)")
-    if args.engine != "onnxruntime":
-        raise BuildError(f"nmt: engine {args.engine} is not available yet (onnxruntime only)")
     checkpoint = Path(args.checkpoint)
     out = Path(args.output_repository)
     staging = Path(getattr(args, "work_dir", "build")) / "nmt"
-    if getattr(args, "dry_run", False):
-        plan = f"train into {checkpoint}, then " if args.train else ""
-        info(
-            f"dry run: would {plan}export {checkpoint} to {staging}, verify against PyTorch "
-            f"and write nmt, nmt_encoder, nmt_decoder into {out}"
-        )
-        return
+    dry_run = getattr(args, "dry_run", False)
+    if dry_run and args.train:
+        raise BuildError("nmt: --dry-run with --train: train first, then plan the engines")
     log = StepLog("nmt", 5 if args.train else 4)
     if args.train:
         from build_engines.nmt.train import TrainSettings, train
@@ -95,7 +89,8 @@ def run(args: argparse.Namespace) -> None:
     sources, targets = verification_texts(checkpoint, args.verify_sentences)
     log.run(
         "verify ONNX vs PyTorch",
-        _verify,
+        _verify_unless_dry_run,
+        dry_run,
         model,
         tokenizer,
         (encoder_onnx, decoder_onnx),
@@ -120,6 +115,12 @@ def run(args: argparse.Namespace) -> None:
     info(f"limits: {bounds}")
 
 
+def _verify_unless_dry_run(dry_run: bool, *args) -> Parity:
+    if dry_run:
+        raise StepSkipped("dry run")
+    return _verify(*args)
+
+
 def _verify(model, tokenizer, onnx: tuple[Path, Path], texts, threads: int) -> Parity:
     parity = compare(model, tokenizer, *onnx, *texts, threads)
     info(
@@ -138,10 +139,33 @@ def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
 
 
 def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds, args) -> None:
+    """Encoder and decoder go through the shared precision/engine hook; then the BLS model."""
     from build_engines.nmt import repository
+    from build_engines.nmt.calibration import calibration_sources
 
-    repository.write_encoder(out, encoder_onnx, settings, model.config.d_model, args)
     vocab = model.config.decoder_vocab_size or model.config.vocab_size
-    repository.write_decoder(out, decoder_onnx, settings, vocab, args)
+    configs = {
+        repository.ENCODER: (
+            encoder_onnx,
+            repository.encoder_config(settings, model.config.d_model, bounds, args),
+        ),
+        repository.DECODER: (
+            decoder_onnx,
+            repository.decoder_config(settings, vocab, bounds, args),
+        ),
+    }
+    sources = calibration_sources(
+        checkpoint, encoder_onnx, decoder_onnx, settings, bounds.max_source_length
+    )
+    artifacts, dry_run = {}, False
+    for name, (onnx, config) in configs.items():
+        try:
+            artifacts[name] = serving_artifacts(name, onnx, config, args, sources[name])
+        except DryRun:
+            dry_run = True  # describe every model before ending the step
+    if dry_run:
+        raise DryRun("dry run: nothing built or written for nmt")
+    for config, files in artifacts.values():
+        write_model(out, config, files)
     repository.write_bls(out, checkpoint, settings, bounds, args)
-    info(f"wrote {out}/nmt, {out}/nmt_encoder, {out}/nmt_decoder")
+    info(f"wrote {out}/nmt, {out}/nmt_encoder, {out}/nmt_decoder ({args.precision}, {args.engine})")

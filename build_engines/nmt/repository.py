@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from build_engines.repository import (
+    ModelConfig,
     Tensor,
     enable_dynamic_batching,
     onnx_model_config,
     python_model_config,
     python_shim,
+    set_parameters,
     write_model,
 )
 from python_models.nmt_decode import DecodeSettings
@@ -27,7 +29,17 @@ def _cache(settings: DecodeSettings) -> tuple[int, ...]:
     return (layers, 2, -1, heads, -1, head_dim)
 
 
-def write_encoder(repository: Path, onnx: Path, settings: DecodeSettings, d_model: int, args):
+def shape_parameters(limits: Limits, args) -> dict[str, int]:
+    """Recorded on the ONNX models so TensorRT profiles cover every shape the BLS can send."""
+    return {
+        "max_source_length": limits.max_source_length,
+        "max_target_length": limits.max_target_length,
+        "max_beam_size": limits.max_beam_size,
+        "max_batch": args.max_batch_size or DEFAULT_MAX_BATCH_SIZE,
+    }
+
+
+def encoder_config(settings: DecodeSettings, d_model: int, limits: Limits, args) -> ModelConfig:
     """max_batch_size 0: the BLS model sends whole padded batches itself."""
     config = onnx_model_config(
         ENCODER,
@@ -43,10 +55,11 @@ def write_encoder(repository: Path, onnx: Path, settings: DecodeSettings, d_mode
         instances=args.instances,
         threads=args.threads,
     )
-    return write_model(repository, config, {"model.onnx": onnx})
+    set_parameters(config, shape_parameters(limits, args))
+    return config
 
 
-def write_decoder(repository: Path, onnx: Path, settings: DecodeSettings, vocab: int, args):
+def decoder_config(settings: DecodeSettings, vocab: int, limits: Limits, args) -> ModelConfig:
     config = onnx_model_config(
         DECODER,
         inputs=[
@@ -63,7 +76,8 @@ def write_decoder(repository: Path, onnx: Path, settings: DecodeSettings, vocab:
         instances=args.instances,
         threads=args.threads,
     )
-    return write_model(repository, config, {"model.onnx": onnx})
+    set_parameters(config, shape_parameters(limits, args))
+    return config
 
 
 def write_bls(
