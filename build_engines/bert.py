@@ -307,7 +307,6 @@ def write_repository(
     repo = Path(args.output_repository)
     name = args.name
     max_batch = args.max_batch_size or DEFAULT_MAX_BATCH
-    write_model(repo, *preprocess_model(name, source, buckets, max_batch, args))
     tokens = [Tensor("input_ids", "INT64", (-1,)), Tensor("attention_mask", "INT64", (-1,))]
     embedding = Tensor("EMBEDDING", "FP32", (source.hidden,))
     model_config = onnx_model_config(
@@ -322,9 +321,11 @@ def write_repository(
     )
     notes = provenance(source, diff, buckets)
     set_parameters(model_config, notes)
+    # The precision/engine hook first: a dry run stops here, before anything is written.
     model_config, files = serving_artifacts(
         f"{name}_model", onnx_path, model_config, args, calibration_feeds(source, buckets)
     )
+    write_model(repo, *preprocess_model(name, source, buckets, max_batch, args))
     write_model(repo, model_config, files)
     ensemble = ensemble_config(
         name,
@@ -365,11 +366,14 @@ def build(args: argparse.Namespace) -> None:
         )
     info(f"{source.description}; max length {source.max_length}, hidden {source.hidden}")
     buckets = bucket_lengths(args.buckets, source.max_length)
-    if args.dry_run:
-        info(f"dry run: would export to {onnx_path} and write {args.output_repository}")
-        return
     log.run("export ONNX (opset 17, dynamic batch and sequence)", export_onnx, source, onnx_path)
-    diff = log.run("verify ONNX Runtime against PyTorch", verify, source, onnx_path, args.threads)
+    if args.dry_run:
+        info("dry run: the export is kept to plan from; nothing is verified or written")
+        diff = 0.0
+    else:
+        diff = log.run(
+            "verify ONNX Runtime against PyTorch", verify, source, onnx_path, args.threads
+        )
     log.run(
         "write model_repository", write_repository, args, source, onnx_path, diff or 0.0, buckets
     )

@@ -112,6 +112,10 @@ def run_family(family: str, args: argparse.Namespace) -> None:
     module = _try_import(FAMILIES[family][0])
     if module is None or not hasattr(module, "build"):
         raise BuildError(f"family '{family}' is not available in this checkout")
+    if args.engine == "tensorrt" and not args.dry_run:
+        from build_engines.tensorrt.lazy import import_tensorrt
+
+        import_tensorrt()  # fail in a second with install advice, not after the export
     start = time.perf_counter()
     module.build(args)
     print(f"== {family}: built in {time.perf_counter() - start:.0f} s ==", flush=True)

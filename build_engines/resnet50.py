@@ -190,6 +190,24 @@ def write_repository(
     }
     if source.random_weights:
         provenance["WARNING"] = "RANDOM WEIGHTS: predictions are meaningless; pass --checkpoint"
+    # The precision/engine hook first: a dry run stops here, before anything is written.
+    model_config = onnx_model_config(
+        f"{FAMILY}_model",
+        [Tensor("pixel_values", "FP32", (3, 224, 224))],
+        [Tensor("logits", "FP32", (NUM_CLASSES,))],
+        max_batch,
+        instances=args.instances,
+        threads=args.threads,
+        dynamic_batching_delay_us=args.queue_delay_us,
+        preferred_batch_sizes=[max_batch // 2, max_batch],
+    )
+    for key, value in provenance.items():
+        model_config.parameters[key].string_value = (
+            str(value).lower() if isinstance(value, bool) else str(value)
+        )
+    model_config, files = serving_artifacts(
+        f"{FAMILY}_model", onnx_path, model_config, args, calibration_feeds(args.seed)
+    )
     write_model(
         repo,
         python_model_config(
@@ -207,23 +225,6 @@ def write_repository(
             instances=args.instances,
         ),
         {"model.py": python_shim("python_models.image.ImagePreprocessor")},
-    )
-    model_config = onnx_model_config(
-        f"{FAMILY}_model",
-        [Tensor("pixel_values", "FP32", (3, 224, 224))],
-        [Tensor("logits", "FP32", (NUM_CLASSES,))],
-        max_batch,
-        instances=args.instances,
-        threads=args.threads,
-        dynamic_batching_delay_us=args.queue_delay_us,
-        preferred_batch_sizes=[max_batch // 2, max_batch],
-    )
-    for key, value in provenance.items():
-        model_config.parameters[key].string_value = (
-            str(value).lower() if isinstance(value, bool) else str(value)
-        )
-    model_config, files = serving_artifacts(
-        f"{FAMILY}_model", onnx_path, model_config, args, calibration_feeds(args.seed)
     )
     write_model(repo, model_config, files)
     write_model(
