@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,17 @@ def require_models(*names: str) -> None:
             f"models {missing} are not in {MODEL_REPOSITORY}; run `make models` "
             "(make test does this first)"
         )
+
+
+def require_tool(name: str) -> str:
+    """Path of an installed tool; skip with the install hint, or fail under CI."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if found:
+        return found
+    message = f"{name} is not installed: run `bash scripts/install-system-deps.sh`"
+    if os.environ.get("CI"):
+        pytest.fail(message + " (CI must run it before the tests)")
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")

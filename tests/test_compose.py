@@ -10,9 +10,7 @@ fails under CI, where the script is expected to have run.
 from __future__ import annotations
 
 import ast
-import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -24,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import require_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKER_DIR = ROOT / "docker"
@@ -32,17 +32,6 @@ CONTAINER_PYTHON = "3.10"
 LOCUSTFILE = "loadtest/locustfile.py"
 SERVER_SERVICES = {"gpu": ("build-engines", "triton"), "cpu": ("build-onnx", "triton-cpu")}
 ALWAYS_ON = ("locust-master", "locust-worker", "prometheus", "grafana")
-
-
-def require_tool(name: str) -> str:
-    """Path of an installed tool; skip with the install hint, or fail under CI."""
-    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if found:
-        return found
-    message = f"{name} is not installed: run `bash scripts/install-system-deps.sh`"
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI must run it before the tests)")
-    pytest.skip(message)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

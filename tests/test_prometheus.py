@@ -13,11 +13,8 @@ names that Triton documents for GPUs; every other dashboard metric must be in th
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -30,6 +27,7 @@ import pytest
 import yaml
 
 from server import ServerConfig, TritonServer, free_port
+from tests.conftest import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMETHEUS_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
@@ -73,17 +71,6 @@ class TritonPythonModel:
             for r in requests
         ]
 """
-
-
-def require_tool(name: str) -> str:
-    """Path of an installed tool; skip with the install hint, or fail under CI."""
-    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if found:
-        return found
-    message = f"{name} is not installed: run `bash scripts/install-system-deps.sh`"
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI must run it before the tests)")
-    pytest.skip(message)
 
 
 def dashboard_queries() -> list[str]:
