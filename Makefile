@@ -32,7 +32,7 @@ $(REPO)/.resnet50.built: $(BUILD_DEPS)
 	@touch $@
 
 $(REPO)/.bert.built: $(BUILD_DEPS)
-	$(PY) -m build_engines bert --instances 2 --threads 1
+	$(PY) -m build_engines bert
 	@touch $@
 
 $(REPO)/.nmt.built: $(BUILD_DEPS) $(wildcard assets/nmt-en-fr-numbers/*)
