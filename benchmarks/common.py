@@ -108,7 +108,7 @@ def markdown_table(headers: list[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def result_row(result: Result, unit_per_s: str = "") -> list[object]:
+def result_row(result: Result) -> list[object]:
     return [
         result.name,
         result.concurrency,

@@ -251,7 +251,7 @@ class Nmt(Case):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(args)
         self.checkpoint = ROOT / "assets" / "nmt-en-fr-numbers"
-        self._tokenizer = None
+        self._decode: tuple[object, object] | None = None
 
     def models(self) -> dict[str, Path]:
         work = self.args.work_dir / "nmt"
@@ -262,14 +262,6 @@ class Nmt(Case):
         if None in found.values():
             raise FileNotFoundError("not built: run `python -m build_engines nmt`")
         return found  # type: ignore[return-value]
-
-    @property
-    def tokenizer(self):
-        if self._tokenizer is None:
-            from transformers import MarianTokenizer
-
-            self._tokenizer = MarianTokenizer.from_pretrained(str(self.checkpoint))
-        return self._tokenizer
 
     def _config(self) -> dict[str, object]:
         return json.loads((self.checkpoint / "config.json").read_text())
@@ -284,50 +276,39 @@ class Nmt(Case):
         numbers = [int(n) for n in rng.integers(0, 1_000_000, size=4 * count)]
         return [n for n in numbers if n not in excluded][:count]
 
-    def translate(
-        self, paths: Mapping[str, Path], sources: Sequence[str], capture: list | None = None
-    ) -> list[str]:
-        """Greedy decoding with the encoder and the KV-cache decoder step, as the BLS loop does."""
-        config = self._config()
-        encoder = self.open(paths["nmt_encoder"])
-        decoder = self.open(paths["nmt_decoder"])
-        batch = self.tokenizer(list(sources), return_tensors="np", padding=True)
-        ids, mask = batch["input_ids"].astype(np.int64), batch["attention_mask"].astype(np.int64)
-        _, cross = encoder.run(None, {"input_ids": ids, "attention_mask": mask})
-        heads, layers = int(config["decoder_attention_heads"]), int(config["decoder_layers"])
-        head_dim = int(config["d_model"]) // heads
-        past = np.zeros((layers, 2, len(sources), heads, 0, head_dim), dtype=np.float32)
-        token = np.full((len(sources), 1), int(config["decoder_start_token_id"]), dtype=np.int64)
-        eos, pad = int(config["eos_token_id"]), int(config["pad_token_id"])
-        done = np.zeros(len(sources), dtype=bool)
-        steps = []
-        for _ in range(int(config["max_position_embeddings"]) - 1):
-            feed = {"input_ids": token, "encoder_attention_mask": mask, "cross_kv": cross}
-            feed["past_kv"] = past
-            if capture is not None:
-                capture.append(dict(feed))
-            logits, past = decoder.run(None, feed)
-            chosen = np.where(done, pad, logits.argmax(-1))
-            steps.append(chosen)
-            done |= chosen == eos
-            token = chosen[:, None].astype(np.int64)
-            if done.all():
-                break
-        rows = np.stack(steps, axis=1)
-        return self.tokenizer.batch_decode(rows, skip_special_tokens=True)
+    def _decoding(self) -> tuple[object, object]:
+        """The served tokenizer and decode settings, loaded once."""
+        if self._decode is None:
+            from build_engines.nmt.pipeline import decode_settings, limits, load_model
+            from python_models.nmt_text import MarianText
+
+            model = load_model(self.checkpoint)
+            text = MarianText(self.checkpoint, limits(model, 16).max_source_length)
+            self._decode = (text, decode_settings(model))
+        return self._decode
+
+    def translate(self, paths: Mapping[str, Path], sources: Sequence[str]) -> list[str]:
+        """Greedy decoding with the search the BLS model runs (python_models.nmt_decode)."""
+        from python_models.nmt_decode import Job, generate
+        from python_models.nmt_ort import SessionStepModel
+
+        text, settings = self._decoding()
+        steps = SessionStepModel(self.open(paths["nmt_encoder"]), self.open(paths["nmt_decoder"]))
+        max_length = int(self._config()["max_position_embeddings"])
+        jobs = [Job(text.encode(source), 1, max_length) for source in sources]
+        return [text.decode(ids) for ids in generate(steps, jobs, settings)]
 
     def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource:
         """What the build uses: feeds captured from an FP32 beam search (build_engines.nmt)."""
         from build_engines.nmt.calibration import calibration_sources
-        from build_engines.nmt.pipeline import decode_settings, limits, load_model
 
-        model = load_model(self.checkpoint)
+        text, settings = self._decoding()
         sources = calibration_sources(
             self.checkpoint,
             fp32["nmt_encoder"],
             fp32["nmt_decoder"],
-            decode_settings(model),
-            limits(model, 16).max_source_length,
+            settings,
+            text.max_source_length,
         )
         return sources[name]
 

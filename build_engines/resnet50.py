@@ -25,6 +25,7 @@ from build_engines.repository import (
     onnx_model_config,
     python_model_config,
     python_shim,
+    set_parameters,
     write_model,
 )
 from build_engines.steps import StepLog, StepSkipped, info, warn
@@ -84,7 +85,7 @@ def load_source(args: argparse.Namespace) -> Source:
         model = ResNetForImageClassification.from_pretrained(str(args.checkpoint))
         if model.config.num_labels != NUM_CLASSES:
             raise ValueError(f"{args.checkpoint} has {model.config.num_labels} classes, not 1000")
-        return Source(_LogitsOnly(model), f"checkpoint {args.checkpoint}", False)
+        return Source(_logits_only(model), f"checkpoint {args.checkpoint}", False)
     if args.source == "torchvision":
         import torchvision  # raises a clear ImportError where it cannot load
 
@@ -93,7 +94,7 @@ def load_source(args: argparse.Namespace) -> Source:
     from transformers import ResNetConfig, ResNetForImageClassification
 
     config = ResNetConfig(num_labels=NUM_CLASSES)  # defaults are ResNet-50's stages
-    module = _LogitsOnly(ResNetForImageClassification(config))
+    module = _logits_only(ResNetForImageClassification(config))
     return Source(module, "transformers ResNet-50", True)
 
 
@@ -111,21 +112,19 @@ def condition_random_weights(source: Source, seed: int) -> None:
     info(f"BatchNorm statistics from 48 synthetic images; classifier scaled by {factor:.2f}")
 
 
-class _LogitsOnly:
+def _logits_only(model: object) -> object:
     """Wrap a transformers model so the export has one tensor in and one out."""
+    import torch
 
-    def __new__(cls, model: object) -> object:
-        import torch
+    class LogitsOnly(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
 
-        class LogitsOnly(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
+        def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+            return self.model(pixel_values=pixel_values).logits
 
-            def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-                return self.model(pixel_values=pixel_values).logits
-
-        return LogitsOnly().eval()
+    return LogitsOnly().eval()
 
 
 def export_onnx(source: Source, path: Path) -> Path:
@@ -201,10 +200,7 @@ def write_repository(
         dynamic_batching_delay_us=args.queue_delay_us,
         preferred_batch_sizes=[max_batch // 2, max_batch],
     )
-    for key, value in provenance.items():
-        model_config.parameters[key].string_value = (
-            str(value).lower() if isinstance(value, bool) else str(value)
-        )
+    set_parameters(model_config, provenance)
     model_config, files = serving_artifacts(
         f"{FAMILY}_model", onnx_path, model_config, args, calibration_feeds(args.seed)
     )

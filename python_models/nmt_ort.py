@@ -7,6 +7,7 @@ search as the Triton BLS model, with the two graphs run directly.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -20,16 +21,21 @@ def session(path: Path, threads: int) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-class OrtStepModel:
-    """``encode``/``step`` (see :class:`python_models.nmt_decode.StepModel`) on ORT."""
+class SessionStepModel:
+    """``encode``/``step`` (see :class:`python_models.nmt_decode.StepModel`) over two objects
+    with ONNX Runtime's ``run(None, feeds)``: sessions, or stand-ins that call a server.
 
-    def __init__(self, encoder: Path, decoder: Path, threads: int = 2) -> None:
-        self.encoder = session(encoder, threads)
-        self.decoder = session(decoder, threads)
+    Outputs are taken by position, in the exported graphs' order: the encoder gives
+    (last_hidden_state, cross_kv), the decoder (logits, present_kv).
+    """
+
+    def __init__(self, encoder: Any, decoder: Any) -> None:
+        self.encoder = encoder
+        self.decoder = decoder
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": input_ids, "attention_mask": attention_mask}
-        return self.encoder.run(["cross_kv"], feed)[0]
+        return self.encoder.run(None, feed)[1]
 
     def step(
         self,
@@ -44,5 +50,12 @@ class OrtStepModel:
             "cross_kv": cross_kv,
             "past_kv": past_kv,
         }
-        logits, present = self.decoder.run(["logits", "present_kv"], feed)
+        logits, present = self.decoder.run(None, feed)[:2]
         return logits, present
+
+
+class OrtStepModel(SessionStepModel):
+    """The step model on in-process ONNX Runtime sessions of the two ONNX files."""
+
+    def __init__(self, encoder: Path, decoder: Path, threads: int = 2) -> None:
+        super().__init__(session(encoder, threads), session(decoder, threads))
