@@ -111,7 +111,9 @@ def _assert_sub_millisecond(locust_dir: Path) -> None:
         rows = list(csv.DictReader(handle))
     percentiles = [float(row[p]) for row in rows for p in ("50%", "75%", "90%", "99%")]
     fine = [v for v in percentiles if v < 100]  # above 100 ms Locust keeps 3 digits
-    if fine:
+    # At 0.1 ms resolution one value in ten is a whole number by chance: judge only from
+    # three or more (a false failure then has a chance of 1e-3 or less).
+    if len(fine) >= 3:
         assert any(abs(v - round(v)) > 0.05 for v in fine), fine
 
 
