@@ -243,4 +243,169 @@ def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(tmp_path: Path
         assert _status(index, data=b"{}") == 403
         assert _status(index, data=b"{}", headers={"triton-admin-key": ADMIN_KEY}) == 200
         assert _status(f"{server.http_url}/v2/models/stats") == 200, "statistics stay open"
-        assert _status(f"{server.metrics_url}/metrics") == 200
+        with urllib.request.urlopen(server.metrics_url, timeout=10) as response:
+            assert b"# TYPE nv_" in response.read(), "--allow-metrics exports Triton's metrics"
+
+
+# -- autoscaling: HPA -> adapter rule -> Triton's metrics ------------------------------------
+
+
+def _adapter_rule(metric: str) -> dict[str, Any]:
+    values = yaml.safe_load((K8S / "prometheus-adapter/values.yaml").read_text())
+    rules = [r for r in values["rules"]["custom"] if r["name"]["as"] == metric]
+    assert len(rules) == 1, f"no prometheus-adapter rule names {metric}"
+    return rules[0]
+
+
+def _metric_names(promql: str) -> set[str]:
+    return set(re.findall(r"\b(nv_[a-z_]+)\b", promql))
+
+
+def test_hpa_scales_the_deployment_on_the_adapter_rule_metric(rendered) -> None:
+    _, objects = rendered
+    hpa = _get(objects, "HorizontalPodAutoscaler", "triton")
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "triton",
+    }
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["type"] == "Pods"
+    rule = _adapter_rule(metric["pods"]["metric"]["name"])
+    # The adapter maps series to pods by the labels the PodMonitor's scrape adds.
+    assert rule["resources"]["overrides"]["pod"] == {"resource": "pod"}
+    assert "podMetricsEndpoints" in _get(objects, "PodMonitor", "triton")["spec"]
+    series = _metric_names(rule["seriesQuery"])
+    assert re.fullmatch(rule["name"]["matches"].strip("^$"), next(iter(series)))
+    assert _metric_names(rule["metricsQuery"]) == {
+        "nv_inference_queue_duration_us",
+        "nv_inference_request_success",
+    }
+    pdb = _get(objects, "PodDisruptionBudget", "triton")
+    labels = _get(objects, "Deployment", "triton")["spec"]["template"]["metadata"]["labels"]
+    assert _selects(pdb["spec"]["selector"]["matchLabels"], labels)
+    assert hpa["spec"]["minReplicas"] >= 2, "a PDB can only let a drain through with 2+ pods"
+
+
+def test_adapter_rule_metrics_are_exported_by_triton(triton_server: TritonServer) -> None:
+    """Every series the rule reads is in a live /metrics of Triton 2.51, as counters."""
+    from client import TritonClient
+
+    with TritonClient(triton_server.http_url, timeout=60) as client:
+        client.embed(["queue time"])  # one real request, so the per-model counters move
+    with urllib.request.urlopen(triton_server.metrics_url, timeout=10) as resp:
+        text = resp.read().decode()
+    rule = _adapter_rule("triton_queue_time_per_request_us")
+    for name in _metric_names(rule["metricsQuery"]) | _metric_names(rule["seriesQuery"]):
+        assert f"# TYPE {name} counter" in text, f"Triton does not export {name} as a counter"
+        values = [float(v) for v in re.findall(rf"^{name}{{[^}}]*}} (\S+)$", text, re.M)]
+        assert values, name
+    successes = [
+        float(v) for v in re.findall(r"^nv_inference_request_success{[^}]*} (\S+)$", text, re.M)
+    ]
+    assert max(successes) >= 1
+
+
+# -- distributed Locust ----------------------------------------------------------------------
+
+
+def test_locust_workers_reach_the_master_service(rendered) -> None:
+    _, objects = rendered
+    worker = _container(_pod(objects, "Deployment", "locust-worker"), "locust")
+    master_deployment = _get(objects, "Deployment", "locust-master")
+    master = _container(master_deployment["spec"]["template"]["spec"], "locust")
+    worker_flags, master_flags = _flags(worker["args"]), _flags(master["args"])
+    assert "--worker" in worker["args"] and "--master" in master["args"]
+    service = _get(objects, "Service", worker_flags["--master-host"])
+    master_labels = master_deployment["spec"]["template"]["metadata"]["labels"]
+    assert _selects(service["spec"]["selector"], master_labels)
+    port = next(
+        p for p in service["spec"]["ports"] if p["port"] == int(worker_flags["--master-port"])
+    )
+    assert _port_number(master, port["targetPort"]) == int(master_flags["--master-bind-port"])
+    assert _get(objects, "Deployment", "locust-worker")["spec"]["replicas"] >= 1
+
+
+def test_locust_targets_the_triton_service(rendered) -> None:
+    _, objects = rendered
+    triton = _triton(objects)
+    for name in ("locust-master", "locust-worker"):
+        env = {
+            e["name"]: e["value"]
+            for e in _container(_pod(objects, "Deployment", name), "locust")["env"]
+        }
+        host, port = re.fullmatch(r"http://([a-z-]+):(\d+)", env["LOCUST_HOST"]).groups()
+        service = _get(objects, "Service", host)
+        target = next(p["targetPort"] for p in service["spec"]["ports"] if p["port"] == int(port))
+        assert _port_number(triton, target) == int(_flags(triton["args"])["--http-port"])
+
+
+# -- the model repository: built by the Job, served by Triton ---------------------------------
+
+
+def _mount_of_claim(pod: dict[str, Any], container: dict[str, Any]) -> tuple[str, str, bool]:
+    claims = {
+        v["name"]: v["persistentVolumeClaim"]["claimName"]
+        for v in pod["volumes"]
+        if "persistentVolumeClaim" in v
+    }
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] in claims]
+    return claims[mount["name"]], mount["mountPath"], mount.get("readOnly", False)
+
+
+def test_repository_path_is_the_same_in_the_build_job_and_triton(rendered) -> None:
+    _, objects = rendered
+    job_pod = _pod(objects, "Job", "triton-model-build")
+    build = _container(job_pod, "build-engines")
+    triton_pod = _pod(objects, "Deployment", "triton")
+    triton = _container(triton_pod, "triton")
+    claim, job_path, job_read_only = _mount_of_claim(job_pod, build)
+    assert not job_read_only
+    output = build["args"][build["args"].index("--output-repository") + 1]
+    assert output == job_path
+    served_claim, triton_path, read_only = _mount_of_claim(triton_pod, triton)
+    assert (served_claim, read_only) == (claim, True)
+    assert _flags(triton["args"])["--model-repository"] == triton_path == job_path
+    _get(objects, "PersistentVolumeClaim", claim)
+    # Pods wait for the marker the Job writes last, on the same volume.
+    marker = re.search(r"date -u > (\S+)", build["args"][0]).group(1)
+    wait = _container(triton_pod, "wait-for-repository", init=True)
+    assert f"[ -f {marker} ]" in " ".join(wait["command"])
+    assert _mount_of_claim(triton_pod, wait)[:2] == (claim, triton_path)
+
+
+def _plan_check_script() -> str:
+    pod = _pod(_render(K8S / "overlays/gpu"), "Deployment", "triton")
+    container = _container(pod, "plan-check", init=True)
+    assert container["command"] == ["python3", "-c"]
+    return container["args"][0]
+
+
+def _run_plan_check(script: str, repository: Path) -> subprocess.CompletedProcess[str]:
+    assert '"/models"' in script
+    return subprocess.run(
+        [sys.executable, "-c", script.replace('"/models"', repr(str(repository)))],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_plan_check_init_container_passes_onnx_and_stops_unverifiable_plans(
+    model_repository: Path, tmp_path: Path
+) -> None:
+    """The init container's own script: this machine's ONNX repository passes; a plan with
+    no sidecar (unknown TensorRT/GPU) stops the pod with the rebuild command."""
+    script = _plan_check_script()
+    ok = _run_plan_check(script, model_repository)
+    assert ok.returncode == 0, ok.stderr
+    assert "plan check: 0 TensorRT models" in ok.stdout
+    version = tmp_path / "resnet50_model" / "1"
+    version.mkdir(parents=True)
+    (version / "model.plan").write_bytes(b"not a plan")
+    (tmp_path / "resnet50_model" / "config.pbtxt").write_text('platform: "tensorrt_plan"\n')
+    bad = _run_plan_check(script, tmp_path)
+    assert bad.returncode == 1
+    assert "resnet50_model" in bad.stderr and "rebuild with" in bad.stderr
