@@ -409,3 +409,15 @@ def test_plan_check_init_container_passes_onnx_and_stops_unverifiable_plans(
     bad = _run_plan_check(script, tmp_path)
     assert bad.returncode == 1
     assert "resnet50_model" in bad.stderr and "rebuild with" in bad.stderr
+
+
+def test_plan_check_image_has_the_code_it_runs() -> None:
+    """The init container imports server.plan_check (and through it build_engines.tensorrt)
+    from the build-engines image: its Dockerfile must copy both and its .dockerignore let
+    them through."""
+    script = _plan_check_script()
+    dockerfile = (ROOT / "docker/build-engines.Dockerfile").read_text()
+    ignore = (ROOT / "docker/build-engines.Dockerfile.dockerignore").read_text().splitlines()
+    for package in sorted(set(re.findall(r"from (\w+)\.", script)) | {"build_engines"}):
+        assert re.search(rf"^COPY {package} /opt/triton-kit/{package}$", dockerfile, re.M), package
+        assert f"!{package}/" in ignore, package
