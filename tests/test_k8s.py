@@ -222,6 +222,22 @@ def _status(url: str, data: bytes | None = None, headers: dict[str, str] | None 
         return error.code
 
 
+def _assert_grpc_repository_api_needs_the_key(url: str) -> None:
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    client = grpcclient.InferenceServerClient(url.removeprefix("grpc://"))
+    try:
+        with pytest.raises(InferenceServerException, match="triton-admin-key"):
+            client.get_model_repository_index()
+        # Triton 2.51 prefixes the gRPC header name (docs/deploy.md says so too).
+        header = "triton-grpc-protocol-triton-admin-key"
+        client.get_model_repository_index(headers={header: ADMIN_KEY})
+        assert client.is_server_ready(), "health stays open"
+    finally:
+        client.close()
+
+
 def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(tmp_path: Path) -> None:
     """The Deployment's own flags on Triton 2.51: probes answer, admin APIs need the key."""
     triton = _triton(_render(K8S / "overlays/cpu"))
@@ -243,6 +259,7 @@ def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(tmp_path: Path
         assert _status(index, data=b"{}") == 403
         assert _status(index, data=b"{}", headers={"triton-admin-key": ADMIN_KEY}) == 200
         assert _status(f"{server.http_url}/v2/models/stats") == 200, "statistics stay open"
+        _assert_grpc_repository_api_needs_the_key(server.grpc_url)
         with urllib.request.urlopen(server.metrics_url, timeout=10) as response:
             assert b"# TYPE nv_" in response.read(), "--allow-metrics exports Triton's metrics"
 
