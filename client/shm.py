@@ -18,6 +18,8 @@ import numpy as np
 from client.options import SharedMemoryKind
 
 _counter = itertools.count()
+# Not "triton_kit_": the embedded server names its python-backend regions so.
+REGION_PREFIX = "tkclient_"
 
 
 @dataclass
@@ -34,7 +36,7 @@ def input_bytes(array: np.ndarray) -> int:
         from tritonclient.utils import serialize_byte_tensor
 
         serialized = serialize_byte_tensor(array)
-        return int(serialized.nbytes) if serialized.size else 0
+        return len(serialized.item()) if serialized.size else 0
     return int(array.nbytes)
 
 
@@ -67,6 +69,11 @@ class RegionPool:
             self._free.append(region)
 
     def write(self, region: Region, array: np.ndarray) -> None:
+        """BYTES tensors go in Triton's length-prefixed wire format."""
+        if array.dtype == np.object_:
+            from tritonclient.utils import serialize_byte_tensor
+
+            array = np.frombuffer(serialize_byte_tensor(array).item(), dtype=np.uint8)
         self._module.set_shared_memory_region(region.handle, [array])
 
     def raw_handle(self, region: Region) -> Any:
@@ -82,7 +89,7 @@ class RegionPool:
         self._module.destroy_shared_memory_region(region.handle)
 
     def _create(self, size: int) -> Region:
-        name = f"triton_kit_{os.getpid()}_{next(_counter)}"
+        name = f"{REGION_PREFIX}{os.getpid()}_{next(_counter)}"
         if self.kind == "system":
             key = f"/{name}"
             handle = self._module.create_shared_memory_region(name, key, size)
