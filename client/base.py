@@ -16,7 +16,7 @@ from client.options import (
     Retry,
     SharedMemoryKind,
 )
-from client.transport import ClientFactory, Endpoint, Request, new_request_id
+from client.transport import ClientFactory, Endpoint, Request
 from client.types import Timeout
 
 
@@ -98,7 +98,7 @@ class ClientBase:
         return Request(
             call,
             Timeout.of(timeout, self.options.timeout),
-            request_id or new_request_id(),
+            request_id or "",  # Triton puts an id in each error message: only on request
             headers,
             None if version is None else str(version),
             idempotent,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -290,10 +289,6 @@ class _Base:
         if request_id and getattr(error, "request_id", None) is None:
             error.request_id = request_id
         return error
-
-
-def new_request_id() -> str:
-    return uuid.uuid4().hex[:16]
 
 
 def _ready_or_raise(exc: BaseException, context: CallContext) -> bool:

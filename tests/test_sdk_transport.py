@@ -159,7 +159,7 @@ def test_every_failure_maps_to_one_class_status_and_reason(
     assert error.url == URL[protocol].split("//")[0] + "//10.9.8.7:" + URL[protocol][-4:]
     assert "10.9.8.7" in str(error), str(error)  # every message names where the call went
     assert not str(error).startswith("item 0"), "a single call has no item prefix"
-    assert error.request_id and len(error.request_id) == 16
+    assert error.request_id is None  # ids are sent only when asked for (infer(request_id=))
     if cls is DeadlineExceededError:
         assert "2.5 s" in str(error), "a timeout names its limit"
     expected_attempts = 3 if error.retryable else 1
@@ -204,9 +204,12 @@ def test_retries_stop_at_the_calls_deadline() -> None:
 
 def test_non_idempotent_generic_infer_is_not_retried() -> None:
     client, calls = make("grpc", [ise("Exceeds maximum queue size", "StatusCode.UNAVAILABLE")])
-    with pytest.raises(ServerOverloadedError):
-        client.infer("seq", {"X": np.zeros((1, 1), np.float32)}, ["Y"], idempotent=False)
+    with pytest.raises(ServerOverloadedError) as caught:
+        client.infer(
+            "seq", {"X": np.zeros((1, 1), np.float32)}, ["Y"], idempotent=False, request_id="r7"
+        )
     assert len(calls) == 1
+    assert caught.value.request_id == "r7" and calls[0][1]["request_id"] == "r7"
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
