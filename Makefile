@@ -107,9 +107,10 @@ bench-loadgen: $(STAMP) ## Calibrate the Locust load generator against a plain a
 
 bench: bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen ## Run every benchmark
 
-lint: system-deps ## ruff, and check that server-side Python runs on the container's 3.10
+lint: system-deps ## ruff, mypy on the client SDK, and check that server-side Python runs on the container's 3.10
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/backends docker
 	$(VENV)/bin/hadolint docker/*.Dockerfile
 	docker-compose config -q

@@ -4,34 +4,73 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
 from client import codecs
-from client.base import ClientBase, as_list, raise_first, stack_embeddings
+from client.base import (
+    ClientBase,
+    as_list,
+    build_options,
+    hidden_size,
+    raise_first,
+    stack_embeddings,
+)
 from client.codecs import Call, ImageInput
 from client.errors import DeadlineExceededError, TritonClientError
-from client.transport import AsyncTransport
+from client.options import (
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_SHARED_MEMORY_THRESHOLD,
+    TLS,
+    Retry,
+    SharedMemoryKind,
+)
+from client.transport import AsyncTransport, ClientFactory
 from client.types import Classification, Timeout
 
 T = TypeVar("T")
 
 
 class AsyncTritonClient(ClientBase):
-    """Same methods as ``TritonClient``, awaitable; one connection shared by all tasks."""
+    """Same methods and arguments as ``TritonClient``, awaitable; one connection for all tasks.
 
-    def __init__(self, url: str, timeout: float | Timeout | None = None, **kwargs: Any) -> None:
-        super().__init__(url, timeout, **kwargs)
-        self._transport = AsyncTransport(self.endpoint, self.timeout)
+    Raises:
+        ConfigurationError: a bad URL or option.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        timeout: float | Timeout | None = None,
+        *,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        models: Mapping[str, str] | None = None,
+        versions: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        retry: Retry | int | None = None,
+        tls: TLS | None = None,
+        compression: str | None = None,
+        shared_memory: SharedMemoryKind | None = None,
+        shared_memory_threshold: int = DEFAULT_SHARED_MEMORY_THRESHOLD,
+        cuda_device: int = 0,
+        client_factory: ClientFactory | None = None,
+    ) -> None:
+        options = build_options(
+            timeout, max_concurrency, models, versions, headers, retry, tls,
+            compression, shared_memory, shared_memory_threshold, cuda_device,
+        )  # fmt: skip
+        super().__init__(url, options, client_factory)
+        self._transport = AsyncTransport(self.endpoint, self.options, client_factory)
 
     async def _infer(self, call: Call, timeout: float | Timeout | None) -> dict[str, np.ndarray]:
-        return await self._transport.infer(call, Timeout.of(timeout, self.timeout))
+        return await self._transport.infer(self._request(call, timeout))
 
     async def _map(
         self, fn: Callable[[Any], Awaitable[T]], items: Sequence[Any]
     ) -> list[T | TritonClientError]:
+        self._check_open()
         semaphore = asyncio.Semaphore(self.max_concurrency)
 
         async def guarded(item: Any) -> T | TritonClientError:
@@ -46,6 +85,7 @@ class AsyncTritonClient(ClientBase):
     async def classify(
         self, image: ImageInput, top_k: int = 5, *, timeout: float | Timeout | None = None
     ) -> Classification:
+        """As ``TritonClient.classify``; raises the same errors."""
         call = codecs.classify_call(image, top_k, self.models["classify"])
         return codecs.parse_classification(await self._infer(call, timeout), top_k)
 
@@ -57,50 +97,116 @@ class AsyncTritonClient(ClientBase):
         timeout: float | Timeout | None = None,
         return_exceptions: bool = False,
     ) -> list[Classification | TritonClientError]:
+        """As ``TritonClient.classify_batch``; raises the same errors."""
         results = await self._map(lambda im: self.classify(im, top_k, timeout=timeout), images)
         return results if return_exceptions else raise_first(results)
 
     async def embed(
-        self, texts: str | Sequence[str], *, timeout: float | Timeout | None = None
-    ) -> np.ndarray:
-        async def one(text: str) -> np.ndarray:
+        self,
+        texts: str | bytes | Sequence[str | bytes],
+        *,
+        timeout: float | Timeout | None = None,
+        return_exceptions: bool = False,
+    ) -> Any:
+        """As ``TritonClient.embed``; raises the same errors."""
+        items, single = as_list(texts)
+
+        async def one(text: str | bytes) -> np.ndarray:
             call = codecs.embed_call(text, self.models["embed"])
             return codecs.parse_embedding(await self._infer(call, timeout))
 
-        return stack_embeddings(raise_first(await self._map(one, as_list(texts))))
+        results = await self._map(one, items)
+        if return_exceptions:
+            return results
+        rows = raise_first(results, single)
+        return stack_embeddings(rows, None if rows else await self._embedding_width(timeout))
+
+    async def _embedding_width(self, timeout: float | Timeout | None) -> int:
+        if self._hidden_size is None:
+            request = Timeout.of(timeout, self.timeout).request
+            metadata = await self.model_metadata(self.models["embed"], timeout=request)
+            self._hidden_size = hidden_size(metadata)
+        return self._hidden_size
 
     async def translate(
         self,
-        texts: str | Sequence[str],
+        texts: str | bytes | Sequence[str | bytes],
         beam_size: int = 4,
         max_length: int | None = None,
         *,
         timeout: float | Timeout | None = None,
-    ) -> list[str]:
-        async def one(text: str) -> str:
+        return_exceptions: bool = False,
+    ) -> list[Any]:
+        """As ``TritonClient.translate``; raises the same errors."""
+        items, single = as_list(texts)
+
+        async def one(text: str | bytes) -> str:
             call = codecs.translate_call(text, beam_size, max_length, self.models["translate"])
             return codecs.parse_translation(await self._infer(call, timeout))
 
-        return raise_first(await self._map(one, as_list(texts)))
+        results = await self._map(one, items)
+        return results if return_exceptions else raise_first(results, single)
 
-    async def server_ready(self) -> bool:
-        return await self._transport.server_ready()
+    async def infer(
+        self,
+        model: str,
+        inputs: Mapping[str, np.ndarray],
+        outputs: Sequence[str] = (),
+        *,
+        model_version: str | int | None = None,
+        request_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | Timeout | None = None,
+        idempotent: bool = True,
+    ) -> dict[str, np.ndarray]:
+        """As ``TritonClient.infer``; raises the same errors."""
+        call = Call(model, dict(inputs), tuple(outputs))
+        request = self._request(call, timeout, request_id, headers, model_version, idempotent)
+        return await self._transport.infer(request)
 
-    async def model_ready(self, model: str) -> bool:
-        return await self._transport.model_ready(model)
+    async def server_ready(self, *, timeout: float | None = None) -> bool:
+        """As ``TritonClient.server_ready``; raises the same errors."""
+        self._check_open()
+        return await self._transport.server_ready(self._probe_timeout(timeout))
 
-    async def model_metadata(self, model: str) -> dict[str, Any]:
-        return await self._transport.model_metadata(model)
+    async def model_ready(
+        self, model: str, *, version: str | int | None = None, timeout: float | None = None
+    ) -> bool:
+        """As ``TritonClient.model_ready``; raises the same errors."""
+        self._check_open()
+        return await self._transport.model_ready(
+            model, self._version(model, version), self._probe_timeout(timeout)
+        )
+
+    async def model_metadata(
+        self, model: str, *, version: str | int | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """As ``TritonClient.model_metadata``; raises the same errors."""
+        self._check_open()
+        return await self._transport.model_metadata(
+            model, self._version(model, version), self._probe_timeout(timeout)
+        )
+
+    def _probe_timeout(self, timeout: float | None) -> float | None:
+        return self.timeout.request if timeout is None else timeout
 
     async def wait_until_ready(self, timeout: float = 60.0, models: Sequence[str] = ()) -> None:
+        """As ``TritonClient.wait_until_ready``; raises the same errors."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if await self.server_ready() and all([await self.model_ready(m) for m in models]):
+        while (left := deadline - time.monotonic()) > 0:
+            probe = min(left, 5.0)
+            if await self.server_ready(timeout=probe) and all(
+                [await self.model_ready(m, timeout=probe) for m in models]
+            ):
                 return
-            await asyncio.sleep(0.25)
-        raise DeadlineExceededError(f"{self.url} not ready after {timeout:.0f} s")
+            await asyncio.sleep(min(0.25, max(left, 0.0)))
+        raise DeadlineExceededError(
+            f"{self.url} not ready within {timeout:g} s", "DEADLINE_EXCEEDED", url=self.url
+        )
 
     async def close(self) -> None:
+        """Release the connection and shared memory; later calls raise ClientClosedError."""
+        self.closed = True
         await self._transport.close()
 
     async def __aenter__(self) -> AsyncTritonClient:

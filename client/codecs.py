@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
+from client.errors import InvalidInputError
 from client.types import Classification, Prediction
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 ImageInput = Union[bytes, bytearray, str, "os.PathLike[str]", "Image.Image"]
 MAX_TOP_K = 5
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -34,14 +36,45 @@ class Call:
 
 
 def image_bytes(image: ImageInput) -> bytes:
-    """Bytes are sent as they are; a path is read; a PIL image is encoded as PNG (lossless)."""
+    """Bytes are sent as they are; a path is read; a PIL image is encoded as PNG (lossless).
+
+    Raises InvalidInputError for a missing/unreadable file or an unsupported type.
+    """
     if isinstance(image, (bytes, bytearray)):
         return bytes(image)
     if isinstance(image, (str, os.PathLike)):
-        return Path(image).read_bytes()
+        try:
+            return Path(image).read_bytes()
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot read image file {str(image)!r}: {exc.strerror or exc}",
+                "INVALID_ARGUMENT",
+            ) from exc
+    if not callable(getattr(image, "save", None)):
+        raise InvalidInputError(
+            f"unsupported image type {type(image).__name__}: pass encoded bytes, a file path "
+            "or a PIL image",
+            "INVALID_ARGUMENT",
+        )
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+def check_int(name: str, value: object, low: int, high: int = INT32_MAX) -> int:
+    """Reject what the wire's int32 would silently wrap, before anything is sent.
+
+    The server checks the meaningful range (e.g. BEAM_SIZE 1..max) and names it.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidInputError(
+            f"{name} must be an integer, got {type(value).__name__}", "INVALID_ARGUMENT"
+        )
+    if not low <= int(value) <= high:
+        raise InvalidInputError(
+            f"{name} must be between {low} and {high}, got {value}", "INVALID_ARGUMENT"
+        )
+    return int(value)
 
 
 def _bytes_tensor(value: bytes) -> np.ndarray:
@@ -50,8 +83,7 @@ def _bytes_tensor(value: bytes) -> np.ndarray:
 
 
 def classify_call(image: ImageInput, top_k: int, model: str = "resnet50") -> Call:
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}")
+    check_int("top_k", top_k, 1, MAX_TOP_K)
     return Call(
         model, {"IMAGE": _bytes_tensor(image_bytes(image))}, ("CLASS_IDS", "SCORES", "LABELS")
     )
@@ -82,9 +114,11 @@ def translate_call(
 ) -> Call:
     inputs: dict[str, np.ndarray] = {"TEXT": _bytes_tensor(_utf8(text))}
     if beam_size is not None:
-        inputs["BEAM_SIZE"] = np.array([[beam_size]], dtype=np.int32)
+        beam = check_int("beam_size (BEAM_SIZE)", beam_size, INT32_MIN)
+        inputs["BEAM_SIZE"] = np.array([[beam]], dtype=np.int32)
     if max_length is not None:
-        inputs["MAX_LENGTH"] = np.array([[max_length]], dtype=np.int32)
+        length = check_int("max_length (MAX_LENGTH)", max_length, INT32_MIN)
+        inputs["MAX_LENGTH"] = np.array([[length]], dtype=np.int32)
     return Call(model, inputs, ("TRANSLATION",))
 
 
@@ -94,7 +128,17 @@ def parse_translation(outputs: Mapping[str, np.ndarray]) -> str:
 
 def _utf8(text: str | bytes) -> bytes:
     """Strings are UTF-8 encoded; bytes pass through untouched (the server validates them)."""
-    return text if isinstance(text, bytes) else text.encode("utf-8")
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text)
+    if not isinstance(text, str):
+        raise InvalidInputError(
+            f"text must be str or bytes, got {type(text).__name__}", "INVALID_ARGUMENT"
+        )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        message = f"text is not encodable as UTF-8: {exc}"
+        raise InvalidInputError(message, "INVALID_ARGUMENT") from exc
 
 
 def _text(value: object) -> str:

@@ -27,7 +27,26 @@ def build_parser() -> argparse.ArgumentParser:
         "latency.png / throughput.png. Exit codes: 0 ok, 1 SLO breach, 2 run failed.",
     )
     add_run_arguments(run_parser)
+    commands.add_parser(
+        "options",
+        help="the kit's Locust options (locust --help cannot list them: Locust answers "
+        "--help before it imports the locustfile)",
+    )
     return parser
+
+
+def print_locust_options() -> int:
+    from loadtest.options import add_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="locust -f loadtest/locustfile.py",
+        description="The Triton kit's Locust options, besides Locust's own (locust --help). "
+        "All but --model-name and --raw-out also appear in the web UI's custom parameters.",
+        add_help=False,
+    )
+    add_arguments(parser)
+    parser.print_help()
+    return 0
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -124,6 +143,8 @@ def config_from(args: argparse.Namespace) -> RunConfig:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "options":
+        return print_locust_options()
     return run(config_from(args))
 
 

@@ -1,7 +1,9 @@
 """Command-line options the locustfile adds to Locust's own (``locust -f ... --help``).
 
-Locust parses them on master and workers alike and shows them in the web UI, so the
-same knobs work headless, in the dashboard and in the compose deployment.
+Locust parses them on master and workers alike and shows them in the web UI (under
+"Custom parameters"), so the same knobs work headless, in the dashboard and in the compose
+deployment. Locust 2.x answers ``--help`` before it imports the locustfile, so they are not
+in ``locust --help``; ``python -m loadtest options`` lists them.
 """
 
 from __future__ import annotations
@@ -14,9 +16,24 @@ DEFAULT_STEPS = "1,2,4,8"
 USER_CLASS_NAMES = {"resnet50": "ResNet50User", "bert": "BertUser", "nmt": "NmtUser"}
 
 
+# Shown in the web UI's form; list-valued and internal options stay off it (the UI would
+# turn a list into characters).
+NOT_IN_WEB_UI = {"model_name", "raw_out"}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Registered from an ``init_command_line_parser`` listener."""
     group = parser.add_argument_group("Triton kit")
+    _add_to(group)
+    # A group's add_argument bypasses Locust's, which marks options for the web UI.
+    for action in group._group_actions:
+        action.include_in_web_ui = action.dest not in NOT_IN_WEB_UI  # type: ignore[attr-defined]
+        action.is_secret = False  # type: ignore[attr-defined]
+        action.is_required = False  # type: ignore[attr-defined]
+        action.is_multiple = False  # type: ignore[attr-defined]
+
+
+def _add_to(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--weights",
         default="",

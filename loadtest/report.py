@@ -42,6 +42,16 @@ def write_tables(results: Sequence[StepResult], out: Path) -> list[Path]:
     return [out / "summary.json", out / "summary.csv", out / "summary.md"]
 
 
+# Below this many samples a p99 is little more than the maximum: flagged, not stated as fact.
+MIN_P99_SAMPLES = 100
+
+
+def p99_cell(result: StepResult) -> str:
+    """The p99, with a dagger when the step had too few samples to estimate it."""
+    flag = " †" if result.requests < MIN_P99_SAMPLES else ""
+    return f"{result.p99_ms:.2f}{flag}"
+
+
 def markdown(results: Sequence[StepResult]) -> str:
     """Client latency and throughput per step, then Triton's queue/compute split per model."""
     lines = [
@@ -54,7 +64,7 @@ def markdown(results: Sequence[StepResult]) -> str:
         lines.append(
             f"| {r.protocol} | {r.model} | {r.users} | {r.requests} | {100 * r.error_ratio:.2f} "
             f"| {r.throughput_rps:.1f} | {r.p50_ms:.2f} | {r.p90_ms:.2f} | {r.p95_ms:.2f} "
-            f"| {r.p99_ms:.2f} | {queue:.2f} | {compute:.2f} | {100 * r.client_cpu_ratio:.0f} |"
+            f"| {p99_cell(r)} | {queue:.2f} | {compute:.2f} | {100 * r.client_cpu_ratio:.0f} |"
         )
     lines += [
         "",
@@ -64,6 +74,14 @@ def markdown(results: Sequence[StepResult]) -> str:
         "time waiting in any of their queues, compute the rest. Locust CPU % is the load "
         "generator's own CPU in the window (all models of the step share it); near 100 % the "
         "generator, not the server, limits the rate.",
+        "",
+        f"† fewer than {MIN_P99_SAMPLES} requests in the window: that p99 is close to the "
+        "maximum, not an estimate to act on.",
+        "",
+        "Windows: this summary, the plots and the SLO check cover each step's window after "
+        "its settle time. Locust's own `<protocol>/locust.html` and `locust_stats.csv` cover "
+        "the whole run, settle periods and step changes included, so their percentiles differ "
+        "from these.",
     ]
     lines += ["", "Server-side time per request, by Triton model (same windows; an ensemble "]
     lines += ["reports no queue, and its steps' compute summed as compute):", ""]

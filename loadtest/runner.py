@@ -89,12 +89,16 @@ def server_urls(config: RunConfig, out: Path) -> Iterator[list[str]]:
 
 def loaded_families(url: str, config: RunConfig) -> list[str]:
     """Families whose model is ready on ``url``; the others are named and skipped."""
-    from client import TritonClient
+    from client import TritonClient, TritonClientError
 
     names = parse_pairs(config.model_names)
     ready = []
     with TritonClient(url, timeout=30) as client:
-        if not client.server_ready():
+        try:
+            up = client.server_ready()
+        except TritonClientError as exc:  # DNS, TLS, timeout: say so rather than "not ready"
+            raise RunFailed(f"cannot check {url}: {exc}") from exc
+        if not up:
             raise RunFailed(f"no ready Triton server answers on {url}")
         for family in config.models:
             model = names.get(family, family)

@@ -75,7 +75,8 @@ class TritonUser(User):
     def on_start(self) -> None:
         sdk_names = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
         models = {sdk_names[self.family]: self.model} if self.family in sdk_names else {}
-        self.client = TritonClient(self.url, timeout=self.timeout, models=models)
+        # No SDK retries: a load test counts every refused or overloaded request.
+        self.client = TritonClient(self.url, timeout=self.timeout, models=models, retry=0)
         _open_clients.add(self.client)
         self.available = self._model_available()
 
@@ -275,8 +276,30 @@ def _apply_option_weights(environment: Any, **_kwargs: Any) -> None:
         apply_weights(Weights.parse(getattr(options, "weights", "") or ""), USER_CLASSES)
 
 
+def warn_idle_families(environment: Any) -> list[str]:
+    """Name the user classes that got no users (the web UI starts with 1 user for 3 families)."""
+    counts = getattr(environment.runner, "user_classes_count", None) or {}
+    idle = sorted(name for name, count in counts.items() if count == 0)
+    if idle:
+        logger.warning(
+            "%d users for %d user classes: %s got no users and are not load-tested; start at "
+            "least %d users, or pick classes with --class-picker (web UI) or by name",
+            sum(counts.values()),
+            len(counts),
+            ", ".join(idle),
+            len(counts),
+        )
+    return idle
+
+
 @events.init.add_listener
 def _on_init(environment: Any, **_kwargs: Any) -> None:
+    from locust.runners import WorkerRunner
+
+    if not isinstance(environment.runner, WorkerRunner):  # the master sees every worker's users
+        environment.events.spawning_complete.add_listener(
+            lambda **_: warn_idle_families(environment)
+        )
     options = environment.parsed_options
     if options is None:
         return

@@ -1,0 +1,108 @@
+"""Shared-memory regions for large inputs: system (``/dev/shm``) or CUDA, reused across calls.
+
+A region is created and registered with Triton the first time an input needs one, then
+reused by later inputs that fit; ``close()`` on the client unregisters and destroys
+them all. Only works when the client and the server share a host (or a GPU).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from client.options import SharedMemoryKind
+
+_counter = itertools.count()
+# Not "triton_kit_": the embedded server names its python-backend regions so.
+REGION_PREFIX = "tkclient_"
+
+
+@dataclass
+class Region:
+    name: str  # the name Triton knows it by
+    key: str  # the POSIX shm key (system) or '' (cuda)
+    size: int
+    handle: Any
+
+
+def input_bytes(array: np.ndarray) -> int:
+    """Size of a tensor in Triton's wire format (BYTES are length-prefixed)."""
+    if array.dtype == np.object_:
+        from tritonclient.utils import serialize_byte_tensor
+
+        serialized = serialize_byte_tensor(array)
+        return len(serialized.item()) if serialized.size else 0
+    return int(array.nbytes)
+
+
+class RegionPool:
+    """Free regions of one kind; ``take`` hands out one at least as large as asked."""
+
+    def __init__(self, kind: SharedMemoryKind, device: int = 0) -> None:
+        self.kind = kind
+        self.device = device
+        self._free: list[Region] = []
+        self._all: list[Region] = []
+        self._lock = threading.Lock()
+        self._module = _module(kind)
+
+    def take(self, size: int) -> tuple[Region, bool]:
+        """A region of at least ``size`` bytes, and whether it is new (to be registered)."""
+        with self._lock:
+            fitting = [r for r in self._free if r.size >= size]
+            if fitting:
+                region = min(fitting, key=lambda r: r.size)
+                self._free.remove(region)
+                return region, False
+        region = self._create(size)
+        with self._lock:
+            self._all.append(region)
+        return region, True
+
+    def give(self, region: Region) -> None:
+        with self._lock:
+            self._free.append(region)
+
+    def write(self, region: Region, array: np.ndarray) -> None:
+        """BYTES tensors go in Triton's length-prefixed wire format."""
+        if array.dtype == np.object_:
+            from tritonclient.utils import serialize_byte_tensor
+
+            array = np.frombuffer(serialize_byte_tensor(array).item(), dtype=np.uint8)
+        self._module.set_shared_memory_region(region.handle, [array])
+
+    def raw_handle(self, region: Region) -> Any:
+        return self._module.get_raw_handle(region.handle)
+
+    def drain(self) -> list[Region]:
+        """Every region created, forgotten by the pool: the caller unregisters, then destroys."""
+        with self._lock:
+            regions, self._all, self._free = self._all, [], []
+        return regions
+
+    def destroy(self, region: Region) -> None:
+        self._module.destroy_shared_memory_region(region.handle)
+
+    def _create(self, size: int) -> Region:
+        name = f"{REGION_PREFIX}{os.getpid()}_{next(_counter)}"
+        if self.kind == "system":
+            key = f"/{name}"
+            handle = self._module.create_shared_memory_region(name, key, size)
+            return Region(name, key, size, handle)
+        handle = self._module.create_shared_memory_region(name, size, self.device)
+        return Region(name, "", size, handle)
+
+
+def _module(kind: SharedMemoryKind) -> Any:
+    if kind == "system":
+        import tritonclient.utils.shared_memory as system
+
+        return system
+    import tritonclient.utils.cuda_shared_memory as cuda  # needs cuda-python and a GPU
+
+    return cuda

@@ -1,0 +1,126 @@
+"""The SDK's promises against the real Triton, on both protocols and both twins."""
+
+from __future__ import annotations
+
+import glob
+import io
+
+import numpy as np
+import pytest
+from conftest import require_models
+from PIL import Image
+
+from client import (
+    AsyncTritonClient,
+    ClientClosedError,
+    DeadlineExceededError,
+    InvalidInputError,
+    ServerConnectionError,
+    TritonClient,
+)
+from server import free_port
+
+BAD_UTF8 = b"\xff\xfe"
+
+
+def test_embed_bad_item_fails_alone(triton_client: TritonClient) -> None:
+    require_models("bert")
+    good, bad = triton_client.embed(["a good sentence", BAD_UTF8], return_exceptions=True)
+    assert isinstance(good, np.ndarray) and good.shape == (384,)
+    np.testing.assert_allclose(good, triton_client.embed("a good sentence")[0], atol=1e-5)
+    assert isinstance(bad, InvalidInputError)
+    assert bad.status == "INVALID_ARGUMENT", "one status on both protocols"
+    with pytest.raises(InvalidInputError) as caught:
+        triton_client.embed(BAD_UTF8)
+    assert not str(caught.value).startswith("item 0"), str(caught.value)
+
+
+async def test_async_translate_bad_item_fails_alone(
+    async_triton_client: AsyncTritonClient,
+) -> None:
+    require_models("nmt")
+    good, bad = await async_triton_client.translate(
+        ["seven", BAD_UTF8], beam_size=1, return_exceptions=True
+    )
+    assert good == "sept"
+    assert isinstance(bad, InvalidInputError) and bad.status == "INVALID_ARGUMENT"
+
+
+def test_empty_embed_has_the_hidden_width(triton_client: TritonClient) -> None:
+    require_models("bert")
+    assert triton_client.embed([]).shape == (0, 384)
+
+
+def test_timeout_names_its_limit(triton_client: TritonClient, protocol: str) -> None:
+    require_models("nmt")
+    with pytest.raises(DeadlineExceededError) as caught:
+        triton_client.translate("four hundred and twelve", beam_size=4, timeout=0.0005)
+    assert "0.0005 s" in str(caught.value) and caught.value.status == "DEADLINE_EXCEEDED"
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_refused_connection_is_a_connection_error_naming_the_url(protocol: str) -> None:
+    url = f"{protocol}://127.0.0.1:{free_port()}"
+    with TritonClient(url, timeout=5, retry=1) as client:
+        assert client.server_ready(timeout=2) is False
+        with pytest.raises(ServerConnectionError) as caught:
+            client.embed("x")
+    assert url in str(caught.value), str(caught.value)
+    assert caught.value.reason == "connection_refused" and caught.value.status == "UNAVAILABLE"
+
+
+def test_readiness_and_metadata_take_a_timeout(triton_client: TritonClient) -> None:
+    require_models("bert")
+    assert triton_client.server_ready(timeout=5)
+    assert triton_client.model_ready("bert", timeout=5, version=1) is True
+    assert triton_client.model_ready("no_such_model", timeout=5) is False
+    outputs = triton_client.model_metadata("bert", timeout=5)["outputs"]
+    assert [o["name"] for o in outputs] == ["EMBEDDING"]
+
+
+def test_generic_infer_matches_the_typed_call(triton_client: TritonClient) -> None:
+    require_models("bert")
+    text = np.array([[b"generic escape hatch"]], dtype=np.object_)
+    out = triton_client.infer("bert", {"TEXT": text}, request_id="req-1")
+    assert set(out) == {"EMBEDDING"}
+    np.testing.assert_allclose(
+        out["EMBEDDING"].reshape(-1), triton_client.embed("generic escape hatch")[0], atol=1e-5
+    )
+
+
+def _png(side: int) -> bytes:
+    rng = np.random.default_rng(side)
+    buffer = io.BytesIO()
+    Image.fromarray(rng.integers(0, 255, (side, side, 3), dtype=np.uint8)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def test_system_shared_memory_gives_the_same_result_and_is_released(server_url: str) -> None:
+    require_models("resnet50")
+    image = _png(400)  # ~480 KB: above the 64 KiB threshold used here
+    with TritonClient(server_url, timeout=120) as plain:
+        expected = plain.classify(image)
+    with TritonClient(
+        server_url, timeout=120, shared_memory="system", shared_memory_threshold=64 << 10
+    ) as client:
+        assert client.classify(image) == expected
+        assert client.classify(image) == expected  # the region is reused
+        assert glob.glob("/dev/shm/tkclient_*"), "the input did not go through shared memory"
+    assert not glob.glob("/dev/shm/tkclient_*"), "close() left regions behind"
+
+
+def test_closed_client_refuses_calls(server_url: str) -> None:
+    client = TritonClient(server_url)
+    client.close()
+    with pytest.raises(ClientClosedError):
+        client.embed("x")
+
+
+@pytest.mark.gpu
+def test_cuda_shared_memory(server_url: str) -> None:
+    pytest.importorskip("cuda.bindings", reason="CUDA shared memory needs cuda-python and a GPU")
+    require_models("resnet50")
+    image = _png(300)
+    cuda = TritonClient(server_url, shared_memory="cuda", shared_memory_threshold=0)
+    with cuda as client, TritonClient(server_url) as plain:
+        assert client.classify(image) == plain.classify(image)
