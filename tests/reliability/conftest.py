@@ -1,0 +1,50 @@
+"""A tiny model repository in tmp, so lifecycle tests start the real Triton in seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from build_engines.repository import Tensor, python_model_config, write_model
+from server import ServerConfig
+
+ECHO_MODEL = """
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            time.sleep(float(x.reshape(-1)[0]))  # X is the seconds to take
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
+        return responses
+"""
+
+
+@pytest.fixture
+def tiny_repository(tmp_path: Path) -> Path:
+    """One python model ``echo``: Y = X after sleeping X[0] seconds."""
+    root = tmp_path / "repo"
+    config = python_model_config(
+        "echo", [Tensor("X", "FP32", (1,))], [Tensor("Y", "FP32", (1,))], 8
+    )
+    write_model(root, config, {"model.py": ECHO_MODEL})
+    return root
+
+
+def tiny_config(repository: Path, tmp_path: Path, **overrides: object) -> ServerConfig:
+    defaults = dict(
+        model_repository=repository,
+        http_port=0,
+        grpc_port=0,
+        metrics_port=0,
+        log_file=tmp_path / "server.log",
+        startup_timeout_s=120.0,
+        exit_timeout_s=5,
+    )
+    return ServerConfig(**{**defaults, **overrides})
