@@ -35,3 +35,39 @@ def test_decompression_bomb_is_invalid_arg_naming_our_limit(
     with pytest.raises(InvalidInputError, match=f"the limit is {limit} pixels"):
         triton_client.classify(_png_header_only(side, side))
     assert triton_client.server_ready()
+
+
+def _nmt_http(triton_server, texts: list[bytes], beam: int):
+    import numpy as np
+    import tritonclient.http as httpclient
+
+    rows = len(texts)
+    text = httpclient.InferInput("TEXT", [rows, 1], "BYTES")
+    text.set_data_from_numpy(np.array([[t] for t in texts], dtype=np.object_))
+    beams = httpclient.InferInput("BEAM_SIZE", [rows, 1], "INT32")
+    beams.set_data_from_numpy(np.full((rows, 1), beam, dtype=np.int32))
+    url = triton_server.http_url.removeprefix("http://")
+    with httpclient.InferenceServerClient(url, network_timeout=120) as client:
+        client.infer("nmt", [text, beams])
+
+
+def test_nmt_text_over_the_byte_limit_is_rejected_before_work(triton_server) -> None:
+    from tritonclient.utils import InferenceServerException
+
+    from python_models.text import DEFAULT_MAX_TEXT_BYTES
+
+    require_models("nmt")
+    text = b"one two three. " * (DEFAULT_MAX_TEXT_BYTES // 15 + 1)
+    with pytest.raises(InferenceServerException, match=f"limit is {DEFAULT_MAX_TEXT_BYTES} bytes"):
+        _nmt_http(triton_server, [text], 1)
+    assert triton_server.is_ready()
+
+
+def test_nmt_rows_times_beam_is_bounded(triton_server) -> None:
+    """32 rows x beam 16 took 10 s and +500 MB in the stub; now INVALID_ARG at once."""
+    from tritonclient.utils import InferenceServerException
+
+    require_models("nmt")
+    with pytest.raises(InferenceServerException, match="BEAM_SIZE x MAX_LENGTH") as raised:
+        _nmt_http(triton_server, [b"I have 3 cats."] * 32, 16)
+    assert raised.value.status() in ("400", "StatusCode.INVALID_ARGUMENT"), raised.value.status()
