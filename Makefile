@@ -97,7 +97,7 @@ lint: system-deps ## ruff, and check that server-side Python runs on the contain
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/backends docker
 	$(VENV)/bin/hadolint docker/*.Dockerfile
-	docker-compose config -q
+	GRAFANA_ADMIN_PASSWORD=lint TRITON_KIT_API_KEY=lint docker-compose config -q
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
