@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import ctypes
 import errno
+import json
 import os
 import re
 import shutil
@@ -34,7 +35,7 @@ from server.errors import (
     StartupTimeoutError,
 )
 from server.plan_check import check_plans
-from server.security import api_key_from_env, restricted_api_args
+from server.security import api_key_from_env, api_key_headers, restricted_api_args
 from server.shm import new_prefix, prefix_args, remove_orphans, remove_regions
 
 _LOAD_FAILURE = re.compile(r"failed to load '(?P<model>[^']+)' version \d+: (?P<reason>.*)$")
@@ -253,6 +254,17 @@ class TritonServer:
         except (urllib.error.URLError, OSError):
             return False
 
+    def model_names(self) -> list[str]:
+        """Names of the READY models, from the repository index (a restricted endpoint)."""
+        request = urllib.request.Request(
+            f"{self.http_url}/v2/repository/index",
+            data=b"{}",
+            headers=api_key_headers(self.api_key),
+        )
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            index = json.load(resp)
+        return sorted(m["name"] for m in index if m.get("state") == "READY")
+
     def is_running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
@@ -309,6 +321,7 @@ def run_foreground(config: ServerConfig) -> int:
             f"{server.metrics_url} (metrics); log: {server.log_file}",
             flush=True,
         )
+        print(f"models: {', '.join(server.model_names())}", flush=True)
         print("Ctrl-C stops it.", flush=True)
         while not stop_requested and server.is_running():
             time.sleep(0.5)
