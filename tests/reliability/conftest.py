@@ -17,21 +17,26 @@ import triton_python_backend_utils as pb_utils
 
 class TritonPythonModel:
     def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
-            time.sleep(float(x.reshape(-1)[0]))  # X is the seconds to take
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
-        return responses
+        xs = [pb_utils.get_input_tensor_by_name(r, "X").as_numpy() for r in requests]
+        time.sleep(max(float(x.reshape(-1)[0]) for x in xs))  # X: seconds one batch takes
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]) for x in xs]
 """
 
 
 @pytest.fixture
 def tiny_repository(tmp_path: Path) -> Path:
     """One python model ``echo``: Y = X after sleeping X[0] seconds."""
-    root = tmp_path / "repo"
+    return write_echo(tmp_path / "repo")
+
+
+def write_echo(root: Path, dynamic_batching: bool = False, max_batch_size: int = 8) -> Path:
+    """``echo`` with the build's own dynamic batching (and so its queue policy) if asked."""
     config = python_model_config(
-        "echo", [Tensor("X", "FP32", (1,))], [Tensor("Y", "FP32", (1,))], 8
+        "echo",
+        [Tensor("X", "FP32", (1,))],
+        [Tensor("Y", "FP32", (1,))],
+        max_batch_size,
+        dynamic_batching_delay_us=0 if dynamic_batching else None,
     )
     write_model(root, config, {"model.py": ECHO_MODEL})
     return root
