@@ -10,8 +10,8 @@ fails under CI, where the script is expected to have run.
 from __future__ import annotations
 
 import ast
-import re
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
