@@ -16,8 +16,9 @@ class QueuePolicy:
     """Triton's ``dynamic_batching.default_queue_policy`` plus ``max_queue_size``."""
 
     max_queue_size: int = 128
-    # A queued request that has not started after this long is rejected.
-    default_timeout_us: int = 2_000_000
+    # A queued request that has not started after this long is rejected (5 s: NMT beam
+    # batches take seconds on 2 CPU cores; clients can ask for less, see below).
+    default_timeout_us: int = 5_000_000
     # Lets a client's own deadline (tritonclient's ``timeout=``, microseconds) reach the queue.
     allow_timeout_override: bool = True
 
