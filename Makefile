@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen loadtest plans-dry-run lint format clean
+.PHONY: help setup models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen loadtest soak plans-dry-run lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -105,6 +105,12 @@ loadtest: models ## Stepped Locust load on the embedded Triton; reports in repor
 bench-loadgen: $(STAMP) ## Calibrate the Locust load generator against a plain asyncio client
 	$(PY) -m benchmarks.loadgen
 
+SOAK_MINUTES ?= 30
+SOAK_LOAD ?= 0.8
+
+soak: models ## Mixed traffic at SOAK_LOAD (0.8) of measured max for SOAK_MINUTES (30): errors, p99 drift, RSS per process
+	$(PY) -m benchmarks.soak --minutes $(SOAK_MINUTES) --load $(SOAK_LOAD)
+
 bench: bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen ## Run every benchmark
 
 lint: system-deps ## ruff, mypy on the client SDK, and check that server-side Python runs on the container's 3.10
@@ -113,7 +119,7 @@ lint: system-deps ## ruff, mypy on the client SDK, and check that server-side Py
 	$(VENV)/bin/mypy
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/backends docker
 	$(VENV)/bin/hadolint docker/*.Dockerfile
-	docker-compose config -q
+	GRAFANA_ADMIN_PASSWORD=lint TRITON_KIT_API_KEY=lint docker-compose config -q
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -25,6 +25,7 @@ from build_engines.engines import CalibrationSource, serving_artifacts
 from build_engines.repository import (
     Step,
     Tensor,
+    describe_path,
     ensemble_config,
     onnx_model_config,
     python_model_config,
@@ -181,7 +182,7 @@ def load_source(args: argparse.Namespace) -> Source:
     positions = int(encoder.config.max_position_embeddings)
     return Source(
         mean_pooled_encoder(encoder),
-        f"checkpoint {checkpoint}",
+        f"checkpoint {describe_path(checkpoint)}",
         False,
         tokenizer_file,
         args.max_length or checkpoint_max_length(checkpoint, positions),

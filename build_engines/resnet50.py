@@ -21,6 +21,7 @@ from build_engines.engines import CalibrationSource, serving_artifacts
 from build_engines.repository import (
     Step,
     Tensor,
+    describe_path,
     ensemble_config,
     onnx_model_config,
     python_model_config,
@@ -85,7 +86,7 @@ def load_source(args: argparse.Namespace) -> Source:
         model = ResNetForImageClassification.from_pretrained(str(args.checkpoint))
         if model.config.num_labels != NUM_CLASSES:
             raise ValueError(f"{args.checkpoint} has {model.config.num_labels} classes, not 1000")
-        return Source(_logits_only(model), f"checkpoint {args.checkpoint}", False)
+        return Source(_logits_only(model), f"checkpoint {describe_path(args.checkpoint)}", False)
     if args.source == "torchvision":
         import torchvision  # raises a clear ImportError where it cannot load
 

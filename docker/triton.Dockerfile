@@ -14,6 +14,10 @@ COPY python_models /opt/triton-kit/python_models
 COPY docker/wait_for_ready.py /opt/triton-kit/docker/wait_for_ready.py
 ENV PYTHONPATH=/opt/triton-kit
 
+# The official image ships the unprivileged `triton-server` user (uid 1000); serve as it
+# (numeric, so the host and Kubernetes runAsNonRoot can check it).
+USER 1000:1000
+
 EXPOSE 8000 8001 8002
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=6 \
     CMD ["python3", "/opt/triton-kit/docker/wait_for_ready.py", "--timeout", "0", "http://localhost:8000/v2/health/ready"]

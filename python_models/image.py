@@ -58,12 +58,17 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> Image.Imag
             image.load()
     except InvalidInput:
         raise
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
+        # PIL's own guard fires inside Image.open, before our size check can run.
+        raise InvalidInput(
+            f"image header claims too many pixels; the limit is {limits.max_pixels} pixels"
+        ) from exc
     except UnidentifiedImageError as exc:
         raise InvalidInput(
             f"IMAGE is not a decodable image ({len(data)} bytes, starts with {data[:8]!r}); "
             "send JPEG, PNG or WebP bytes"
         ) from exc
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+    except (OSError, SyntaxError, ValueError) as exc:
         raise InvalidInput(f"IMAGE could not be decoded ({image_format(data)}): {exc}") from exc
     return image.convert("RGB")
 
@@ -125,6 +130,8 @@ class ImagePreprocessor(PythonModel):
             max_pixels=self.params.int("max_image_pixels", ImageLimits.max_pixels),
             min_side=self.params.int("min_image_side", ImageLimits.min_side),
         )
+        # PIL's bomb guard follows the configured limit (warning above it, error at 2x).
+        Image.MAX_IMAGE_PIXELS = self.limits.max_pixels
 
     def process_one(self, inputs: Arrays) -> Arrays:
         items = inputs["IMAGE"].reshape(-1)

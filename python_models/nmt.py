@@ -17,6 +17,9 @@ Inputs (a request may hold several rows):
 - ``BEAM_SIZE`` (optional, default 4): 1 is greedy; 1..``max_beam_size``.
 - ``MAX_LENGTH`` (optional): Hugging Face ``max_length`` semantics (the decoder
   start token counts); 2..``max_target_length``.
+
+The sum over rows of BEAM_SIZE x MAX_LENGTH is bounded by ``max_beam_tokens``
+(default 16384), so one request cannot hold the instance for seconds.
 """
 
 from __future__ import annotations
@@ -84,7 +87,16 @@ def parse_rows(inputs: Arrays, text: MarianText, limits: Limits) -> list[Job]:
                 f"MAX_LENGTH must be in 2..{limits.max_target_length} "
                 f"(it counts the decoder start token), got {length}"
             )
+        size = len(raw) if isinstance(raw, bytes) else len(str(raw).encode("utf-8"))
+        if size > limits.max_text_bytes:
+            raise InvalidInput(f"TEXT is {size} bytes; the limit is {limits.max_text_bytes} bytes")
         jobs.append(Job(text.encode(_decode_text(raw)), int(beam), int(length)))
+    work = sum(beam * length for beam, length in zip(beams, lengths, strict=True))
+    if work > limits.max_beam_tokens:
+        raise InvalidInput(
+            f"rows x BEAM_SIZE x MAX_LENGTH is {work}; the limit is {limits.max_beam_tokens} "
+            "per request: split the request or lower BEAM_SIZE/MAX_LENGTH"
+        )
     return jobs
 
 

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 
 from python_models.nmt_decode import DecodeSettings
 from python_models.parameters import ModelParameters
+from python_models.text import DEFAULT_MAX_TEXT_BYTES
+
+# rows x beam x MAX_LENGTH per request: 32 x 4 x 128 fits; 32 x 16 x 64 (10 s, +500 MB) does not.
+DEFAULT_MAX_BEAM_TOKENS = 16384
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,8 @@ class Limits:
     default_max_length: int
     max_target_length: int
     max_source_length: int
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    max_beam_tokens: int = DEFAULT_MAX_BEAM_TOKENS
 
 
 def to_parameters(settings: DecodeSettings, limits: Limits) -> dict[str, object]:
@@ -74,5 +80,7 @@ def from_parameters(params: ModelParameters) -> tuple[DecodeSettings, Limits]:
         default_max_length=params.int("default_max_length"),
         max_target_length=params.int("max_target_length"),
         max_source_length=params.int("max_source_length"),
+        max_text_bytes=params.int("max_text_bytes", DEFAULT_MAX_TEXT_BYTES),
+        max_beam_tokens=params.int("max_beam_tokens", DEFAULT_MAX_BEAM_TOKENS),
     )
     return settings, limits

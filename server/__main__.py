@@ -9,6 +9,9 @@ from pathlib import Path
 
 from server.errors import ServerError
 from server.launcher import ServerConfig, run_foreground
+from server.security import API_KEY_ENV, API_KEY_HEADER, RESTRICTED_APIS
+
+_DEFAULTS = ServerConfig()
 
 
 def _env_int(name: str, default: int) -> int:
@@ -24,22 +27,55 @@ def build_parser() -> argparse.ArgumentParser:
         "bundled in the nvidia-pytriton wheel (CPU machines, no Docker).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="serve in the foreground until Ctrl-C")
-    serve.add_argument("--model-repository", type=Path, default=ServerConfig.model_repository)
+    serve = sub.add_parser(
+        "serve",
+        help="serve in the foreground until Ctrl-C or SIGTERM",
+        description="Serve a model repository in the foreground; prints the addresses and the "
+        "loaded models once ready. Ctrl-C/SIGTERM stop it (in-flight work gets "
+        f"--exit-timeout seconds). The {', '.join(RESTRICTED_APIS)} endpoints answer only "
+        f"requests with header '{API_KEY_HEADER}: <${API_KEY_ENV}>' (a random key when unset).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    serve.add_argument(
+        "--model-repository",
+        type=Path,
+        default=_DEFAULTS.model_repository,
+        help="folder of models to serve",
+    )
     serve.add_argument(
         "--host",
-        default=os.environ.get("HOST", "127.0.0.1"),
-        help="address to bind HTTP, gRPC and metrics to (default 127.0.0.1; 0.0.0.0 exposes it)",
+        default=os.environ.get("HOST", _DEFAULTS.host),
+        help="address for HTTP, gRPC and metrics ($HOST; 0.0.0.0 exposes it to the network)",
     )
-    serve.add_argument("--http-port", type=int, default=_env_int("HTTP_PORT", 8000))
-    serve.add_argument("--grpc-port", type=int, default=_env_int("GRPC_PORT", 8001))
-    serve.add_argument("--metrics-port", type=int, default=_env_int("METRICS_PORT", 8002))
+    for name, default, what in (
+        ("http", _DEFAULTS.http_port, "HTTP/REST"),
+        ("grpc", _DEFAULTS.grpc_port, "gRPC"),
+        ("metrics", _DEFAULTS.metrics_port, "Prometheus metrics"),
+    ):
+        env = f"{name.upper()}_PORT"
+        serve.add_argument(
+            f"--{name}-port",
+            type=int,
+            default=_env_int(env, default),
+            help=f"{what} port (${env} when set; 0 picks a free one)",
+        )
     serve.add_argument(
-        "--log-file", type=Path, default=None, help="default logs/tritonserver-<port>.log"
+        "--log-file",
+        type=Path,
+        default=None,
+        help="server log (None: logs/tritonserver-<port>.log)",
     )
-    serve.add_argument("--log-verbose", type=int, default=0)
+    serve.add_argument(
+        "--log-verbose", type=int, default=_DEFAULTS.log_verbose, help="Triton's --log-verbose"
+    )
     serve.add_argument(
         "--startup-timeout", type=float, default=300.0, help="seconds to wait for ready"
+    )
+    serve.add_argument(
+        "--exit-timeout",
+        type=int,
+        default=_DEFAULTS.exit_timeout_s,
+        help="seconds in-flight requests get to finish at shutdown (Triton's --exit-timeout-secs)",
     )
     return parser
 
@@ -55,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         log_file=args.log_file,
         log_verbose=args.log_verbose,
         startup_timeout_s=args.startup_timeout,
+        exit_timeout_s=args.exit_timeout,
     )
     try:
         return run_foreground(config)

@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import ctypes
 import errno
+import json
 import os
 import re
 import shutil
@@ -34,6 +35,8 @@ from server.errors import (
     StartupTimeoutError,
 )
 from server.plan_check import check_plans
+from server.security import api_key_from_env, api_key_headers, restricted_api_args
+from server.shm import new_prefix, prefix_args, remove_orphans, remove_regions
 
 _LOAD_FAILURE = re.compile(r"failed to load '(?P<model>[^']+)' version \d+: (?P<reason>.*)$")
 _TABLE_FAILURE = re.compile(
@@ -54,6 +57,8 @@ class ServerConfig:
     exit_timeout_s: int = 10
     log_file: Path | None = None
     log_verbose: int = 0
+    # Key for the restricted endpoints (server/security.py); None: $TRITON_KIT_API_KEY or random.
+    api_key: str | None = None
     extra_args: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -69,7 +74,13 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def check_port_free(host: str, port: int, purpose: str) -> None:
+    """Refuse a port someone listens on; accept one held only by TIME-WAIT sockets.
+
+    SO_REUSEADDR is what tritonserver itself binds with, so a restart right after
+    a kill or a stop under load succeeds as soon as the old process is gone.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
@@ -82,12 +93,17 @@ def check_port_free(host: str, port: int, purpose: str) -> None:
 
 
 def _die_with_parent() -> None:
-    """Runs in the child: the kernel sends SIGTERM if the launching process dies."""
+    """Runs in the child: the kernel SIGKILLs the server if the launching process dies.
+
+    SIGKILL, not SIGTERM: a SIGTERM'd tritonserver whose launcher is gone waited
+    out its exit timeout, then aborted in malloc and hung as an orphan with 370
+    threads. Its shared-memory regions are removed at the next start.
+    """
     os.setsid()
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def parse_load_failures(log_text: str) -> dict[str, str]:
@@ -108,6 +124,8 @@ class TritonServer:
         self.config = config or ServerConfig()
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
+        self.shm_prefix = new_prefix()
+        self.api_key = self.config.api_key or api_key_from_env()
         self.installation: TritonInstallation | None = None
 
     # -- addresses ---------------------------------------------------------
@@ -140,6 +158,7 @@ class TritonServer:
         ):
             check_port_free(cfg.host, port, purpose)
         self.installation = find_installation()
+        remove_orphans()
         self._workdir = Path(tempfile.mkdtemp(prefix="tritonserver-"))
         backends = assemble_backend_dir(self.installation, self._workdir / "backends")
         if cfg.log_file is None:
@@ -147,7 +166,7 @@ class TritonServer:
         cfg.log_file.parent.mkdir(parents=True, exist_ok=True)
         command = self._command(backends)
         with open(cfg.log_file, "wb") as log:
-            log.write(("$ " + " ".join(command) + "\n").encode())
+            log.write(("$ " + " ".join(command).replace(self.api_key, "***") + "\n").encode())
             log.flush()
             self._process = subprocess.Popen(
                 command,
@@ -194,6 +213,8 @@ class TritonServer:
             "--exit-on-error=true",
             f"--exit-timeout-secs={cfg.exit_timeout_s}",
             f"--log-verbose={cfg.log_verbose}",
+            *prefix_args(self.shm_prefix),
+            *restricted_api_args(self.api_key),
             *cfg.extra_args,
         ]
 
@@ -233,6 +254,17 @@ class TritonServer:
         except (urllib.error.URLError, OSError):
             return False
 
+    def model_names(self) -> list[str]:
+        """Names of the READY models, from the repository index (a restricted endpoint)."""
+        request = urllib.request.Request(
+            f"{self.http_url}/v2/repository/index",
+            data=b"{}",
+            headers=api_key_headers(self.api_key),
+        )
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            index = json.load(resp)
+        return sorted(m["name"] for m in index if m.get("state") == "READY")
+
     def is_running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
@@ -257,6 +289,8 @@ class TritonServer:
             # Stubs live in the same process group; make sure none outlive the server.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
+        if process is not None:
+            remove_regions(self.shm_prefix)
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
@@ -287,6 +321,7 @@ def run_foreground(config: ServerConfig) -> int:
             f"{server.metrics_url} (metrics); log: {server.log_file}",
             flush=True,
         )
+        print(f"models: {', '.join(server.model_names())}", flush=True)
         print("Ctrl-C stops it.", flush=True)
         while not stop_requested and server.is_running():
             time.sleep(0.5)

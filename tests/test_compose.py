@@ -10,6 +10,7 @@ fails under CI, where the script is expected to have run.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -35,7 +36,11 @@ ALWAYS_ON = ("locust-master", "locust-worker", "prometheus", "grafana")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    # The compose file requires its two secrets from the environment (issue 12).
+    env = {**os.environ, "GRAFANA_ADMIN_PASSWORD": "test", "TRITON_KIT_API_KEY": "test"}
+    return subprocess.run(
+        args, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False, env=env
+    )
 
 
 # -- the compose file, through the real parser ----------------------------------------------

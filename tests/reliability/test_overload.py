@@ -1,0 +1,71 @@
+"""Past capacity, excess work is rejected fast and accepted work keeps a bounded p99 (item 6)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+from google.protobuf import text_format
+from tritonclient.utils import InferenceServerException
+
+from build_engines.repository import parse
+from python_models.serving_policy import DEFAULT_QUEUE_POLICY
+from server import TritonServer
+from tests.reliability.conftest import tiny_config, write_echo
+
+pytestmark = pytest.mark.reliability
+SERVICE_S = 0.2  # one batch of up to 4
+CLIENTS = 48
+
+
+def _shrink_queue(repo: Path, size: int, timeout_us: int) -> None:
+    """The build's policy, with a queue small enough to overflow in a second."""
+    path = repo / "echo" / "config.pbtxt"
+    config = parse(path.read_text())
+    config.dynamic_batching.default_queue_policy.max_queue_size = size
+    config.dynamic_batching.default_queue_policy.default_timeout_microseconds = timeout_us
+    path.write_text(text_format.MessageToString(config))
+
+
+def _one(url: str) -> tuple[bool, float, str]:
+    x = httpclient.InferInput("X", [1, 1], "FP32")
+    x.set_data_from_numpy(np.array([[SERVICE_S]], dtype=np.float32))
+    start = time.perf_counter()
+    try:
+        with httpclient.InferenceServerClient(url, network_timeout=30) as client:
+            client.infer("echo", [x])
+        return True, time.perf_counter() - start, ""
+    except InferenceServerException as exc:
+        return False, time.perf_counter() - start, f"{exc.status()} {exc.message()}"
+
+
+def test_every_batched_model_gets_a_bounded_queue(tmp_path: Path) -> None:
+    policy = parse((write_echo(tmp_path, True) / "echo/config.pbtxt").read_text())
+    queue = policy.dynamic_batching.default_queue_policy
+    assert queue.max_queue_size == DEFAULT_QUEUE_POLICY.max_queue_size > 0
+    assert queue.default_timeout_microseconds == DEFAULT_QUEUE_POLICY.default_timeout_us > 0
+    assert queue.allow_timeout_override
+
+
+def test_overload_is_rejected_fast_and_accepted_p99_stays_bounded(tmp_path: Path) -> None:
+    repo = write_echo(tmp_path / "repo", dynamic_batching=True, max_batch_size=4)
+    timeout_s = 0.5
+    _shrink_queue(repo, size=4, timeout_us=int(timeout_s * 1e6))
+    with TritonServer(tiny_config(repo, tmp_path)) as server:
+        url = server.http_url.removeprefix("http://")
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            results = list(pool.map(lambda _: _one(url), range(CLIENTS * 2)))
+        accepted = [t for ok, t, _ in results if ok]
+        rejected = [(t, why) for ok, t, why in results if not ok]
+        assert rejected, "nothing was rejected at 12x capacity"
+        assert all(("400" not in why and "Exceeds maximum queue size" in why) or "timeout" in why
+                   for _, why in rejected), rejected[:3]  # fmt: skip
+        assert np.median([t for t, _ in rejected]) < 0.25, sorted(t for t, _ in rejected)[:5]
+        # queue wait <= timeout, then one batch; slack for 2 shared cores
+        bound = timeout_s + 2 * SERVICE_S + 0.6
+        assert accepted and np.percentile(accepted, 99) < bound, np.percentile(accepted, 99)
+        assert server.is_ready()
