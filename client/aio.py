@@ -55,11 +55,12 @@ class AsyncTritonClient(ClientBase):
         shared_memory: SharedMemoryKind | None = None,
         shared_memory_threshold: int = DEFAULT_SHARED_MEMORY_THRESHOLD,
         cuda_device: int = 0,
+        api_key: str | None = None,
         client_factory: ClientFactory | None = None,
     ) -> None:
         options = build_options(
             timeout, max_concurrency, models, versions, headers, retry, tls,
-            compression, shared_memory, shared_memory_threshold, cuda_device,
+            compression, shared_memory, shared_memory_threshold, cuda_device, api_key,
         )  # fmt: skip
         super().__init__(url, options, client_factory)
         self._transport = AsyncTransport(self.endpoint, self.options, client_factory)

@@ -32,6 +32,7 @@ def build_options(
     shared_memory: SharedMemoryKind | None,
     shared_memory_threshold: int,
     cuda_device: int,
+    api_key: str | None = None,
 ) -> ClientOptions:
     """The twins' keyword arguments, validated into one frozen value."""
     unknown = set(models or {}) - set(DEFAULT_MODELS)
@@ -51,6 +52,7 @@ def build_options(
         shared_memory=shared_memory,
         shared_memory_threshold=shared_memory_threshold,
         cuda_device=cuda_device,
+        api_key=api_key,
     )
 
 

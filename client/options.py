@@ -15,6 +15,11 @@ DEFAULT_MODELS = {"classify": "resnet50", "embed": "bert", "translate": "nmt"}
 DEFAULT_MAX_CONCURRENCY = 16
 # Inputs at least this large travel through shared memory when it is on (1 MiB).
 DEFAULT_SHARED_MEMORY_THRESHOLD = 1 << 20
+# The kit's restricted-API key header (server/security.py holds the original; the client
+# stays standalone, tests/test_contracts_client_copy checks the copy). Triton 2.51 expects
+# gRPC metadata for restricted protocols under GRPC_HEADER_PREFIX.
+API_KEY_HEADER = "triton-kit-api-key"
+GRPC_HEADER_PREFIX = "triton-grpc-protocol-"
 COMPRESSIONS = ("gzip", "deflate")
 
 
@@ -83,6 +88,7 @@ class ClientOptions:
     shared_memory: SharedMemoryKind | None = None
     shared_memory_threshold: int = DEFAULT_SHARED_MEMORY_THRESHOLD
     cuda_device: int = 0
+    api_key: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:

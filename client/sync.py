@@ -54,6 +54,8 @@ class TritonClient(ClientBase):
         compression: ``"gzip"`` or ``"deflate"`` on the wire.
         shared_memory: ``"system"`` (same host) or ``"cuda"`` (same GPU) for inputs of at
             least ``shared_memory_threshold`` bytes; regions are released by ``close()``.
+        api_key: the server's restricted-API key (``TRITON_KIT_API_KEY``), sent under the
+            header name each protocol expects; needed for shared-memory registration.
         client_factory: builds the tritonclient client (tests pass a fake).
 
     Raises:
@@ -75,11 +77,12 @@ class TritonClient(ClientBase):
         shared_memory: SharedMemoryKind | None = None,
         shared_memory_threshold: int = DEFAULT_SHARED_MEMORY_THRESHOLD,
         cuda_device: int = 0,
+        api_key: str | None = None,
         client_factory: ClientFactory | None = None,
     ) -> None:
         options = build_options(
             timeout, max_concurrency, models, versions, headers, retry, tls,
-            compression, shared_memory, shared_memory_threshold, cuda_device,
+            compression, shared_memory, shared_memory_threshold, cuda_device, api_key,
         )  # fmt: skip
         super().__init__(url, options, client_factory)
         self._local = threading.local()

@@ -29,7 +29,7 @@ from client.errors import (
     TritonClientError,
     translate_error,
 )
-from client.options import ClientOptions
+from client.options import API_KEY_HEADER, GRPC_HEADER_PREFIX, ClientOptions
 from client.retry import RetryLoop
 from client.shm import Region, RegionPool, input_bytes
 from client.types import Timeout
@@ -203,8 +203,14 @@ class _Base:
         return self.endpoint.url
 
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str] | None:
-        merged = {**self.options.headers, **(extra or {})}
+        merged = {**self._key_header(), **self.options.headers, **(extra or {})}
         return merged or None
+
+    def _key_header(self) -> dict[str, str]:
+        if not self.options.api_key:
+            return {}
+        prefix = GRPC_HEADER_PREFIX if self.endpoint.protocol == "grpc" else ""
+        return {prefix + API_KEY_HEADER: self.options.api_key}
 
     def prepare(self, request: Request, remaining: float | None) -> Prepared:
         http = self.endpoint.protocol == "http"

@@ -30,6 +30,12 @@ def restricted_api_args(key: str) -> list[str]:
     ]
 
 
-def api_key_headers(key: str) -> dict[str, str]:
-    """Headers for tritonclient calls to a restricted endpoint (HTTP and gRPC alike)."""
-    return {API_KEY_HEADER: key}
+# Triton 2.51 matches gRPC metadata for restricted protocols under this prefix
+# (checked live in tests/test_k8s.py and tests/reliability/test_lifecycle.py).
+GRPC_HEADER_PREFIX = "triton-grpc-protocol-"
+
+
+def api_key_headers(key: str, protocol: str = "http") -> dict[str, str]:
+    """Headers for tritonclient calls to a restricted endpoint over ``protocol``."""
+    prefix = GRPC_HEADER_PREFIX if protocol == "grpc" else ""
+    return {prefix + API_KEY_HEADER: key}

@@ -206,10 +206,10 @@ def test_gpu_profile_gets_gpus_on_one_gpu_type_and_cpu_profile_none(rendered) ->
 
 
 def _manifest_flags_for_embedded(triton: dict[str, Any]) -> list[str]:
-    args = [a.replace("$(TRITON_ADMIN_KEY)", ADMIN_KEY) for a in triton["args"]]
+    args = [a.replace("$(TRITON_KIT_API_KEY)", ADMIN_KEY) for a in triton["args"]]
     assert all("$(" not in a for a in args), "every $(VAR) in args must be an env var we know"
     env = {e["name"] for e in triton["env"]}
-    assert "TRITON_ADMIN_KEY" in env
+    assert "TRITON_KIT_API_KEY" in env
     return [a for a in args if not a.startswith(LAUNCHER_FLAGS)]
 
 
@@ -228,10 +228,10 @@ def _assert_grpc_repository_api_needs_the_key(url: str) -> None:
 
     client = grpcclient.InferenceServerClient(url.removeprefix("grpc://"))
     try:
-        with pytest.raises(InferenceServerException, match="triton-admin-key"):
+        with pytest.raises(InferenceServerException, match="triton-kit-api-key"):
             client.get_model_repository_index()
         # Triton 2.51 prefixes the gRPC header name (docs/deploy.md says so too).
-        header = "triton-grpc-protocol-triton-admin-key"
+        header = "triton-grpc-protocol-triton-kit-api-key"
         client.get_model_repository_index(headers={header: ADMIN_KEY})
         assert client.is_server_ready(), "health stays open"
     finally:
@@ -257,7 +257,7 @@ def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(tmp_path: Path
             assert _status(server.http_url + path) == 200, probe
         index = f"{server.http_url}/v2/repository/index"
         assert _status(index, data=b"{}") == 403
-        assert _status(index, data=b"{}", headers={"triton-admin-key": ADMIN_KEY}) == 200
+        assert _status(index, data=b"{}", headers={"triton-kit-api-key": ADMIN_KEY}) == 200
         assert _status(f"{server.http_url}/v2/models/stats") == 200, "statistics stay open"
         _assert_grpc_repository_api_needs_the_key(server.grpc_url)
         with urllib.request.urlopen(server.metrics_url, timeout=10) as response:

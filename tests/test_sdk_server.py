@@ -17,6 +17,7 @@ from client import (
     InvalidInputError,
     ServerConnectionError,
     TritonClient,
+    TritonClientError,
 )
 from server import free_port
 
@@ -95,18 +96,45 @@ def _png(side: int) -> bytes:
     return buffer.getvalue()
 
 
-def test_system_shared_memory_gives_the_same_result_and_is_released(server_url: str) -> None:
+def test_system_shared_memory_gives_the_same_result_and_is_released(
+    server_url: str, triton_server
+) -> None:
     require_models("resnet50")
     image = _png(400)  # ~480 KB: above the 64 KiB threshold used here
     with TritonClient(server_url, timeout=120) as plain:
         expected = plain.classify(image)
     with TritonClient(
-        server_url, timeout=120, shared_memory="system", shared_memory_threshold=64 << 10
+        server_url,
+        timeout=120,
+        shared_memory="system",
+        shared_memory_threshold=64 << 10,
+        api_key=triton_server.api_key,
     ) as client:
         assert client.classify(image) == expected
         assert client.classify(image) == expected  # the region is reused
         assert glob.glob("/dev/shm/tkclient_*"), "the input did not go through shared memory"
     assert not glob.glob("/dev/shm/tkclient_*"), "close() left regions behind"
+
+
+def test_shared_memory_without_the_key_is_refused(server_url: str) -> None:
+    """The embedded server restricts shared memory (server/security.py): no key, no region."""
+    require_models("resnet50")
+    with (
+        TritonClient(
+            server_url, timeout=60, shared_memory="system", shared_memory_threshold=0, retry=0
+        ) as client,
+        pytest.raises(TritonClientError, match="triton-kit-api-key"),
+    ):
+        client.classify(_png(64))
+
+
+def test_client_key_header_matches_the_server_contract() -> None:
+    """The client's standalone copy of the restricted-API header names (server/security.py)."""
+    from client import options
+    from server import security
+
+    assert options.API_KEY_HEADER == security.API_KEY_HEADER
+    assert options.GRPC_HEADER_PREFIX == security.GRPC_HEADER_PREFIX
 
 
 def test_closed_client_refuses_calls(server_url: str) -> None:
