@@ -245,8 +245,8 @@ def copy_models(source: Path, target: Path, threads: int) -> None:
         shutil.copytree(source / name, target / name)
         config_file = target / name / "config.pbtxt"
         config = parse(config_file.read_text())
+        config.parameters["intra_op_thread_count"].string_value = str(threads)
         if name != "nmt":
-            config.parameters["intra_op_thread_count"].string_value = str(threads)
             config.parameters["inter_op_thread_count"].string_value = "1"
         config_file.write_text(render_config(config))
 
