@@ -51,3 +51,14 @@ def test_bert_is_one_python_model() -> None:
     config = parse(path.read_text())
     assert config.backend == "python" and not config.ensemble_scheduling.step
     assert sibling_onnx(MODEL_REPOSITORY / "bert" / "1", "bert_model") is not None
+
+
+def test_nmt_search_finds_its_graphs_in_process() -> None:
+    """The search runs the encoder/decoder files itself: no Triton round trip per step."""
+    from python_models.nmt import step_model
+    from python_models.nmt_ort import SessionStepModel
+
+    version_dir = MODEL_REPOSITORY / "nmt" / "1"
+    if not version_dir.exists():
+        pytest.skip("nmt not built")
+    assert isinstance(step_model(version_dir, "nmt_encoder", "nmt_decoder", 1), SessionStepModel)
