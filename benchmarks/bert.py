@@ -272,17 +272,13 @@ def copy_models(source: Path, target: Path, names: Sequence[str]) -> None:
 
 
 def add_maxpad_variant(repo: Path, name: str) -> str:
-    """``<name>_maxpad``: the same encoder, its tokenizer padding every text to max length."""
+    """``<name>_maxpad``: the same model and encoder, padding every text to the max length."""
     variant = f"{name}_maxpad"
-    pre = parse((repo / f"{name}_preprocess" / "config.pbtxt").read_text())
-    pre.name = f"{variant}_preprocess"
-    pre.parameters["buckets"].string_value = pre.parameters["max_length"].string_value
-    files = {p.name: p for p in (repo / f"{name}_preprocess" / "1").iterdir() if p.is_file()}
-    write_model(repo, pre, files)
-    ensemble = parse((repo / name / "config.pbtxt").read_text())
-    ensemble.name = variant
-    ensemble.ensemble_scheduling.step[0].model_name = pre.name
-    write_model(repo, ensemble)
+    config = parse((repo / name / "config.pbtxt").read_text())
+    config.name = variant
+    config.parameters["buckets"].string_value = config.parameters["max_length"].string_value
+    files = {p.name: p for p in (repo / name / "1").iterdir() if p.is_file()}
+    write_model(repo, config, files)
     return variant
 
 
@@ -347,7 +343,7 @@ def model_cells(
             for _ in range(2):
                 row["in-process"].add(*in_process(sessions, setup, **load))
                 for engine, ensemble in list(engines.items())[1:]:
-                    measure_triton(server, ensemble, f"{model.name}_model", row[engine], **load)
+                    measure_triton(server, ensemble, ensemble, row[engine], **load)
             for cell in row.values():
                 progress(cell)
             cells += row.values()
@@ -484,9 +480,11 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
         "- In-process: an ideal synchronous batcher. Each round takes `concurrency` texts, "
         "tokenizes them with the same function as the Triton model (python_models.text), runs one "
         "session call per length bucket, and a text's latency is the time to its bucket's result.",
-        "- Triton: the `bert` ensemble (python tokenizer -> ONNX encoder with dynamic batching), "
-        "closed-loop workers with the SDK's AsyncTritonClient over gRPC, one request per text, "
-        "client on the same 2 cores. Encoder mean batch = inferences / executions of the encoder "
+        "- Triton: the `bert` python model (tokenizer and the `bert_model` ONNX file run "
+        "in-process, one encoder call per length bucket of each execute call; dynamic batching "
+        "with no queue delay), closed-loop workers with the SDK's AsyncTritonClient over gRPC, "
+        "one request per text, client on the same 2 cores. Encoder mean batch = inferences / "
+        "executions of the served model "
         "during the cell (Prometheus metrics).",
         "- CPU ms/req: CPU time of the serving side per request, from the kernel's accounting "
         "(in-process: this process, tokenization included; Triton: the tritonserver process and "

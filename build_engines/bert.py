@@ -25,6 +25,7 @@ from build_engines.engines import CalibrationSource, serving_artifacts
 from build_engines.repository import (
     Step,
     Tensor,
+    add_outputs,
     describe_path,
     ensemble_config,
     onnx_model_config,
@@ -120,14 +121,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--name",
         default=FAMILY,
-        help="ensemble name; models are <name>_preprocess and <name>_model (default: bert)",
+        help="served name; also writes <name>_model (the encoder), <name>_preprocess and the "
+        "two-model ensemble <name>_ensemble (default: bert)",
     )
     group.add_argument("--seed", type=int, default=0, help="seed for random initialisation")
     group.add_argument(
         "--queue-delay-us",
         type=int,
-        default=2000,
-        help="dynamic batcher max queue delay for the encoder (microseconds)",
+        default=0,
+        help="dynamic batcher max queue delay (microseconds) of every bert model; 0 (default): "
+        "an idle instance never waits, requests that queued while it was busy form its batch",
     )
 
 
@@ -289,13 +292,36 @@ def preprocess_model(
             "allow_empty": False,
         },
         instances=args.instances,
-        dynamic_batching_delay_us=500,
+        dynamic_batching_delay_us=args.queue_delay_us,
     )
     files = {
         "model.py": python_shim("python_models.text.BertTokenizerModel"),
         "tokenizer.json": source.tokenizer_file,
     }
     return config, files
+
+
+def embedding_model(
+    name: str,
+    source: Source,
+    buckets: tuple[int, ...],
+    max_batch: int,
+    args: argparse.Namespace,
+    notes: dict[str, str],
+) -> tuple[Any, dict[str, Any]]:
+    """The served ``<name>``: tokenizer and encoder in one python model (python_models.bert).
+
+    It runs ``<name>_model``'s own ONNX file in-process, or calls that model through BLS
+    when it serves no ONNX file (a TensorRT plan).
+    """
+    config, files = preprocess_model(name, source, buckets, max_batch, args)
+    config.name = name
+    del config.output[:]
+    add_outputs(config, [Tensor("EMBEDDING", "FP32", (source.hidden,))])
+    set_parameters(
+        config, {**notes, "encoder_model": f"{name}_model", "intra_op_thread_count": args.threads}
+    )
+    return config, {**files, "model.py": python_shim("python_models.bert.BertEmbeddingModel")}
 
 
 def write_repository(
@@ -318,7 +344,6 @@ def write_repository(
         instances=args.instances,
         threads=args.threads,
         dynamic_batching_delay_us=args.queue_delay_us,
-        preferred_batch_sizes=sorted({max(1, max_batch // 4), max(1, max_batch // 2)}),
     )
     notes = provenance(source, diff, buckets)
     set_parameters(model_config, notes)
@@ -329,7 +354,7 @@ def write_repository(
     write_model(repo, *preprocess_model(name, source, buckets, max_batch, args))
     write_model(repo, model_config, files)
     ensemble = ensemble_config(
-        name,
+        f"{name}_ensemble",
         [Tensor("TEXT", "STRING", (1,))],
         [embedding],
         max_batch,
@@ -348,9 +373,10 @@ def write_repository(
     )
     set_parameters(ensemble, notes)
     write_model(repo, ensemble)
+    write_model(repo, *embedding_model(name, source, buckets, max_batch, args, notes))
     build_info = {**notes, "onnx_sha256": onnx_export.sha256(onnx_path), "max_batch": max_batch}
     (repo / f"{name}_model" / "build.json").write_text(json.dumps(build_info, indent=2) + "\n")
-    info(f"wrote {name}, {name}_preprocess, {name}_model into {repo}")
+    info(f"wrote {name}, {name}_model, {name}_preprocess, {name}_ensemble into {repo}")
 
 
 def build(args: argparse.Namespace) -> None:

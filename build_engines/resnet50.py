@@ -69,8 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--queue-delay-us",
         type=int,
-        default=2000,
-        help="dynamic batcher max queue delay for the ONNX model (microseconds)",
+        default=0,
+        help="dynamic batcher max queue delay for the ONNX model (microseconds); 0 (default): "
+        "an idle instance never waits, requests queued while it was busy form its batch",
     )
 
 
@@ -199,7 +200,6 @@ def write_repository(
         instances=args.instances,
         threads=args.threads,
         dynamic_batching_delay_us=args.queue_delay_us,
-        preferred_batch_sizes=[max_batch // 2, max_batch],
     )
     set_parameters(model_config, provenance)
     model_config, files = serving_artifacts(

@@ -1,9 +1,11 @@
 """The ``nmt`` BLS model: text in, translation out, the decode loop inside Triton.
 
-Per execute call: tokenise every request (sentencepiece), run ``nmt_encoder`` once
-for all of them, then step ``nmt_decoder`` through ``pb_utils.InferenceRequest``
-with one beam search batched across the requests (each may ask its own
-``BEAM_SIZE`` and ``MAX_LENGTH``), and detokenise.
+Per execute call: tokenise every request (sentencepiece), encode them all at once,
+then run one beam search batched across the requests (each may ask its own
+``BEAM_SIZE`` and ``MAX_LENGTH``), and detokenise. The encoder and decoder are
+the ONNX files of the sibling models ``nmt_encoder`` and ``nmt_decoder``, run
+in-process (no Triton round trip per decoder step); where those models serve no
+ONNX file (TensorRT plans on a GPU host), the steps go to them through BLS.
 
 Each request's response goes out through its response sender the moment its
 sentences are finished, so a short greedy request does not wait for a long beam
@@ -25,14 +27,18 @@ The sum over rows of BEAM_SIZE x MAX_LENGTH is bounded by ``max_beam_tokens``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from python_models import bls
 from python_models.base import Arrays, InvalidInput, PythonModel, array_response, error_response
-from python_models.nmt_decode import Job, generate
+from python_models.nmt_decode import Job, StepModel, generate
+from python_models.nmt_ort import SessionStepModel, session
 from python_models.nmt_settings import Limits, from_parameters
 from python_models.nmt_text import MarianText
+from python_models.sibling import sibling_onnx
 
 try:  # Present only inside Triton's python stub.
     import triton_python_backend_utils as pb_utils
@@ -41,14 +47,15 @@ except ImportError:  # pragma: no cover
 
 
 class BlsStepModel:
-    """``encode``/``step`` as BLS calls to the encoder and decoder models."""
+    """``encode``/``step`` as BLS calls to the encoder and decoder models (one Triton round
+    trip per decoder step: the fallback when those models serve no ONNX file)."""
 
     def __init__(self, encoder: str, decoder: str) -> None:
         self.encoder, self.decoder = encoder, decoder
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": input_ids, "attention_mask": attention_mask}
-        return _infer(self.encoder, feed, ["cross_kv"])[0]
+        return bls.infer(self.encoder, feed, ["cross_kv"])[0]
 
     def step(self, input_ids, attention_mask, cross_kv, past_kv) -> tuple[np.ndarray, np.ndarray]:
         feed = {
@@ -57,20 +64,20 @@ class BlsStepModel:
             "cross_kv": cross_kv,
             "past_kv": past_kv,
         }
-        logits, present = _infer(self.decoder, feed, ["logits", "present_kv"])
+        logits, present = bls.infer(self.decoder, feed, ["logits", "present_kv"])
         return logits, present
 
 
-def _infer(model: str, inputs: Arrays, outputs: list[str]) -> list[np.ndarray]:
-    request = pb_utils.InferenceRequest(
-        model_name=model,
-        requested_output_names=outputs,
-        inputs=[pb_utils.Tensor(name, np.ascontiguousarray(v)) for name, v in inputs.items()],
-    )
-    response = request.exec()
-    if response.has_error():
-        raise RuntimeError(f"{model}: {response.error().message()}")
-    return [pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs]
+def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> StepModel:
+    """The sibling models' ONNX files run in-process, else BLS calls to those models.
+
+    In-process saves a Triton round trip per decoder step. Another engine (a TensorRT
+    plan on a GPU host, a torch module) plugs in as another :class:`StepModel`.
+    """
+    paths = [sibling_onnx(version_dir, name) for name in (encoder, decoder)]
+    if None in paths:
+        return BlsStepModel(encoder, decoder)
+    return SessionStepModel(*(session(path, threads) for path in paths))
 
 
 def parse_rows(inputs: Arrays, text: MarianText, limits: Limits) -> list[Job]:
@@ -136,9 +143,11 @@ class NmtModel(PythonModel):
     def setup(self) -> None:
         self.settings, self.limits = from_parameters(self.params)
         self.text = MarianText(self.version_dir, self.limits.max_source_length)
-        self.runner = BlsStepModel(
+        self.runner = step_model(
+            self.version_dir,
             self.params.str("encoder_model", "nmt_encoder"),
             self.params.str("decoder_model", "nmt_decoder"),
+            self.params.int("intra_op_thread_count", 1),
         )
 
     def execute(self, requests: list[Any]) -> None:

@@ -146,6 +146,13 @@ class BertTokenizerModel(PythonModel):
         self.tokenizer = load_tokenizer(path, self.max_length)
 
     def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
+        return [
+            rows if isinstance(rows, Exception) else pad_to_bucket(rows, self.buckets)
+            for rows in self.rows_per_request(batch)
+        ]
+
+    def rows_per_request(self, batch: list[Arrays]) -> list[list[list[int]] | Exception]:
+        """Token ids of every request's texts, from one ``encode_batch`` call for all of them."""
         texts_per_request: list[list[str] | Exception] = []
         for inputs in batch:
             try:
@@ -155,12 +162,12 @@ class BertTokenizerModel(PythonModel):
                 texts_per_request.append(exc)
         flat = [t for texts in texts_per_request if isinstance(texts, list) for t in texts]
         rows = iter(token_ids(self.tokenizer, flat) if flat else [])
-        results: list[Arrays | Exception] = []
+        results: list[list[list[int]] | Exception] = []
         for texts in texts_per_request:
             if isinstance(texts, Exception):
                 results.append(texts)
             elif not texts:
                 results.append(InvalidInput("TEXT has no elements"))
             else:
-                results.append(pad_to_bucket([next(rows) for _ in texts], self.buckets))
+                results.append([next(rows) for _ in texts])
         return results

@@ -21,7 +21,7 @@ from python_models.nmt_text import TARGET_VOCAB
 ENCODER, DECODER, BLS = "nmt_encoder", "nmt_decoder", "nmt"
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 DEFAULT_MAX_BATCH_SIZE = 32
-BATCH_DELAY_US = 2000
+BATCH_DELAY_US = 0  # an idle search never waits; requests queued while it runs form its batch
 
 
 def _cache(settings: DecodeSettings) -> tuple[int, ...]:
@@ -84,7 +84,11 @@ def write_bls(
     repository: Path, checkpoint: Path, settings: DecodeSettings, limits: Limits, args
 ) -> Path:
     """Dynamic batching gathers concurrent requests into one execute call (one beam search)."""
-    parameters = {"encoder_model": ENCODER, "decoder_model": DECODER}
+    parameters = {
+        "encoder_model": ENCODER,
+        "decoder_model": DECODER,
+        "intra_op_thread_count": args.threads,  # of the in-process sessions
+    }
     parameters.update(to_parameters(settings, limits))
     config = python_model_config(
         BLS,

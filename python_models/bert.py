@@ -1,0 +1,81 @@
+"""The ``bert`` model: text in, sentence embedding out, in ONE python model.
+
+Why not an ensemble of a tokenizer and the encoder: every hop between Triton
+models costs a python-backend IPC round trip and a scheduler pass (about 3 ms at
+concurrency 1 on 2 CPU cores, measured in benchmarks/bert.md), more than a short
+text's encoder compute. Here one execute call tokenises every queued request,
+groups all their texts by length bucket and runs one encoder call per bucket,
+which also batches texts of different requests that Triton's dynamic batcher
+could not group (it only groups equal shapes).
+
+The encoder is the ONNX file that the sibling ``encoder_model`` (``bert_model``)
+serves, run in-process by ONNX Runtime; the repository holds it once. When that
+model serves no ONNX file (a TensorRT plan on a GPU host), the encoder is called
+through BLS instead, so one repository works on both.
+
+Parameters: those of :class:`python_models.text.BertTokenizerModel`, plus
+``encoder_model`` and ``intra_op_thread_count`` (threads of the in-process session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from python_models import bls
+from python_models.base import Arrays
+from python_models.nmt_ort import session
+from python_models.sibling import sibling_onnx
+from python_models.text import BertTokenizerModel, group_by_bucket, pad_rows
+
+Encoder = Callable[[Arrays], np.ndarray]
+
+
+class BertEmbeddingModel(BertTokenizerModel):
+    """TEXT (BYTES [1]) -> EMBEDDING (FP32 [hidden]); tokenizer and encoder in one stub."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.output_name = next(iter(self.output_dtypes))
+        encoder_model = self.params.str("encoder_model")
+        path = sibling_onnx(self.version_dir, encoder_model)
+        if path is None:
+            self.encoder = self._bls_encoder(encoder_model)
+            self.logger.info("%s: encoder via BLS to %s", self.model_name, encoder_model)
+        else:
+            threads = self.params.int("intra_op_thread_count", 1)
+            self.encoder = self._session_encoder(session(path, threads))
+
+    def _session_encoder(self, ort_session) -> Encoder:
+        return lambda feeds: ort_session.run([self.output_name], feeds)[0]
+
+    def _bls_encoder(self, model: str) -> Encoder:
+        return lambda feeds: bls.infer(model, feeds, [self.output_name])[0]
+
+    def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
+        per_request = self.rows_per_request(batch)
+        rows = [row for item in per_request if isinstance(item, list) for row in item]
+        embeddings = self.embed(rows)
+        results: list[Arrays | Exception] = []
+        start = 0
+        for item in per_request:
+            if isinstance(item, Exception):
+                results.append(item)
+                continue
+            results.append({self.output_name: embeddings[start : start + len(item)]})
+            start += len(item)
+        return results
+
+    def embed(self, rows: list[list[int]]) -> np.ndarray:
+        """One encoder call per length bucket; embeddings in the order of ``rows``."""
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        out: np.ndarray | None = None
+        for bucket, indices in group_by_bucket(rows, self.buckets).items():
+            values = self.encoder(pad_rows([rows[i] for i in indices], bucket))
+            if out is None:
+                out = np.empty((len(rows), values.shape[1]), dtype=values.dtype)
+            out[indices] = values
+        assert out is not None
+        return out
