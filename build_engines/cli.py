@@ -78,7 +78,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the plan of work (and trtexec command for --engine tensorrt); build nothing",
+        help="print the plan of work (and trtexec command for --engine tensorrt); nothing is "
+        "written to the repository; resnet50 writes nothing at all, bert and nmt export "
+        "their ONNX into --work-dir to read its dynamic axes",
     )
     from build_engines.engines import add_engine_arguments  # precision and TensorRT options
 

@@ -55,6 +55,8 @@ def serving_artifacts(
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
     """Return the model's config and version-folder files for ``args.precision``/``args.engine``."""
     precision, engine = _precision(args), _engine(args)
+    if engine == "tensorrt" and getattr(args, "dla_core", None) is not None:
+        check_dla_precision(precision)
     if getattr(args, "dry_run", False):
         print(describe(name, onnx_path, config, args, calibration), flush=True)
         raise DryRun(f"dry run: nothing built or written for {name}")
@@ -287,6 +289,14 @@ def held_out_feeds(
 # -- TensorRT ----------------------------------------------------------------------------
 
 
+def check_dla_precision(precision: str) -> None:
+    """DLA has no FP32 kernels: with GPU fallback an FP32 network would run on the GPU."""
+    if precision == "fp32":
+        raise ValueError(
+            "DLA runs FP16 or INT8 only: pass --precision fp16 or int8 with --dla-core"
+        )
+
+
 def tensorrt_profiles(name: str, onnx_path: Path, config: ModelConfig, args: argparse.Namespace):
     """Profiles from the ONNX inputs (or the config's, before export) and the shape ranges."""
     from build_engines.tensorrt.profiles import (
@@ -295,12 +305,14 @@ def tensorrt_profiles(name: str, onnx_path: Path, config: ModelConfig, args: arg
         onnx_inputs,
         parse_shape_ranges,
         ranges_for,
+        static_profiles,
     )
 
     inputs = onnx_inputs(onnx_path) if Path(onnx_path).exists() else config_inputs(config)
     overrides = parse_shape_ranges(getattr(args, "shape_range", None) or [])
     ranges = ranges_for(_family(args, name), config, overrides)
-    return derive_profiles(inputs, config.max_batch_size, ranges)
+    profiles = derive_profiles(inputs, config.max_batch_size, ranges)
+    return profiles if getattr(args, "dla_core", None) is None else static_profiles(profiles)
 
 
 def tensorrt_artifacts(

@@ -21,17 +21,26 @@ from packaging.specifiers import SpecifierSet
 
 from build_engines.tensorrt.options import TensorRTOptions
 from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
-from tests.test_tensorrt import (  # noqa: F401  (family_onnx is a fixture)
+from tests.test_tensorrt import (
+    FAMILY_SPECS,
     H100,
     TRT_10_5,
     _config,
+    _onnx,
     _plan_repository,
     _profiles,
     _sidecar,
-    family_onnx,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def family_onnx(tmp_path: Path):
+    def make(name: str) -> Path:
+        return _onnx(tmp_path / f"{name}.onnx", FAMILY_SPECS[name])
+
+    return make
 
 
 # -- 1. several profiles need --profile=N before each shape trio ---------------------------
@@ -104,9 +113,8 @@ def test_tensorrt_version_build_arg_matches_four_part_pypi_versions() -> None:
 
 
 def test_four_part_build_version_matches_the_three_part_runtime(tmp_path, family_onnx) -> None:
-    from server.plan_check import find_problems
-
     from build_engines.tensorrt.device import TensorRTRuntime
+    from server.plan_check import find_problems
 
     sidecar = _sidecar(tensorrt_version="10.8.0.43")
     repo = _plan_repository(tmp_path, sidecar, family_onnx)
@@ -151,9 +159,10 @@ def test_warmup_covers_every_profile(family_onnx) -> None:
 @pytest.mark.slow
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     work, repo = tmp_path / "work", tmp_path / "repo"
+    flags = ["--dry-run", "--precision", "int8", "--engine", "tensorrt"]
+    paths = ["--work-dir", str(work), "--output-repository", str(repo)]
     result = subprocess.run(
-        [sys.executable, "-m", "build_engines", "resnet50", "--dry-run", "--precision", "int8"]
-        + ["--engine", "tensorrt", "--work-dir", str(work), "--output-repository", str(repo)],
+        [sys.executable, "-m", "build_engines", "resnet50", *flags, *paths],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -295,7 +304,10 @@ def test_runtime_version_comes_from_the_servers_libnvinfer(tmp_path: Path, monke
     # MOCK: a tensorrt Python package of another version, and ldd's answer for the backend.
     monkeypatch.setitem(sys.modules, "tensorrt", SimpleNamespace(__version__="10.7.0.23"))
     monkeypatch.setattr(
-        device, "linked_libnvinfer", lambda lib: Path("/usr/lib/libnvinfer.so.10.5.0"), raising=False
+        device,
+        "linked_libnvinfer",
+        lambda lib: Path("/usr/lib/libnvinfer.so.10.5.0"),
+        raising=False,
     )
     runtime = device.tensorrt_runtime()
     assert runtime.version == "10.5.0"
