@@ -6,8 +6,9 @@ handled in one place for all of them:
 
 1. lower precision on the graph (``build_engines.precision``), check it against FP32 on
    held-out samples and keep the report beside the artefact;
-2. serve the ONNX with onnxruntime, or compile it to a strongly typed TensorRT plan
-   (``build_engines.tensorrt``) with a sidecar and a trtexec reproduce script.
+2. hand the lowered ONNX to the chosen engine's step (:class:`Engine`: onnxruntime serves it
+   as is; ``build_engines.tensorrt.engine`` compiles a strongly typed plan with a sidecar
+   and a trtexec reproduce script).
 
 ``--dry-run`` prints that plan of work (and the trtexec command) and writes nothing.
 """
@@ -15,16 +16,19 @@ handled in one place for all of them:
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import shlex
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from build_engines.repository import ModelConfig, render
+from build_engines.repository import ModelConfig
 from build_engines.steps import StepSkipped, info
 
 # Yields ONNX Runtime feeds ({input name: array}) of representative data, for INT8 calibration.
@@ -32,6 +36,53 @@ CalibrationSource = Callable[[], Iterable[Mapping[str, np.ndarray]]]
 
 CHECK_SAMPLES = 8  # held-out samples (after the calibration ones) for the build-time check
 PLAN = "model.plan"
+
+
+class Engine(Enum):
+    """What a served ONNX model becomes: the ONE place engines are registered.
+
+    Each member is ``--engine`` NAME and the module (imported only when chosen) holding its
+    step, :class:`EngineStep`. A new engine is one line here plus its module."""
+
+    ONNXRUNTIME = "onnxruntime", "build_engines.onnxruntime_engine"
+    TENSORRT = "tensorrt", "build_engines.tensorrt.engine"
+
+    def __new__(cls, flag: str, module: str) -> Engine:
+        member = object.__new__(cls)
+        member._value_ = flag
+        member.module = module
+        return member
+
+    def step(self) -> EngineStep:
+        return importlib.import_module(self.module)  # type: ignore[return-value]
+
+
+ENGINE_NAMES = [engine.value for engine in Engine]
+
+
+class EngineStep(Protocol):
+    """The functions an engine's module defines."""
+
+    def validate(self, precision: str, args: argparse.Namespace) -> None:
+        """Refuse option combinations the engine cannot build (before any work)."""
+
+    def check_available(self) -> None:
+        """Fail fast where the engine's library is missing."""
+
+    def artifacts(
+        self,
+        name: str,
+        onnx_path: Path,
+        config: ModelConfig,
+        args: argparse.Namespace,
+        precision: str,
+    ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
+        """The served config and version-folder files from the (precision-lowered) ONNX."""
+
+    def describe(
+        self, name: str, onnx_path: Path, served: Path, config: ModelConfig, args, repo: Path
+    ) -> list[str]:
+        """Dry-run lines: what ``artifacts`` would build and write."""
 
 
 class DryRun(StepSkipped):
@@ -54,25 +105,19 @@ def serving_artifacts(
     calibration: CalibrationSource | None = None,
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
     """Return the model's config and version-folder files for ``args.precision``/``args.engine``."""
-    precision, engine = _precision(args), _engine(args)
-    if engine == "tensorrt" and getattr(args, "dla_core", None) is not None:
-        check_dla_precision(precision)
+    precision, step = _precision(args), _engine(args).step()
+    step.validate(precision, args)
     if getattr(args, "dry_run", False):
         print(describe(name, onnx_path, config, args, calibration), flush=True)
         raise DryRun(f"dry run: nothing built or written for {name}")
-    if engine == "tensorrt":
-        from build_engines.tensorrt.lazy import import_tensorrt
-
-        import_tensorrt()  # fail now, not after minutes of calibration
+    step.check_available()  # fail now, not after minutes of calibration
     lowered = lower_precision(name, onnx_path, precision, args, calibration)
     config.parameters["precision"].string_value = precision
     extra: dict[str, Path | bytes | str] = {}
     if lowered.report_path is not None:
         extra["accuracy.json"] = lowered.report_path
-    if engine == "onnxruntime":
-        return config, {"model.onnx": lowered.path, **extra}
-    plan_config, plan_files = tensorrt_artifacts(name, lowered.path, config, args, precision)
-    return plan_config, {**plan_files, **extra}
+    served_config, files = step.artifacts(name, lowered.path, config, args, precision)
+    return served_config, {**files, **extra}
 
 
 # -- command line ------------------------------------------------------------------------
@@ -286,82 +331,6 @@ def held_out_feeds(
     return list(itertools.islice(calibration(), count)), False
 
 
-# -- TensorRT ----------------------------------------------------------------------------
-
-
-def check_dla_precision(precision: str) -> None:
-    """DLA has no FP32 kernels: with GPU fallback an FP32 network would run on the GPU."""
-    if precision == "fp32":
-        raise ValueError(
-            "DLA runs FP16 or INT8 only: pass --precision fp16 or int8 with --dla-core"
-        )
-
-
-def tensorrt_profiles(name: str, onnx_path: Path, config: ModelConfig, args: argparse.Namespace):
-    """Profiles from the ONNX inputs (or the config's, before export) and the shape ranges."""
-    from build_engines.tensorrt.profiles import (
-        config_inputs,
-        derive_profiles,
-        onnx_inputs,
-        parse_shape_ranges,
-        ranges_for,
-        static_profiles,
-    )
-
-    inputs = onnx_inputs(onnx_path) if Path(onnx_path).exists() else config_inputs(config)
-    overrides = parse_shape_ranges(getattr(args, "shape_range", None) or [])
-    ranges = ranges_for(_family(args, name), config, overrides)
-    profiles = derive_profiles(inputs, config.max_batch_size, ranges)
-    return profiles if getattr(args, "dla_core", None) is None else static_profiles(profiles)
-
-
-def tensorrt_artifacts(
-    name: str, onnx_path: Path, config: ModelConfig, args: argparse.Namespace, precision: str
-) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
-    """Build the plan; return its config and model.plan, sidecar and reproduce script."""
-    from build_engines.onnx_export import sha256
-    from build_engines.tensorrt.builder import build_plan
-    from build_engines.tensorrt.config import tensorrt_plan_config
-    from build_engines.tensorrt.device import visible_gpus
-    from build_engines.tensorrt.options import TensorRTOptions
-    from build_engines.tensorrt.sidecar import SIDECAR_NAME, Sidecar
-
-    options = TensorRTOptions.from_args(args)
-    profiles = tensorrt_profiles(name, onnx_path, config, args)
-    built = build_plan(onnx_path, profiles, options)
-    gpus = visible_gpus()
-    gpu = gpus[0] if gpus else None
-    sidecar = Sidecar(
-        model=name,
-        family=_family(args, name),
-        tensorrt_version=built.tensorrt_version,
-        gpu_name=gpu.name if gpu else "unknown",
-        compute_capability=gpu.compute_capability if gpu else "unknown",
-        precision=precision,
-        onnx_sha256=sha256(onnx_path),
-        profiles=[p.as_record() for p in profiles],
-        build_options=options.as_record(),
-        rebuild_command=rebuild_command(args, name),
-        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    )
-    plan_config = tensorrt_plan_config(config, profiles, options, getattr(args, "instances", 1))
-    info(f"{name}: TensorRT {built.tensorrt_version} plan, {len(built.plan) / 2**20:.1f} MiB")
-    return plan_config, {
-        PLAN: built.plan,
-        SIDECAR_NAME: sidecar.to_json(),
-        "reproduce.sh": _reproduce(name, onnx_path, profiles, options, args),
-    }
-
-
-def _reproduce(name, onnx_path, profiles, options, args) -> str:
-    from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
-
-    plan_path = Path(getattr(args, "output_repository", "model_repository")) / name / "1" / PLAN
-    command = trtexec_command(onnx_path, plan_path, profiles, options)
-    header = f"{name}: the plan beside this file, rebuilt with trtexec"
-    return reproduce_script(command, rebuild_command(args, name), header)
-
-
 # Option values that need not be repeated in a rebuild command.
 _DEFAULTS: dict[str, object] = {
     "workspace_gb": 4.0,
@@ -407,13 +376,10 @@ def describe(
     """The plan of work for one model, and for TensorRT the config and trtexec command."""
     precision, engine = _precision(args), _engine(args)
     served = lowered_path(args, name, onnx_path, precision)
-    lines = [f"=== plan of work for {name}: --precision {precision} --engine {engine} ==="]
+    lines = [f"=== plan of work for {name}: --precision {precision} --engine {engine.value} ==="]
     lines += _describe_precision(name, onnx_path, served, precision, args, calibration)
     repo = Path(getattr(args, "output_repository", "model_repository")) / name
-    if engine == "onnxruntime":
-        lines.append(f"write {repo}/config.pbtxt (onnxruntime_onnx) and {repo}/1/model.onnx")
-        return "\n".join(lines)
-    lines += _describe_tensorrt(name, onnx_path, served, config, args, repo)
+    lines += engine.step().describe(name, onnx_path, served, config, args, repo)
     return "\n".join(lines)
 
 
@@ -442,50 +408,16 @@ def _describe_precision(name, onnx_path, served, precision, args, calibration) -
     ]
 
 
-def _describe_tensorrt(name, onnx_path, served, config, args, repo) -> list[str]:
-    from build_engines.tensorrt.config import tensorrt_plan_config
-    from build_engines.tensorrt.lazy import tensorrt_available
-    from build_engines.tensorrt.options import TensorRTOptions
-    from build_engines.tensorrt.trtexec import render as render_command
-    from build_engines.tensorrt.trtexec import trtexec_command
-
-    options = TensorRTOptions.from_args(args)
-    profiles = tensorrt_profiles(name, onnx_path, config, args)  # lowering keeps the inputs
-    lines = [
-        "tensorrt: strongly typed network from the ONNX above (TensorRT "
-        + ("found" if tensorrt_available() else "NOT installed here: the real build fails")
-        + f"); {len(profiles)} optimisation profile(s):"
-    ]
-    for index, profile in enumerate(profiles):
-        for input_name, shapes in profile.shapes:
-            lines.append(
-                f"  profile {index} {input_name}: min {_shape(shapes.min)} "
-                f"opt {_shape(shapes.opt)} max {_shape(shapes.max)}"
-            )
-    lines.append(f"options: {options.as_record()}")
-    lines.append(
-        f"write {repo}/1/{PLAN}, {repo}/1/model.plan.json (sidecar), {repo}/1/reproduce.sh"
-    )
-    plan_config = tensorrt_plan_config(config, profiles, options, getattr(args, "instances", 1))
-    lines.append(f"{repo}/config.pbtxt:")
-    lines += ["  " + line for line in render(plan_config).splitlines()]
-    plan_path = repo / "1" / PLAN
-    lines.append("trtexec equivalent:")
-    lines.append("  " + render_command(trtexec_command(served, plan_path, profiles, options)))
-    lines.append(f"kit command: {rebuild_command(args, name)}")
-    return lines
-
-
-def _shape(dims: tuple[int, ...]) -> str:
-    return "x".join(str(d) for d in dims)
-
-
 def _precision(args: argparse.Namespace) -> str:
     return getattr(args, "precision", "fp32")
 
 
-def _engine(args: argparse.Namespace) -> str:
-    return getattr(args, "engine", "onnxruntime")
+def _engine(args: argparse.Namespace) -> Engine:
+    return Engine(getattr(args, "engine", Engine.ONNXRUNTIME.value))
+
+
+def family(args: argparse.Namespace, name: str) -> str:
+    return _family(args, name)
 
 
 def _family(args: argparse.Namespace, name: str) -> str:

@@ -312,3 +312,19 @@ def test_runtime_version_comes_from_the_servers_libnvinfer(tmp_path: Path, monke
     runtime = device.tensorrt_runtime()
     assert runtime.version == "10.5.0"
     assert "libtriton_tensorrt.so" in runtime.source
+
+
+# -- the engine registry: one place to add an engine ---------------------------------------
+
+
+def test_every_registered_engine_is_a_cli_choice_with_a_complete_step() -> None:
+    from build_engines.cli import build_parser
+    from build_engines.engines import Engine
+
+    family = build_parser()._subparsers._group_actions[0].choices["resnet50"]
+    (engine_flag,) = [a for a in family._actions if "--engine" in a.option_strings]
+    assert list(engine_flag.choices) == [engine.value for engine in Engine]
+    for engine in Engine:
+        step = engine.step()
+        for function in ("validate", "check_available", "artifacts", "describe"):
+            assert callable(getattr(step, function)), (engine, function)
