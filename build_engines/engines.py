@@ -30,6 +30,7 @@ import numpy as np
 
 from build_engines.repository import ModelConfig
 from build_engines.steps import StepSkipped, info
+from python_models.contracts import family_of
 
 # Yields ONNX Runtime feeds ({input name: array}) of representative data, for INT8 calibration.
 CalibrationSource = Callable[[], Iterable[Mapping[str, np.ndarray]]]
@@ -422,4 +423,4 @@ def family(args: argparse.Namespace, name: str) -> str:
 
 def _family(args: argparse.Namespace, name: str) -> str:
     family = getattr(args, "family", None)
-    return family if family and family != "all" else name.split("_")[0]
+    return family if family and family != "all" else family_of(name)
