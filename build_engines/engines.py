@@ -21,16 +21,22 @@ import itertools
 import shlex
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
+from build_engines.precision.int8 import METHODS, CalibrationSettings
 from build_engines.repository import ModelConfig
 from build_engines.steps import StepSkipped, info
+from build_engines.tensorrt.options import TensorRTOptions
 from python_models.contracts import family_of
+
+# The defaults, from the option dataclasses (the only place they are written).
+_CALIBRATION = CalibrationSettings()
+_TENSORRT = TensorRTOptions()
 
 # Yields ONNX Runtime feeds ({input name: array}) of representative data, for INT8 calibration.
 CalibrationSource = Callable[[], Iterable[Mapping[str, np.ndarray]]]
@@ -134,15 +140,16 @@ def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("precision (fp16/int8 on the ONNX graph)")
     group.add_argument(
         "--calibration-method",
-        choices=["minmax", "entropy", "percentile"],
-        default="minmax",
-        help="INT8 calibration method (default: minmax)",
+        choices=METHODS,
+        default=_CALIBRATION.method,
+        help="INT8 calibration method (default: %(default)s)",
     )
     group.add_argument(
         "--calibration-size",
         type=int,
-        default=32,
-        help="INT8 calibration samples; ranges are cached per model/method/size (default: 32)",
+        default=_CALIBRATION.size,
+        help="INT8 calibration samples; ranges are cached per model/method/size "
+        "(default: %(default)s)",
     )
     group.add_argument(
         "--int8-keep-float",
@@ -154,21 +161,26 @@ def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--calibration-percentile",
         type=float,
-        default=99.999,
-        help="percentile for --calibration-method percentile (default: 99.999)",
+        default=_CALIBRATION.percentile,
+        help="percentile for --calibration-method percentile (default: %(default)s)",
     )
 
 
 def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("TensorRT (--engine tensorrt)")
-    group.add_argument("--workspace-gb", type=float, default=4.0, help="builder workspace (GiB)")
+    group.add_argument(
+        "--workspace-gb",
+        type=float,
+        default=_TENSORRT.workspace_gb,
+        help="builder workspace (GiB)",
+    )
     group.add_argument(
         "--builder-optimization-level",
         type=int,
         choices=range(6),
-        default=3,
+        default=_TENSORRT.builder_optimization_level,
         metavar="0-5",
-        help="builder optimisation level (default: 3)",
+        help="builder optimisation level (default: %(default)s)",
     )
     group.add_argument(
         "--sparsity", action="store_true", help="allow 2:4 structured-sparse kernels"
@@ -181,8 +193,9 @@ def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--hardware-compatibility-level",
         choices=["none", "ampere+", "same-compute-capability"],
-        default="none",
-        help="GPUs other than the building one that may run the plan (default: none)",
+        default=_TENSORRT.hardware_compatibility_level,
+        help="GPUs other than the building one that may run the plan (default: %(default)s; "
+        "same-compute-capability needs TensorRT 10.9+)",
     )
     group.add_argument(
         "--dla-core", type=int, default=None, help="build for this DLA core, GPU fallback (Jetson)"
@@ -196,7 +209,7 @@ def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--profiling-verbosity",
         choices=["layer_names_only", "detailed", "none"],
-        default="layer_names_only",
+        default=_TENSORRT.profiling_verbosity,
         help="layer detail kept in the plan for profilers and the engine inspector",
     )
     group.add_argument(
@@ -211,7 +224,7 @@ def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--gather-kernel-buffer-threshold",
         type=int,
-        default=0,
+        default=_TENSORRT.gather_kernel_buffer_threshold,
         help="config: gather small input buffers in one kernel above this count (0: off)",
     )
     group.add_argument(
@@ -226,14 +239,14 @@ def precision_dir(args: argparse.Namespace, name: str) -> Path:
     return Path(getattr(args, "work_dir", "build")) / "precision" / name
 
 
-def calibration_settings(args: argparse.Namespace):
-    from build_engines.precision import CalibrationSettings
+def calibration_settings(args: argparse.Namespace) -> CalibrationSettings:
+    """The calibration flags given in ``args``; absent ones take the dataclass defaults."""
+    given = {f: getattr(args, f"calibration_{f}") for f in _calibration_fields(args)}
+    return CalibrationSettings(**given)
 
-    return CalibrationSettings(
-        method=getattr(args, "calibration_method", "minmax"),
-        size=getattr(args, "calibration_size", 32),
-        percentile=getattr(args, "calibration_percentile", 99.999),
-    )
+
+def _calibration_fields(args: argparse.Namespace) -> list[str]:
+    return [f.name for f in fields(CalibrationSettings) if hasattr(args, f"calibration_{f.name}")]
 
 
 def calibration_cache(
@@ -332,31 +345,28 @@ def held_out_feeds(
     return list(itertools.islice(calibration(), count)), False
 
 
-# Option values that need not be repeated in a rebuild command.
-_DEFAULTS: dict[str, object] = {
-    "workspace_gb": 4.0,
-    "builder_optimization_level": 3,
-    "hardware_compatibility_level": "none",
-    "dla_core": None,
-    "profiling_verbosity": "layer_names_only",
-    "gather_kernel_buffer_threshold": 0,
-    "calibration_method": "minmax",
-    "calibration_size": 32,
-    "calibration_percentile": 99.999,
-}
+def _changed_flags(
+    args: argparse.Namespace, prefix: str, defaults: Mapping[str, object], skip: tuple = ()
+) -> list[str]:
+    """Flags whose value differs from the dataclass default (the only place defaults live)."""
+    parts: list[str] = []
+    for field_name, default in defaults.items():
+        value = getattr(args, prefix + field_name, default)
+        if field_name in skip or value == default:
+            continue
+        flag = "--" + (prefix + field_name).replace("_", "-")
+        parts += [flag] if isinstance(default, bool) else [flag, str(value)]
+    return parts
 
 
 def rebuild_command(args: argparse.Namespace, name: str) -> str:
     """The ``python -m build_engines`` line that rebuilds this plan (for sidecars and errors)."""
     parts = ["python", "-m", "build_engines", _family(args, name), "--engine", "tensorrt"]
     parts += ["--precision", _precision(args)]
-    for flag, default in _DEFAULTS.items():
-        value = getattr(args, flag, default)
-        if value != default and (_precision(args) == "int8" or not flag.startswith("calib")):
-            parts += [f"--{flag.replace('_', '-')}", str(value)]
-    for flag in ("sparsity", "version_compatible", "cuda_graphs", "warmup"):
-        if getattr(args, flag, False):
-            parts.append(f"--{flag.replace('_', '-')}")
+    changed = _changed_flags(args, "", asdict(_TENSORRT), skip=("timing_cache",))
+    if _precision(args) == "int8":
+        changed += _changed_flags(args, "calibration_", asdict(_CALIBRATION))
+    parts += changed
     for item in getattr(args, "shape_range", None) or []:
         parts += ["--shape-range", item]
     if getattr(args, "output_repository", None) not in (None, Path("model_repository")):

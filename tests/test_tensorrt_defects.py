@@ -328,3 +328,31 @@ def test_every_registered_engine_is_a_cli_choice_with_a_complete_step() -> None:
         step = engine.step()
         for function in ("validate", "check_available", "artifacts", "describe"):
             assert callable(getattr(step, function)), (engine, function)
+
+
+# -- each default is written once: in the option dataclasses -------------------------------
+
+
+def test_cli_defaults_are_the_dataclass_defaults_and_the_rebuild_command_omits_them(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import asdict
+
+    from build_engines.cli import build_parser
+    from build_engines.engines import rebuild_command
+    from build_engines.precision import CalibrationSettings
+
+    args = build_parser().parse_args(["resnet50", "--precision", "int8", "--engine", "tensorrt"])
+    for name, default in asdict(TensorRTOptions()).items():
+        if name != "timing_cache":
+            assert getattr(args, name) in (default, None), name
+    for name, default in asdict(CalibrationSettings()).items():
+        assert getattr(args, f"calibration_{name}") == default, name
+    assert rebuild_command(args, "resnet50_model") == (
+        "python -m build_engines resnet50 --engine tensorrt --precision int8"
+    )
+    changed = ["--workspace-gb", "2", "--sparsity", "--calibration-size", "8", "--dla-core", "0"]
+    args = build_parser().parse_args(["bert", "--precision", "int8", *changed])
+    command = rebuild_command(args, "bert_model")
+    assert "--workspace-gb 2.0 --sparsity --dla-core 0" in command
+    assert command.endswith("--calibration-size 8")
