@@ -395,7 +395,11 @@ def build(args: argparse.Namespace) -> None:
     buckets = bucket_lengths(args.buckets, source.max_length)
     log.run("export ONNX (opset 17, dynamic batch and sequence)", export_onnx, source, onnx_path)
     if args.dry_run:
-        info("dry run: the export is kept to plan from; nothing is verified or written")
+        info(
+            f"dry run: the ONNX export above ({onnx_path}) is the only file written: its "
+            "dynamic axes give the TensorRT profiles; nothing is verified or written to the "
+            "repository"
+        )
         diff = 0.0
     else:
         diff = log.run(

@@ -6,8 +6,9 @@ handled in one place for all of them:
 
 1. lower precision on the graph (``build_engines.precision``), check it against FP32 on
    held-out samples and keep the report beside the artefact;
-2. serve the ONNX with onnxruntime, or compile it to a strongly typed TensorRT plan
-   (``build_engines.tensorrt``) with a sidecar and a trtexec reproduce script.
+2. hand the lowered ONNX to the chosen engine's step (:class:`Engine`: onnxruntime serves it
+   as is; ``build_engines.tensorrt.engine`` compiles a strongly typed plan with a sidecar
+   and a trtexec reproduce script).
 
 ``--dry-run`` prints that plan of work (and the trtexec command) and writes nothing.
 """
@@ -15,23 +16,80 @@ handled in one place for all of them:
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import shlex
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from build_engines.repository import ModelConfig, render
+from build_engines.precision.int8 import METHODS, CalibrationSettings
+from build_engines.repository import ModelConfig
 from build_engines.steps import StepSkipped, info
+from build_engines.tensorrt.options import TensorRTOptions
+from python_models.contracts import family_of
+
+# The defaults, from the option dataclasses (the only place they are written).
+_CALIBRATION = CalibrationSettings()
+_TENSORRT = TensorRTOptions()
 
 # Yields ONNX Runtime feeds ({input name: array}) of representative data, for INT8 calibration.
 CalibrationSource = Callable[[], Iterable[Mapping[str, np.ndarray]]]
 
 CHECK_SAMPLES = 8  # held-out samples (after the calibration ones) for the build-time check
 PLAN = "model.plan"
+
+
+class Engine(Enum):
+    """What a served ONNX model becomes: the ONE place engines are registered.
+
+    Each member is ``--engine`` NAME and the module (imported only when chosen) holding its
+    step, :class:`EngineStep`. A new engine is one line here plus its module."""
+
+    ONNXRUNTIME = "onnxruntime", "build_engines.onnxruntime_engine"
+    TENSORRT = "tensorrt", "build_engines.tensorrt.engine"
+
+    def __new__(cls, flag: str, module: str) -> Engine:
+        member = object.__new__(cls)
+        member._value_ = flag
+        member.module = module
+        return member
+
+    def step(self) -> EngineStep:
+        return importlib.import_module(self.module)  # type: ignore[return-value]
+
+
+ENGINE_NAMES = [engine.value for engine in Engine]
+
+
+class EngineStep(Protocol):
+    """The functions an engine's module defines."""
+
+    def validate(self, precision: str, args: argparse.Namespace) -> None:
+        """Refuse option combinations the engine cannot build (before any work)."""
+
+    def check_available(self) -> None:
+        """Fail fast where the engine's library is missing."""
+
+    def artifacts(
+        self,
+        name: str,
+        onnx_path: Path,
+        config: ModelConfig,
+        args: argparse.Namespace,
+        precision: str,
+    ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
+        """The served config and version-folder files from the (precision-lowered) ONNX."""
+
+    def describe(
+        self, name: str, onnx_path: Path, served: Path, config: ModelConfig, args, repo: Path
+    ) -> list[str]:
+        """Dry-run lines: what ``artifacts`` would build and write."""
 
 
 class DryRun(StepSkipped):
@@ -54,23 +112,19 @@ def serving_artifacts(
     calibration: CalibrationSource | None = None,
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
     """Return the model's config and version-folder files for ``args.precision``/``args.engine``."""
-    precision, engine = _precision(args), _engine(args)
+    precision, step = _precision(args), _engine(args).step()
+    step.validate(precision, args)
     if getattr(args, "dry_run", False):
         print(describe(name, onnx_path, config, args, calibration), flush=True)
         raise DryRun(f"dry run: nothing built or written for {name}")
-    if engine == "tensorrt":
-        from build_engines.tensorrt.lazy import import_tensorrt
-
-        import_tensorrt()  # fail now, not after minutes of calibration
+    step.check_available()  # fail now, not after minutes of calibration
     lowered = lower_precision(name, onnx_path, precision, args, calibration)
     config.parameters["precision"].string_value = precision
     extra: dict[str, Path | bytes | str] = {}
     if lowered.report_path is not None:
         extra["accuracy.json"] = lowered.report_path
-    if engine == "onnxruntime":
-        return config, {"model.onnx": lowered.path, **extra}
-    plan_config, plan_files = tensorrt_artifacts(name, lowered.path, config, args, precision)
-    return plan_config, {**plan_files, **extra}
+    served_config, files = step.artifacts(name, lowered.path, config, args, precision)
+    return served_config, {**files, **extra}
 
 
 # -- command line ------------------------------------------------------------------------
@@ -86,15 +140,16 @@ def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("precision (fp16/int8 on the ONNX graph)")
     group.add_argument(
         "--calibration-method",
-        choices=["minmax", "entropy", "percentile"],
-        default="minmax",
-        help="INT8 calibration method (default: minmax)",
+        choices=METHODS,
+        default=_CALIBRATION.method,
+        help="INT8 calibration method (default: %(default)s)",
     )
     group.add_argument(
         "--calibration-size",
         type=int,
-        default=32,
-        help="INT8 calibration samples; ranges are cached per model/method/size (default: 32)",
+        default=_CALIBRATION.size,
+        help="INT8 calibration samples; ranges are cached per model/method/size "
+        "(default: %(default)s)",
     )
     group.add_argument(
         "--int8-keep-float",
@@ -106,21 +161,26 @@ def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--calibration-percentile",
         type=float,
-        default=99.999,
-        help="percentile for --calibration-method percentile (default: 99.999)",
+        default=_CALIBRATION.percentile,
+        help="percentile for --calibration-method percentile (default: %(default)s)",
     )
 
 
 def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("TensorRT (--engine tensorrt)")
-    group.add_argument("--workspace-gb", type=float, default=4.0, help="builder workspace (GiB)")
+    group.add_argument(
+        "--workspace-gb",
+        type=float,
+        default=_TENSORRT.workspace_gb,
+        help="builder workspace (GiB)",
+    )
     group.add_argument(
         "--builder-optimization-level",
         type=int,
         choices=range(6),
-        default=3,
+        default=_TENSORRT.builder_optimization_level,
         metavar="0-5",
-        help="builder optimisation level (default: 3)",
+        help="builder optimisation level (default: %(default)s)",
     )
     group.add_argument(
         "--sparsity", action="store_true", help="allow 2:4 structured-sparse kernels"
@@ -133,8 +193,9 @@ def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--hardware-compatibility-level",
         choices=["none", "ampere+", "same-compute-capability"],
-        default="none",
-        help="GPUs other than the building one that may run the plan (default: none)",
+        default=_TENSORRT.hardware_compatibility_level,
+        help="GPUs other than the building one that may run the plan (default: %(default)s; "
+        "same-compute-capability needs TensorRT 10.9+)",
     )
     group.add_argument(
         "--dla-core", type=int, default=None, help="build for this DLA core, GPU fallback (Jetson)"
@@ -148,7 +209,7 @@ def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--profiling-verbosity",
         choices=["layer_names_only", "detailed", "none"],
-        default="layer_names_only",
+        default=_TENSORRT.profiling_verbosity,
         help="layer detail kept in the plan for profilers and the engine inspector",
     )
     group.add_argument(
@@ -163,7 +224,7 @@ def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--gather-kernel-buffer-threshold",
         type=int,
-        default=0,
+        default=_TENSORRT.gather_kernel_buffer_threshold,
         help="config: gather small input buffers in one kernel above this count (0: off)",
     )
     group.add_argument(
@@ -178,14 +239,14 @@ def precision_dir(args: argparse.Namespace, name: str) -> Path:
     return Path(getattr(args, "work_dir", "build")) / "precision" / name
 
 
-def calibration_settings(args: argparse.Namespace):
-    from build_engines.precision import CalibrationSettings
+def calibration_settings(args: argparse.Namespace) -> CalibrationSettings:
+    """The calibration flags given in ``args``; absent ones take the dataclass defaults."""
+    given = {f: getattr(args, f"calibration_{f}") for f in _calibration_fields(args)}
+    return CalibrationSettings(**given)
 
-    return CalibrationSettings(
-        method=getattr(args, "calibration_method", "minmax"),
-        size=getattr(args, "calibration_size", 32),
-        percentile=getattr(args, "calibration_percentile", 99.999),
-    )
+
+def _calibration_fields(args: argparse.Namespace) -> list[str]:
+    return [f.name for f in fields(CalibrationSettings) if hasattr(args, f"calibration_{f.name}")]
 
 
 def calibration_cache(
@@ -284,97 +345,28 @@ def held_out_feeds(
     return list(itertools.islice(calibration(), count)), False
 
 
-# -- TensorRT ----------------------------------------------------------------------------
-
-
-def tensorrt_profiles(name: str, onnx_path: Path, config: ModelConfig, args: argparse.Namespace):
-    """Profiles from the ONNX inputs (or the config's, before export) and the shape ranges."""
-    from build_engines.tensorrt.profiles import (
-        config_inputs,
-        derive_profiles,
-        onnx_inputs,
-        parse_shape_ranges,
-        ranges_for,
-    )
-
-    inputs = onnx_inputs(onnx_path) if Path(onnx_path).exists() else config_inputs(config)
-    overrides = parse_shape_ranges(getattr(args, "shape_range", None) or [])
-    ranges = ranges_for(_family(args, name), config, overrides)
-    return derive_profiles(inputs, config.max_batch_size, ranges)
-
-
-def tensorrt_artifacts(
-    name: str, onnx_path: Path, config: ModelConfig, args: argparse.Namespace, precision: str
-) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
-    """Build the plan; return its config and model.plan, sidecar and reproduce script."""
-    from build_engines.onnx_export import sha256
-    from build_engines.tensorrt.builder import build_plan
-    from build_engines.tensorrt.config import tensorrt_plan_config
-    from build_engines.tensorrt.device import visible_gpus
-    from build_engines.tensorrt.options import TensorRTOptions
-    from build_engines.tensorrt.sidecar import SIDECAR_NAME, Sidecar
-
-    options = TensorRTOptions.from_args(args)
-    profiles = tensorrt_profiles(name, onnx_path, config, args)
-    built = build_plan(onnx_path, profiles, options)
-    gpus = visible_gpus()
-    gpu = gpus[0] if gpus else None
-    sidecar = Sidecar(
-        model=name,
-        family=_family(args, name),
-        tensorrt_version=built.tensorrt_version,
-        gpu_name=gpu.name if gpu else "unknown",
-        compute_capability=gpu.compute_capability if gpu else "unknown",
-        precision=precision,
-        onnx_sha256=sha256(onnx_path),
-        profiles=[p.as_record() for p in profiles],
-        build_options=options.as_record(),
-        rebuild_command=rebuild_command(args, name),
-        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    )
-    plan_config = tensorrt_plan_config(config, profiles, options, getattr(args, "instances", 1))
-    info(f"{name}: TensorRT {built.tensorrt_version} plan, {len(built.plan) / 2**20:.1f} MiB")
-    return plan_config, {
-        PLAN: built.plan,
-        SIDECAR_NAME: sidecar.to_json(),
-        "reproduce.sh": _reproduce(name, onnx_path, profiles, options, args),
-    }
-
-
-def _reproduce(name, onnx_path, profiles, options, args) -> str:
-    from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
-
-    plan_path = Path(getattr(args, "output_repository", "model_repository")) / name / "1" / PLAN
-    command = trtexec_command(onnx_path, plan_path, profiles, options)
-    header = f"{name}: the plan beside this file, rebuilt with trtexec"
-    return reproduce_script(command, rebuild_command(args, name), header)
-
-
-# Option values that need not be repeated in a rebuild command.
-_DEFAULTS: dict[str, object] = {
-    "workspace_gb": 4.0,
-    "builder_optimization_level": 3,
-    "hardware_compatibility_level": "none",
-    "dla_core": None,
-    "profiling_verbosity": "layer_names_only",
-    "gather_kernel_buffer_threshold": 0,
-    "calibration_method": "minmax",
-    "calibration_size": 32,
-    "calibration_percentile": 99.999,
-}
+def _changed_flags(
+    args: argparse.Namespace, prefix: str, defaults: Mapping[str, object], skip: tuple = ()
+) -> list[str]:
+    """Flags whose value differs from the dataclass default (the only place defaults live)."""
+    parts: list[str] = []
+    for field_name, default in defaults.items():
+        value = getattr(args, prefix + field_name, default)
+        if field_name in skip or value == default:
+            continue
+        flag = "--" + (prefix + field_name).replace("_", "-")
+        parts += [flag] if isinstance(default, bool) else [flag, str(value)]
+    return parts
 
 
 def rebuild_command(args: argparse.Namespace, name: str) -> str:
     """The ``python -m build_engines`` line that rebuilds this plan (for sidecars and errors)."""
     parts = ["python", "-m", "build_engines", _family(args, name), "--engine", "tensorrt"]
     parts += ["--precision", _precision(args)]
-    for flag, default in _DEFAULTS.items():
-        value = getattr(args, flag, default)
-        if value != default and (_precision(args) == "int8" or not flag.startswith("calib")):
-            parts += [f"--{flag.replace('_', '-')}", str(value)]
-    for flag in ("sparsity", "version_compatible", "cuda_graphs", "warmup"):
-        if getattr(args, flag, False):
-            parts.append(f"--{flag.replace('_', '-')}")
+    changed = _changed_flags(args, "", asdict(_TENSORRT), skip=("timing_cache",))
+    if _precision(args) == "int8":
+        changed += _changed_flags(args, "calibration_", asdict(_CALIBRATION))
+    parts += changed
     for item in getattr(args, "shape_range", None) or []:
         parts += ["--shape-range", item]
     if getattr(args, "output_repository", None) not in (None, Path("model_repository")):
@@ -395,13 +387,10 @@ def describe(
     """The plan of work for one model, and for TensorRT the config and trtexec command."""
     precision, engine = _precision(args), _engine(args)
     served = lowered_path(args, name, onnx_path, precision)
-    lines = [f"=== plan of work for {name}: --precision {precision} --engine {engine} ==="]
+    lines = [f"=== plan of work for {name}: --precision {precision} --engine {engine.value} ==="]
     lines += _describe_precision(name, onnx_path, served, precision, args, calibration)
     repo = Path(getattr(args, "output_repository", "model_repository")) / name
-    if engine == "onnxruntime":
-        lines.append(f"write {repo}/config.pbtxt (onnxruntime_onnx) and {repo}/1/model.onnx")
-        return "\n".join(lines)
-    lines += _describe_tensorrt(name, onnx_path, served, config, args, repo)
+    lines += engine.step().describe(name, onnx_path, served, config, args, repo)
     return "\n".join(lines)
 
 
@@ -430,52 +419,18 @@ def _describe_precision(name, onnx_path, served, precision, args, calibration) -
     ]
 
 
-def _describe_tensorrt(name, onnx_path, served, config, args, repo) -> list[str]:
-    from build_engines.tensorrt.config import tensorrt_plan_config
-    from build_engines.tensorrt.lazy import tensorrt_available
-    from build_engines.tensorrt.options import TensorRTOptions
-    from build_engines.tensorrt.trtexec import render as render_command
-    from build_engines.tensorrt.trtexec import trtexec_command
-
-    options = TensorRTOptions.from_args(args)
-    profiles = tensorrt_profiles(name, onnx_path, config, args)  # lowering keeps the inputs
-    lines = [
-        "tensorrt: strongly typed network from the ONNX above (TensorRT "
-        + ("found" if tensorrt_available() else "NOT installed here: the real build fails")
-        + f"); {len(profiles)} optimisation profile(s):"
-    ]
-    for index, profile in enumerate(profiles):
-        for input_name, shapes in profile.shapes:
-            lines.append(
-                f"  profile {index} {input_name}: min {_shape(shapes.min)} "
-                f"opt {_shape(shapes.opt)} max {_shape(shapes.max)}"
-            )
-    lines.append(f"options: {options.as_record()}")
-    lines.append(
-        f"write {repo}/1/{PLAN}, {repo}/1/model.plan.json (sidecar), {repo}/1/reproduce.sh"
-    )
-    plan_config = tensorrt_plan_config(config, profiles, options, getattr(args, "instances", 1))
-    lines.append(f"{repo}/config.pbtxt:")
-    lines += ["  " + line for line in render(plan_config).splitlines()]
-    plan_path = repo / "1" / PLAN
-    lines.append("trtexec equivalent:")
-    lines.append("  " + render_command(trtexec_command(served, plan_path, profiles, options)))
-    lines.append(f"kit command: {rebuild_command(args, name)}")
-    return lines
-
-
-def _shape(dims: tuple[int, ...]) -> str:
-    return "x".join(str(d) for d in dims)
-
-
 def _precision(args: argparse.Namespace) -> str:
     return getattr(args, "precision", "fp32")
 
 
-def _engine(args: argparse.Namespace) -> str:
-    return getattr(args, "engine", "onnxruntime")
+def _engine(args: argparse.Namespace) -> Engine:
+    return Engine(getattr(args, "engine", Engine.ONNXRUNTIME.value))
+
+
+def family(args: argparse.Namespace, name: str) -> str:
+    return _family(args, name)
 
 
 def _family(args: argparse.Namespace, name: str) -> str:
     family = getattr(args, "family", None)
-    return family if family and family != "all" else name.split("_")[0]
+    return family if family and family != "all" else family_of(name)

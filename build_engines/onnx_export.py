@@ -49,12 +49,11 @@ def max_abs_diff_vs_torch(
     module: object, path: Path, feeds: Mapping[str, np.ndarray], threads: int = 0
 ) -> dict[str, float]:
     """Run the same inputs through PyTorch and ONNX Runtime; max |difference| per output."""
-    import onnxruntime as ort
     import torch
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    from python_models.ort_session import create_session, threaded
+
+    session = create_session(path, threaded(threads))
     names = [o.name for o in session.get_outputs()]
     ort_out = session.run(names, dict(feeds))
     module.eval()

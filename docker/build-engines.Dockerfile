@@ -7,11 +7,13 @@ FROM ${TRITON_IMAGE}
 
 # The Triton image ships the TensorRT libraries but not the TensorRT Python package.
 # 24.10 has TensorRT 10.5; check_tensorrt_version.py fails the build if they disagree.
+# TENSORRT_VERSION is major.minor.patch; ".*" also matches PyPI's four-part versions
+# (10.8.0.43 and later), and still pins 10.5.0 exactly.
 ARG TENSORRT_VERSION=10.5.0
 
 COPY docker/requirements-build.txt /tmp/requirements-build.txt
 RUN python3 -m pip install --no-cache-dir -r /tmp/requirements-build.txt \
-        "tensorrt-cu12==${TENSORRT_VERSION}" \
+        "tensorrt-cu12==${TENSORRT_VERSION}.*" \
     && rm /tmp/requirements-build.txt
 
 COPY docker/check_tensorrt_version.py /opt/triton-kit/docker/check_tensorrt_version.py
@@ -24,5 +26,7 @@ COPY server /opt/triton-kit/server
 ENV PYTHONPATH=/opt/triton-kit
 WORKDIR /opt/triton-kit
 
-ENTRYPOINT ["python3", "-m", "build_engines"]
+# NVIDIA's entrypoint first: it sets up CUDA forward compatibility on older data-centre
+# drivers (docs/deploy.md lists them) and prints the driver/GPU banner.
+ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh", "python3", "-m", "build_engines"]
 CMD ["all", "--engine", "tensorrt", "--output-repository", "/models"]

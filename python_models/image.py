@@ -14,6 +14,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from python_models.base import Arrays, InvalidInput, PythonModel
+from python_models.contracts import CLASS_IDS, LABELS, SCORES
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
@@ -150,4 +151,4 @@ class TopKPostprocessor(PythonModel):
 
     def process_one(self, inputs: Arrays) -> Arrays:
         ids, scores = top_k(inputs["LOGITS"], self.k)
-        return {"CLASS_IDS": ids, "SCORES": scores, "LABELS": self.labels[ids]}
+        return {CLASS_IDS: ids, SCORES: scores, LABELS: self.labels[ids]}

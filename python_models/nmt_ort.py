@@ -12,13 +12,11 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from python_models.ort_session import SessionSettings, create_session
+
 
 def session(path: Path, threads: int) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return create_session(path, SessionSettings(intra_op_threads=threads, inter_op_threads=1))
 
 
 class SessionStepModel:

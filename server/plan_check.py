@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from python_models.contracts import family_of
+from python_models.tensorrt_sidecar import SIDECAR_NAME
 from server.errors import PlanMismatchError
 
 PLAN_PLATFORM = 'platform: "tensorrt_plan"'
-SIDECAR_NAME = "model.plan.json"
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,14 @@ def plan_models(repository: Path) -> list[Path]:
     return found
 
 
-def find_problems(repository: Path, runtime=None, gpus=None) -> list[PlanProblem]:
+def find_problems(
+    repository: Path, runtime=None, gpus=None, version_compatible_enabled: bool = False
+) -> list[PlanProblem]:
     """Every plan in ``repository`` that this TensorRT/GPU cannot serve (empty: all fine).
 
-    ``runtime`` and ``gpus`` default to what this machine shows (for tests, pass them)."""
+    ``runtime`` and ``gpus`` default to what this machine shows (for tests, pass them);
+    ``version_compatible_enabled``: the server runs with
+    ``--backend-config=tensorrt,version-compatible=true``."""
     models = plan_models(repository)
     if not models:
         return []
@@ -64,12 +69,16 @@ def find_problems(repository: Path, runtime=None, gpus=None) -> list[PlanProblem
                         version_dir.name,
                         f"no {SIDECAR_NAME} beside the plan, so its TensorRT version and GPU "
                         "are unknown",
-                        f"python -m build_engines {model_dir.name.split('_')[0]} --engine tensorrt",
+                        f"python -m build_engines {family_of(model_dir.name)} --engine tensorrt",
                     )
                 )
                 continue
             sidecar = Sidecar.read(sidecar_path)
-            for reason in (tensorrt_mismatch(sidecar, runtime), gpu_mismatch(sidecar, gpus)):
+            reasons = (
+                tensorrt_mismatch(sidecar, runtime, version_compatible_enabled),
+                gpu_mismatch(sidecar, gpus),
+            )
+            for reason in reasons:
                 if reason:
                     problems.append(
                         PlanProblem(
@@ -79,9 +88,11 @@ def find_problems(repository: Path, runtime=None, gpus=None) -> list[PlanProblem
     return problems
 
 
-def check_plans(repository: Path, runtime=None, gpus=None) -> None:
+def check_plans(
+    repository: Path, runtime=None, gpus=None, version_compatible_enabled: bool = False
+) -> None:
     """Raise :class:`PlanMismatchError` listing every plan that cannot be served here."""
-    problems = find_problems(repository, runtime, gpus)
+    problems = find_problems(repository, runtime, gpus, version_compatible_enabled)
     if problems:
         raise PlanMismatchError(
             "TensorRT plans in "

@@ -99,7 +99,7 @@ def test_triton_serves_the_repository_read_only(resolved: dict[str, Any], name: 
     assert {p["target"] for p in triton["ports"]} == {8000, 8001, 8002}
     mounts = {v.split(":")[1]: v for v in triton["volumes"]}
     assert mounts["/models"].endswith("/model_repository:/models:ro"), mounts
-    assert "--model-repository=/models" in triton["command"]
+    assert "--model-repository=/models" in " ".join(triton["command"])
     assert "/v2/health/ready" in " ".join(triton["healthcheck"]["test"])
     assert triton["shm_size"] == "1gb", "the python backend needs more than 64 MB of /dev/shm"
 

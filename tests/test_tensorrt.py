@@ -304,7 +304,8 @@ def test_plan_config_parses_with_tritons_schema(family_onnx) -> None:
     )
     assert "intra_op_thread_count" not in parsed.parameters
     assert parsed.parameters["buckets"].string_value == "16,32,64,128"
-    (warmup,) = parsed.model_warmup
+    warmup = parsed.model_warmup[0]  # one per profile (tests/test_tensorrt_defects.py)
+    assert len(parsed.model_warmup) == 4
     assert warmup.batch_size == 8 and list(warmup.inputs["input_ids"].dims) == [16]
     assert warmup.inputs["input_ids"].zero_data
     assert onnx_config.platform == "onnxruntime_onnx"  # the source config is left alone
@@ -389,11 +390,12 @@ def test_no_tensorrt_visible_is_refused(tmp_path: Path, family_onnx) -> None:
 def test_compatibility_levels_widen_what_is_accepted(tmp_path: Path, family_onnx) -> None:
     options = TensorRTOptions(version_compatible=True, hardware_compatibility_level="ampere+")
     repo = _plan_repository(tmp_path, _sidecar(build_options=options.as_record()), family_onnx)
-    check_plans(repo, TensorRTRuntime("10.7.0", "test"), [Gpu("NVIDIA L4", "8.9")])
+    vc = {"version_compatible_enabled": True}  # Triton runs with the backend config
+    check_plans(repo, TensorRTRuntime("10.7.0", "test"), [Gpu("NVIDIA L4", "8.9")], **vc)
     with pytest.raises(PlanMismatchError, match=r"needs 10\.5\.0 or later"):
-        check_plans(repo, TensorRTRuntime("10.4.0", "test"), H100)
+        check_plans(repo, TensorRTRuntime("10.4.0", "test"), H100, **vc)
     with pytest.raises(PlanMismatchError, match=r"compute 7\.5"):
-        check_plans(repo, TRT_10_5, [Gpu("Tesla T4", "7.5")])
+        check_plans(repo, TRT_10_5, [Gpu("Tesla T4", "7.5")], **vc)
 
 
 def test_plan_without_sidecar_is_refused(tmp_path: Path, family_onnx) -> None:

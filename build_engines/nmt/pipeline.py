@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> None:
     tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
     encoder_onnx, decoder_onnx = staging / "encoder.onnx", staging / "decoder.onnx"
     log.run("export encoder + decoder ONNX", _export, model, encoder_onnx, decoder_onnx)
+    if dry_run:
+        info(f"dry run: the exports above (in {staging}) are the only files written")
     sources, targets = verification_texts(checkpoint, args.verify_sentences)
     log.run(
         "verify ONNX vs PyTorch",

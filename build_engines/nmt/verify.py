@@ -16,6 +16,7 @@ import onnxruntime as ort
 import torch
 
 from build_engines.nmt.export import cache_shape
+from python_models.ort_session import create_session, threaded
 
 TOLERANCE = 1e-3
 
@@ -32,9 +33,7 @@ class Parity:
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return create_session(path, threaded(threads))
 
 
 def compare(

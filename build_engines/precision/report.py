@@ -18,12 +18,10 @@ Feeds = Mapping[str, np.ndarray]
 
 
 def session(path: Path, threads: int = 0):
-    import onnxruntime as ort
+    """A session configured as the served one (``--threads``: intra-op threads)."""
+    from python_models.ort_session import create_session, threaded
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.log_severity_level = 3
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return create_session(path, threaded(threads))
 
 
 def run_all(sess, feeds: Iterable[Feeds]) -> dict[str, list[np.ndarray]]:

@@ -30,10 +30,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from build_engines.steps import info, warn
 from build_engines.tensorrt.lazy import import_tensorrt, major_version
 from build_engines.tensorrt.options import TensorRTOptions
 from build_engines.tensorrt.profiles import Profile
 
+# TensorRT release that first has each level (HardwareCompatibilityLevel in NvInfer.h, and
+# trtexec's "Valid options": 10.5-10.8 accept none/ampere+ only).
+HARDWARE_LEVEL_SINCE = {"none": (8, 6), "ampere+": (8, 6), "same-compute-capability": (10, 9)}
 _HARDWARE_LEVEL = {
     "none": "NONE",
     "ampere+": "AMPERE_PLUS",
@@ -56,7 +60,7 @@ def build_plan(onnx_path: Path, profiles: Sequence[Profile], options: TensorRTOp
     logger = trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
     network, _parser = network_from_onnx(trt, builder, logger, onnx_path)  # parser owns weights
-    config = builder_config(trt, builder, options)
+    config = builder_config(trt, builder, options, network)
     for profile in profiles:
         config.add_optimization_profile(optimization_profile(builder, profile))
     cache = attach_timing_cache(config, options.timing_cache)
@@ -66,7 +70,9 @@ def build_plan(onnx_path: Path, profiles: Sequence[Profile], options: TensorRTOp
     if options.timing_cache is not None and cache is not None:
         options.timing_cache.parent.mkdir(parents=True, exist_ok=True)
         options.timing_cache.write_bytes(bytes(config.get_timing_cache().serialize()))
-    return BuiltPlan(bytes(serialized), str(trt.__version__))
+    from build_engines.tensorrt.device import release
+
+    return BuiltPlan(bytes(serialized), release(str(trt.__version__)) or str(trt.__version__))
 
 
 def network_from_onnx(trt, builder, logger, onnx_path: Path):
@@ -84,7 +90,24 @@ def network_from_onnx(trt, builder, logger, onnx_path: Path):
     return network, parser
 
 
-def builder_config(trt, builder, options: TensorRTOptions):
+def check_supported(options: TensorRTOptions, version: str) -> None:
+    """Refuse options this TensorRT does not have, naming the release that has them."""
+    from build_engines.tensorrt.device import release
+
+    have = tuple(int(p) for p in (release(version) or "0.0.0").split(".")[:2])
+    need = HARDWARE_LEVEL_SINCE[options.hardware_compatibility_level]
+    if have < need:
+        raise PlanBuildError(
+            f"--hardware-compatibility-level {options.hardware_compatibility_level} needs "
+            f"TensorRT {need[0]}.{need[1]} or later; this is TensorRT {release(version)} "
+            "(the Triton 24.10 image has 10.5): use 'ampere+' or 'none'"
+        )
+    if options.dla_core is not None and (11, 0) <= have <= (11, 3):
+        raise PlanBuildError(f"TensorRT {release(version)} has no DLA support; drop --dla-core")
+
+
+def builder_config(trt, builder, options: TensorRTOptions, network=None):
+    check_supported(options, str(trt.__version__))
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, options.workspace_bytes)
     config.builder_optimization_level = options.builder_optimization_level
@@ -99,12 +122,15 @@ def builder_config(trt, builder, options: TensorRTOptions):
         level = _HARDWARE_LEVEL[options.hardware_compatibility_level]
         config.hardware_compatibility_level = getattr(trt.HardwareCompatibilityLevel, level)
     if options.dla_core is not None:
-        use_dla(trt, builder, config, options.dla_core)
+        use_dla(trt, builder, config, options.dla_core, network)
     return config
 
 
-def use_dla(trt, builder, config, core: int) -> None:
-    """Run layers on a DLA core, falling back to the GPU for layers DLA cannot run."""
+def use_dla(trt, builder, config, core: int, network=None) -> list:
+    """Run layers on a DLA core, falling back to the GPU for layers DLA cannot run.
+
+    Returns (and reports) the layers that fall back: with GPU_FALLBACK they would otherwise
+    land on the GPU silently."""
     available = builder.num_DLA_cores
     if available == 0:
         raise PlanBuildError(
@@ -116,6 +142,12 @@ def use_dla(trt, builder, config, core: int) -> None:
     config.default_device_type = trt.DeviceType.DLA
     config.DLA_core = core
     config.set_flag(trt.BuilderFlag.GPU_FALLBACK)
+    if network is None:
+        return []
+    layers = [network.get_layer(i) for i in range(network.num_layers)]
+    fallback = [layer for layer in layers if not config.can_run_on_DLA(layer)]
+    info(f"DLA core {core}: {len(fallback)} of {len(layers)} layers fall back to the GPU")
+    return fallback
 
 
 def optimization_profile(builder, profile: Profile):
@@ -126,10 +158,22 @@ def optimization_profile(builder, profile: Profile):
 
 
 def attach_timing_cache(config, path: Path | None):
-    """Load the persistent timing cache (or start an empty one) so rebuilds skip tactic timing."""
+    """Load the persistent timing cache (or start an empty one) so rebuilds skip tactic timing.
+
+    The cache volume outlives hosts: a cache from another GPU or TensorRT version is refused
+    by ``set_timing_cache`` (it returns False) or by ``create_timing_cache``; it is then
+    replaced by an empty one, which the build fills and saves over the stale file."""
     if path is None:
         return None
     blob = path.read_bytes() if path.is_file() else b""
-    cache = config.create_timing_cache(blob)
-    config.set_timing_cache(cache, ignore_mismatch=False)
+    try:
+        cache = config.create_timing_cache(blob)
+    except Exception:
+        cache = None
+    if cache is not None and config.set_timing_cache(cache, ignore_mismatch=False):
+        return cache
+    warn(f"timing cache {path} is from another GPU or TensorRT version; starting a new one")
+    cache = config.create_timing_cache(b"")
+    if not config.set_timing_cache(cache, ignore_mismatch=False):
+        raise PlanBuildError("TensorRT refused an empty timing cache")
     return cache

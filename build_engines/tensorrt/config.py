@@ -45,15 +45,17 @@ def tensorrt_plan_config(
     if options.gather_kernel_buffer_threshold:
         config.optimization.gather_kernel_buffer_threshold = options.gather_kernel_buffer_threshold
     if options.warmup:
-        _add_warmup(config, profiles[0])
+        for index, profile in enumerate(profiles):
+            _add_warmup(config, profile, index)
     return config
 
 
-def _add_warmup(config: mc.ModelConfig, profile: Profile) -> None:
-    """One zero-filled request at the first profile's opt shape, so the first user is not slow."""
+def _add_warmup(config: mc.ModelConfig, profile: Profile, index: int) -> None:
+    """A zero-filled request at this profile's opt shape (Triton picks the profile by shape),
+    so no first user of any profile (BERT: one per bucket) pays for its set-up."""
     shapes = profile.as_dict()
     batched = config.max_batch_size > 0
-    warmup = config.model_warmup.add(name="opt_shape_zeros", count=1)
+    warmup = config.model_warmup.add(name=f"profile_{index}_opt_zeros", count=1)
     warmup.batch_size = shapes[config.input[0].name].opt[0] if batched else 1
     for tensor in config.input:
         opt = shapes[tensor.name].opt

@@ -14,8 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
-TRITON_TENSORRT_BACKEND = Path("/opt/tritonserver/backends/tensorrt/libtriton_tensorrt.so")
+_RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+TENSORRT_BACKEND_LIBRARY = Path("tensorrt") / "libtriton_tensorrt.so"
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,15 @@ class TensorRTRuntime:
 
 
 def release(text: str) -> str | None:
-    """The first major.minor.patch in ``text`` ("10.5.0.18" -> "10.5.0")."""
-    match = _RELEASE.search(text)
-    return ".".join(match.groups()) if match else None
+    """The one normalised form of a TensorRT version: major.minor.patch.
+
+    PyPI has "10.5.0" but "10.8.0.43" from 10.8 on, ``trt.__version__`` carries the build
+    number, libnvinfer's file name has three parts: all become "10.8.0"."""
+    match = _RELEASE.search(text or "")
+    if not match:
+        return None
+    major, minor, patch = match.groups()
+    return f"{major}.{minor}.{patch or 0}"
 
 
 def visible_gpus() -> list[Gpu]:
@@ -63,46 +69,64 @@ def parse_nvidia_smi(text: str) -> list[Gpu]:
     return gpus
 
 
-def tensorrt_runtime() -> TensorRTRuntime:
-    """The TensorRT a server here would load plans with, from the most to the least direct source.
+def server_backend_directories() -> list[Path]:
+    """Backend folders of the tritonserver in use: ``$TRITON_BACKEND_DIRECTORY``, then the
+    ``backends/`` beside the ``tritonserver`` on PATH (``<root>/bin/tritonserver``); no
+    install prefix is assumed."""
+    found = []
+    if os.environ.get("TRITON_BACKEND_DIRECTORY"):
+        found.append(Path(os.environ["TRITON_BACKEND_DIRECTORY"]))
+    binary = shutil.which("tritonserver")
+    if binary:
+        found.append(Path(binary).resolve().parent.parent / "backends")
+    return found
 
-    1. the ``tensorrt`` Python package; 2. ``getInferLibVersion()`` of a loadable libnvinfer
-    (TensorRT 10+: major*10000 + minor*100 + patch); 3. the libnvinfer that Triton's TensorRT
-    backend links; 4. ``$TRT_VERSION`` (set in NVIDIA's containers).
-    """
+
+def tensorrt_runtime(backend_directories: list[Path] | None = None) -> TensorRTRuntime:
+    """The TensorRT the server deserialises plans with, from the most to the least direct source.
+
+    1. the libnvinfer that the server's TensorRT backend links (what loads the plans);
+    2. ``$TRT_VERSION`` (set in NVIDIA's containers); 3. ``getInferLibVersion()`` of a
+    libnvinfer on the default library path; 4. the ``tensorrt`` Python package, which only
+    says what a build here would use."""
+    directories = (
+        server_backend_directories() if backend_directories is None else backend_directories
+    )
+    for directory in directories:
+        library = Path(directory) / TENSORRT_BACKEND_LIBRARY
+        linked = linked_libnvinfer(library) if library.exists() else None
+        version = linked and (_libnvinfer_version(str(linked)) or release(linked.name))
+        if version:
+            return TensorRTRuntime(version, f"{linked}, linked by {library}")
+    from_env = release(os.environ.get("TRT_VERSION", ""))
+    if from_env:
+        return TensorRTRuntime(from_env, "$TRT_VERSION")
+    for soname in ("libnvinfer.so.11", "libnvinfer.so.10"):
+        version = _libnvinfer_version(soname)
+        if version:
+            return TensorRTRuntime(version, soname)
     try:
         import tensorrt
 
         return TensorRTRuntime(release(tensorrt.__version__), "tensorrt Python package")
     except ImportError:
         pass
-    for soname in ("libnvinfer.so.11", "libnvinfer.so.10"):
-        version = _libnvinfer_version(soname)
-        if version:
-            return TensorRTRuntime(version, soname)
-    linked = _backend_libnvinfer()
-    if linked:
-        return TensorRTRuntime(release(linked.name), str(linked))
-    from_env = release(os.environ.get("TRT_VERSION", ""))
-    if from_env:
-        return TensorRTRuntime(from_env, "$TRT_VERSION")
-    return TensorRTRuntime(None, "no tensorrt package, libnvinfer or Triton TensorRT backend")
+    return TensorRTRuntime(None, "no Triton TensorRT backend, libnvinfer or tensorrt package")
 
 
-def _libnvinfer_version(soname: str) -> str | None:
+def _libnvinfer_version(name: str) -> str | None:
+    """``getInferLibVersion()``: TensorRT 10+ encodes major*10000 + minor*100 + patch."""
     try:
-        lib = ctypes.CDLL(soname)
-    except OSError:
+        number = int(ctypes.CDLL(name).getInferLibVersion())
+    except (OSError, AttributeError):
         return None
-    number = int(lib.getInferLibVersion())
     return f"{number // 10000}.{number // 100 % 100}.{number % 100}"
 
 
-def _backend_libnvinfer() -> Path | None:
-    if not TRITON_TENSORRT_BACKEND.exists() or shutil.which("ldd") is None:
+def linked_libnvinfer(library: Path) -> Path | None:
+    """The libnvinfer file ``library`` resolves to (``ldd``), or None."""
+    if shutil.which("ldd") is None:
         return None
-    ldd = subprocess.run(
-        ["ldd", str(TRITON_TENSORRT_BACKEND)], capture_output=True, text=True, check=False
-    ).stdout
+    ldd = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=False).stdout
     match = re.search(r"libnvinfer\.so\.\d+\s+=>\s+(\S+)", ldd)
     return Path(match.group(1)).resolve() if match else None

@@ -222,6 +222,14 @@ def _dynamic_axes(
     return axes
 
 
+def static_profiles(profiles: Sequence[Profile]) -> list[Profile]:
+    """Each profile fixed at its opt shape (min = opt = max): DLA runs static shapes only."""
+    return [
+        Profile(tuple((name, ShapeRange(r.opt, r.opt, r.opt)) for name, r in profile.shapes))
+        for profile in profiles
+    ]
+
+
 def _shape_range(dims: tuple[Dim, ...], picked: Mapping[str, DimRange]) -> ShapeRange:
     def pick(attr: str) -> tuple[int, ...]:
         return tuple(d if isinstance(d, int) else getattr(picked[d], attr) for d in dims)

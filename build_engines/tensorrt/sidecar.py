@@ -12,9 +12,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from build_engines.tensorrt.device import Gpu, TensorRTRuntime
+from build_engines.tensorrt.device import Gpu, TensorRTRuntime, release
+from python_models.tensorrt_sidecar import SIDECAR_NAME, VERSION_COMPATIBLE_FLAG
 
-SIDECAR_NAME = "model.plan.json"
+__all__ = ["SIDECAR_NAME", "Sidecar", "gpu_mismatch", "tensorrt_mismatch"]
 
 
 @dataclass(frozen=True)
@@ -45,15 +46,25 @@ class Sidecar:
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3])
+    return tuple(int(p) for p in (release(version) or "0.0.0").split("."))
 
 
-def tensorrt_mismatch(sidecar: Sidecar, runtime: TensorRTRuntime) -> str | None:
-    """Why this TensorRT cannot load the plan, or None."""
-    built = sidecar.tensorrt_version
+def tensorrt_mismatch(
+    sidecar: Sidecar, runtime: TensorRTRuntime, version_compatible_enabled: bool = False
+) -> str | None:
+    """Why this TensorRT (and Triton's backend config) cannot load the plan, or None.
+
+    Versions compare normalised (major.minor.patch): "10.8.0.43" from a PyPI build is the
+    "10.8.0" that libnvinfer reports."""
+    built = release(sidecar.tensorrt_version) or sidecar.tensorrt_version
+    if sidecar.build_options.get("version_compatible") and not version_compatible_enabled:
+        return (
+            "version-compatible plan: Triton must be started with "
+            f"{VERSION_COMPATIBLE_FLAG} (docker-compose.yml adds it when the repository needs it)"
+        )
     if runtime.version is None:
         return f"built with TensorRT {built}, but no TensorRT is visible here ({runtime.source})"
-    if runtime.version == built:
+    if release(runtime.version) == built:
         return None
     if sidecar.build_options.get("version_compatible"):
         # Version-compatible plans (8.6+) load on the same or a later runtime.

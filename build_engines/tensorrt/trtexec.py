@@ -12,7 +12,13 @@ Flags (TensorRT version that needs them):
   --useDLACore=N, --allowGPUFallback                              all (Jetson/DRIVE with DLA)
   --profilingVerbosity=layer_names_only|detailed|none             8.2+
   --skipInference (build only, no timing run)                     8.x+
-Repeating the --minShapes/--optShapes/--maxShapes triple adds one profile per repetition.
+Several profiles: ``--profile=N`` before each --minShapes/--optShapes/--maxShapes trio
+(samples/common/sampleOptions.cpp, 10.5 and 11.x: "Multiple --minShapes/--optShapes/--maxShapes
+without --profile are not allowed"). Tensor names are single-quoted in shape specs so that
+names holding ':' parse (sampleOptions.cpp, splitNameAndValue).
+trtexec ships in nvcr.io/nvidia/tensorrt:<yy.mm>-py3 (on PATH) and, per Triton's r24.10 QA
+scripts (qa/L0_perf_resnet/test.sh), at /usr/src/tensorrt/bin/trtexec in the tritonserver
+image, off PATH.
 No precision flags: precision is already in the ONNX (FP16 casts / Q/DQ), and 11.x removed them.
 """
 
@@ -28,18 +34,30 @@ from build_engines.tensorrt.profiles import Profile
 _HARDWARE_FLAG = {"ampere+": "ampere+", "same-compute-capability": "sameComputeCapability"}
 
 
+TRTEXEC_IN_SERVING_IMAGE = "/usr/src/tensorrt/bin/trtexec"
+TENSORRT_IMAGE = "nvcr.io/nvidia/tensorrt:<yy.mm>-py3"
+
+
 def shapes_flag(profile: Profile, which: str) -> str:
     """``name:1x3x224x224,other:...`` for --minShapes/--optShapes/--maxShapes."""
     return ",".join(
-        f"{name}:{'x'.join(str(d) for d in getattr(r, which))}" for name, r in profile.shapes
+        f"{_quoted(name)}:{'x'.join(str(d) for d in getattr(r, which))}"
+        for name, r in profile.shapes
     )
+
+
+def _quoted(name: str) -> str:
+    """trtexec splits ``name:dims`` on the last ':'; a name holding ':' must be quoted."""
+    return f"'{name}'" if ":" in name else name
 
 
 def trtexec_command(
     onnx_path: Path, plan_path: Path, profiles: Sequence[Profile], options: TensorRTOptions
 ) -> list[str]:
     command = ["trtexec", f"--onnx={onnx_path}", f"--saveEngine={plan_path}", "--stronglyTyped"]
-    for profile in profiles:
+    for index, profile in enumerate(profiles):
+        if len(profiles) > 1:
+            command.append(f"--profile={index}")
         command += [
             f"--minShapes={shapes_flag(profile, 'min')}",
             f"--optShapes={shapes_flag(profile, 'opt')}",
@@ -77,5 +95,13 @@ def reproduce_script(command: Sequence[str], rebuild: str, header: str) -> str:
         "# same GPU model). The kit's own command for the same build:\n"
         f"#   {rebuild}\n"
         "set -euo pipefail\n"
-        f"{render(command)}\n"
+        "# trtexec: $TRTEXEC, else on PATH (nvcr.io/nvidia/tensorrt images), else where the\n"
+        f"# tritonserver image keeps it ({TRTEXEC_IN_SERVING_IMAGE}).\n"
+        f'TRTEXEC="${{TRTEXEC:-$(command -v trtexec || echo {TRTEXEC_IN_SERVING_IMAGE})}}"\n'
+        'if [ ! -x "$TRTEXEC" ]; then\n'
+        f'    echo "trtexec not found; run this in {TENSORRT_IMAGE} (same TensorRT as the '
+        f'server) or set TRTEXEC" >&2\n'
+        "    exit 127\n"
+        "fi\n"
+        f'"$TRTEXEC" \\\n    {render(command[1:])}\n'
     )

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
-import onnxruntime as ort
 
 from python_models.base import Arrays, InvalidInput, PythonModel
+from python_models.ort_session import SessionSettings, create_session
 
 
 class TritonPythonModel(PythonModel):
@@ -29,9 +29,9 @@ class TritonPythonModel(PythonModel):
         path = self.version_dir / filename
         if not path.exists():
             raise FileNotFoundError(f"{path} not found; build it with `python -m build_engines`")
-        self.session = ort.InferenceSession(
-            str(path), self._session_options(), providers=["CPUExecutionProvider"]
-        )
+        # Threads, execution mode and any ``session.*`` config entry, read from the config
+        # parameters the way the native backend reads them (python_models.ort_session).
+        self.session = create_session(path, SessionSettings.from_parameters(self.params.as_dict()))
         self.onnx_input_dtypes = {
             node.name: _ORT_TO_NUMPY.get(node.type, np.float32)
             for node in self.session.get_inputs()
@@ -40,20 +40,6 @@ class TritonPythonModel(PythonModel):
         if missing:
             raise ValueError(f"config inputs {sorted(missing)} are not inputs of {filename}")
         self.output_names = list(self.output_dtypes)
-
-    def _session_options(self) -> ort.SessionOptions:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.params.int("intra_op_thread_count", 0)
-        options.inter_op_num_threads = self.params.int("inter_op_thread_count", 0)
-        if self.params.int("execution_mode", 0) == 1:
-            options.execution_mode = ort.ExecutionMode.ORT_PARALLEL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # ONNX Runtime session config entries pass through by their own names, e.g.
-        # "session.intra_op.allow_spinning" = "0" stops idle threads spinning on shared cores.
-        for key, value in self.params.as_dict().items():
-            if key.startswith("session."):
-                options.add_session_config_entry(key, value)
-        return options
 
     def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
         """Run requests of equal non-batch shape as one session call; split the results."""

@@ -1,0 +1,22 @@
+"""Names and defaults that the build, the served models and the client must agree on.
+
+Defined once here, on the server side. ``client/`` must stay installable on its own, so
+it keeps a copy; ``tests/test_contracts.py`` checks that the copy matches.
+"""
+
+from __future__ import annotations
+
+# resnet50 ensemble: one encoded image in, top-k classes out.
+IMAGE = "IMAGE"
+CLASS_IDS = "CLASS_IDS"
+SCORES = "SCORES"
+LABELS = "LABELS"
+CLASSIFY_OUTPUTS = (CLASS_IDS, SCORES, LABELS)
+
+# Which client SDK method serves which model family (client.base.DEFAULT_MODELS inverts it).
+FAMILY_METHODS = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
+
+
+def family_of(model_name: str) -> str:
+    """The family a served model belongs to: ``bert_model`` -> ``bert``, ``nmt`` -> ``nmt``."""
+    return model_name.split("_")[0]
