@@ -78,7 +78,7 @@ def test_timeout_of() -> None:
 def test_as_list_and_raise_first() -> None:
     assert as_list("a") == ["a"] and as_list(b"a") == [b"a"] and as_list(("a", "b")) == ["a", "b"]
     assert raise_first([1, 2]) == [1, 2]
-    with pytest.raises(InvalidInputError, match="item 1: bad") as raised:
+    with pytest.raises(InvalidInputError, match="item 1: bad"):
         raise_first([1, InvalidInputError("bad", "400"), ServerError("later")])
     with pytest.raises(KeyError):
         raise_first([1, KeyError("k")])
