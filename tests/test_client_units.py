@@ -40,6 +40,13 @@ def _server(message: str, status: str | None) -> InferenceServerException:
         ("bad shape", "400", InvalidInputError),
         ("boom", "StatusCode.INTERNAL", ServerError),
         ("boom", "500", ServerError),
+        # The status alone decides when the wording carries no hint.
+        ("x", "StatusCode.DEADLINE_EXCEEDED", DeadlineExceededError),
+        ("Deadline Exceeded", None, DeadlineExceededError),
+        ("x", "StatusCode.NOT_FOUND", ModelUnavailableError),
+        ("x", "404", ModelUnavailableError),
+        ("x", "503", ModelUnavailableError),
+        ("x", "StatusCode.INVALID_ARGUMENT", InvalidInputError),
     ],
 )
 def test_server_exceptions_map_to_the_hierarchy(message, status, expected) -> None:
@@ -47,11 +54,14 @@ def test_server_exceptions_map_to_the_hierarchy(message, status, expected) -> No
     assert type(error) is expected or isinstance(error, expected)
     assert isinstance(error, TritonClientError)
     assert message in str(error)
+    if status:
+        assert error.status, "the status must be kept (in whatever normalised form)"
 
 
 @pytest.mark.parametrize("exc", [asyncio.TimeoutError(), TimeoutError("t"), TimeoutError()])
 def test_python_timeouts_are_deadline_exceeded(exc: BaseException) -> None:
-    assert isinstance(translate_error(exc), DeadlineExceededError)
+    error = translate_error(exc)
+    assert isinstance(error, DeadlineExceededError) and str(error)
 
 
 def test_other_exceptions_are_server_errors_and_ours_pass_through() -> None:
