@@ -70,12 +70,13 @@ bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every fa
 
 mutation: $(STAMP) ## Mutation score over python_models, client, loadtest summary/recorder, server/backends (slow; not in CI)
 	rm -rf mutants
-	$(VENV)/bin/mutmut run --max-children 2 $(MUTATION_SELECT)
+	MODEL_REPOSITORY=$(CURDIR)/$(REPO) $(VENV)/bin/mutmut run --max-children 2 $(MUTATION_SELECT)
 	$(VENV)/bin/mutmut results
 
 plans-dry-run: models ## TensorRT plan of work and trtexec command for every ONNX model (no TensorRT needed)
 	$(PY) -m build_engines.tensorrt --precision fp16
 
+MUTATION_SELECT ?=
 LOADTEST_STEPS ?= 1,2,4,8
 LOADTEST_STEP_TIME ?= 12
 LOADTEST_SETTLE_TIME ?= 4
