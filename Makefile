@@ -68,7 +68,7 @@ bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2
 bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision
 
-mutation: $(STAMP) ## Mutation score over python_models, client, loadtest summary/recorder, server/backends (slow; not in CI)
+mutation: models ## Mutation score over python_models, client, loadtest summary/recorder, server/backends (slow; not in CI)
 	rm -rf mutants
 	MODEL_REPOSITORY=$(CURDIR)/$(REPO) $(VENV)/bin/mutmut run --max-children 2 $(MUTATION_SELECT)
 	$(VENV)/bin/mutmut results
