@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen loadtest soak plans-dry-run lint format clean
+.PHONY: help setup models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen loadtest soak plans-dry-run mutation lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -83,9 +83,15 @@ bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2
 bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision
 
+mutation: models ## Mutation score over python_models, client, loadtest summary/recorder, server/backends (slow; not in CI)
+	rm -rf mutants
+	MODEL_REPOSITORY=$(CURDIR)/$(REPO) $(VENV)/bin/mutmut run --max-children 2 $(MUTATION_SELECT)
+	$(VENV)/bin/mutmut results
+
 plans-dry-run: models ## TensorRT plan of work and trtexec command for every ONNX model (no TensorRT needed)
 	$(PY) -m build_engines.tensorrt --precision fp16
 
+MUTATION_SELECT ?=
 LOADTEST_STEPS ?= 1,2,4,8
 LOADTEST_STEP_TIME ?= 12
 LOADTEST_SETTLE_TIME ?= 4

@@ -34,6 +34,9 @@ from build_engines.steps import StepLog, StepSkipped, info, warn
 FAMILY = "resnet50"
 NUM_CLASSES = 1000
 DEFAULT_MAX_BATCH = 16
+# Pre/post-processing batch too: concurrent requests share an execute call, so one bad
+# image must fail alone inside a real batch (tests assert executions < requests).
+PRE_POST_QUEUE_DELAY_US = 1000
 
 
 @dataclass
@@ -220,6 +223,7 @@ def write_repository(
                 "min_image_side": 8,
             },
             instances=args.instances,
+            dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
         ),
         {"model.py": python_shim("python_models.image.ImagePreprocessor")},
     )
@@ -236,6 +240,7 @@ def write_repository(
             ],
             max_batch,
             parameters={"top_k": 5, "labels_file": "labels.txt"},
+            dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
         ),
         {
             "model.py": python_shim("python_models.image.TopKPostprocessor"),

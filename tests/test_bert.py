@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from client import AsyncTritonClient, InvalidInputError, TritonClient
+from tests.batching import co_batched
 from tests.conftest import require_models
 
 COSINE_MIN = 0.9999
@@ -150,7 +151,7 @@ def test_bad_text_is_rejected_with_reason(triton_client: TritonClient, name: str
 
 
 def test_bad_texts_fail_alone_in_a_concurrent_batch(
-    triton_client: TritonClient, reference: Any
+    triton_client: TritonClient, triton_server: Any, reference: Any
 ) -> None:
     """Good and bad requests arrive together; only the bad ones fail."""
     good = SENTENCES[4:14]
@@ -164,7 +165,10 @@ def test_bad_texts_fail_alone_in_a_concurrent_batch(
         except InvalidInputError as exc:
             return exc
 
-    with ThreadPoolExecutor(len(items)) as pool:
+    with (
+        co_batched(triton_server.grpc_url, "bert_preprocess", len(items)),
+        ThreadPoolExecutor(len(items)) as pool,
+    ):
         results = list(pool.map(one, items))
     served = [r for r in results if not isinstance(r, Exception)]
     failed = [r for r in results if isinstance(r, Exception)]

@@ -178,7 +178,9 @@ def test_step_results_use_only_the_measured_window() -> None:
     (result,) = step_results(meta, arrays, "grpc")
     assert (result.requests, result.failures) == (4, 1)
     assert result.error_ratio == pytest.approx(0.25)
-    assert result.p50_ms == pytest.approx(2.0) and result.p99_ms < 3.01
+    # Successful in-window samples are 1, 2, 3 ms: linear-interpolated percentiles, exactly.
+    percentiles = (result.p50_ms, result.p90_ms, result.p95_ms, result.p99_ms)
+    assert percentiles == pytest.approx((2.0, 2.8, 2.9, 2.98), abs=1e-9)
     assert result.throughput_rps == pytest.approx(1.5)
     (server,) = result.server  # "other" served nothing in the window
     assert server.model == "resnet50"
@@ -222,3 +224,81 @@ def test_slo_breaches_name_protocol_model_step_and_value() -> None:
     (breach,) = slo.breaches([_result(5, failures=2)])
     assert "error ratio 0.0200 > 0.01 (2 of 100 failed)" in breach
     assert "no request completed" in slo.breaches([_result(math.nan, requests=0)])[0]
+
+
+def test_percentiles_of_a_known_distribution() -> None:
+    """1..1000 ms in shuffled order: the k-th percentile is k*9.99 + 1 (linear interpolation)."""
+    values = np.random.default_rng(5).permutation(np.arange(1.0, 1001.0))
+    meta = {
+        "models": ["bert"],
+        "steps": [
+            {
+                "index": 0,
+                "users": 1,
+                "start": 0.0,
+                "measure_start": 0.0,
+                "end": 10.0,
+                "stats_start": {},
+                "stats_end": {},
+            }
+        ],
+    }
+    arrays = {
+        "t": np.linspace(0.5, 9.5, values.size),
+        "ms": values,
+        "model": np.zeros(values.size, dtype=np.uint16),
+        "ok": np.ones(values.size, dtype=bool),
+    }
+    (result,) = step_results(meta, arrays, "http")
+    got = (result.p50_ms, result.p90_ms, result.p95_ms, result.p99_ms)
+    assert got == pytest.approx((500.5, 900.1, 950.05, 990.01), abs=1e-6)
+    assert result.requests == 1000 and result.failures == 0
+    assert result.throughput_rps == pytest.approx(100.0)
+
+
+def test_server_time_per_request_sums_the_compute_parts() -> None:
+    from loadtest.summary import ServerTime
+    from loadtest.triton_stats import ModelCounters
+
+    delta = ModelCounters(
+        success_count=4,
+        queue_ns=8_000_000,
+        compute_input_ns=1_000_000,
+        compute_infer_ns=6_000_000,
+        compute_output_ns=1_000_000,
+    )
+    time = ServerTime.of("bert", delta)
+    assert (time.model, time.requests) == ("bert", 4)
+    assert time.queue_ms == pytest.approx(2.0, rel=1e-9)
+    assert time.compute_ms == pytest.approx(2.0, rel=1e-9)
+    one = ServerTime.of("bert", ModelCounters(success_count=1, queue_ns=3_000_000))
+    assert one.queue_ms == pytest.approx(3.0, rel=1e-9)
+
+
+def test_window_length_platform_and_empty_window() -> None:
+    meta = {
+        "models": ["bert"],
+        "platforms": {"bert": "ensemble"},
+        "steps": [
+            {
+                "index": 0,
+                "users": 1,
+                "start": 10.0,
+                "measure_start": 12.0,
+                "end": 15.0,
+                "stats_start": {},
+                "stats_end": {},
+            }
+        ],
+    }
+    arrays = {
+        "t": np.array([20.0]),  # nothing completed inside the window
+        "ms": np.array([1.0]),
+        "model": np.zeros(1, dtype=np.uint16),
+        "ok": np.array([True]),
+    }
+    (result,) = step_results(meta, arrays, "grpc")
+    assert result.window_s == pytest.approx(3.0)
+    assert result.platform == "ensemble"
+    assert result.requests == 0
+    assert all(np.isnan(v) for v in (result.p50_ms, result.p90_ms, result.p95_ms, result.p99_ms))

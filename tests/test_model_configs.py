@@ -41,7 +41,11 @@ def test_ensembles_compose_existing_models_within_batch_limits(model_repository:
 
 
 def test_python_models_are_one_line_shims(model_repository: Path) -> None:
-    for model_py in model_repository.glob("*/1/model.py"):
+    shims = sorted(model_repository.glob("*/1/model.py"))
+    names = {path.parent.parent.name for path in shims}
+    expected = {"resnet50_preprocess", "resnet50_postprocess", "bert_preprocess", "nmt"}
+    assert expected <= names, f"python models missing from {model_repository}: {names}"
+    for model_py in shims:
         code = [
             line
             for line in model_py.read_text().splitlines()

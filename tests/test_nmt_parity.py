@@ -133,7 +133,8 @@ def test_default_model_matches_hf_generate(default_model, beam, max_length, leng
     assert served.ids(texts, beam, max_length, length_penalty) == expected
 
 
-@pytest.mark.slow
+# Not slow (~40 s with its build): ends at varied lengths, so it is what catches a wrong
+# length penalty in every CI run.
 @pytest.mark.parametrize(
     ("beam", "max_length", "length_penalty"),
     [(1, 24, 1.0), (4, 24, 1.0), (5, 16, 0.5), (3, 20, 2.0), (2, 8, -1.0)],
@@ -148,7 +149,6 @@ def test_random_marian_matches_hf_generate(random_model, beam, max_length, lengt
     assert len(lengths) >= 2, "the reference should end hypotheses at varied lengths"
 
 
-@pytest.mark.slow
 def test_random_marian_detokenises_like_marian_tokenizer(random_model):
     _, tokenizer, served = random_model
     texts = _random_sources(24)
@@ -167,3 +167,34 @@ def test_default_model_meets_the_quality_bar_in_process(default_model):
     exact = sum(g == corpus.french(n) for g, n in zip(got, split.test, strict=True)) / len(texts)
     assert len(texts) == 500
     assert exact >= 0.95
+
+
+@pytest.fixture(scope="module")
+def repository_model():
+    """The checkpoint as `make models` already exported it: no rebuild, so CI runs this."""
+    from transformers import MarianMTModel, MarianTokenizer
+
+    from tests.conftest import MODEL_REPOSITORY, require_models
+
+    require_models("nmt", "nmt_encoder", "nmt_decoder")
+    model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT)).eval()
+    tokenizer = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
+    served = InProcess(
+        model,
+        MODEL_REPOSITORY / "nmt" / "1",
+        MODEL_REPOSITORY / "nmt_encoder" / "1" / "model.onnx",
+        MODEL_REPOSITORY / "nmt_decoder" / "1" / "model.onnx",
+    )
+    return model, tokenizer, served
+
+
+@pytest.mark.parametrize(
+    ("beam", "max_length", "length_penalty"),
+    [(1, 64, 1.0), (3, 12, 0.6)],
+)
+def test_built_model_matches_hf_generate_fast(repository_model, beam, max_length, length_penalty):
+    """A small subset of the slow parity, every CI run: short limits make length penalties bite."""
+    model, tokenizer, served = repository_model
+    texts = _held_out(16)
+    expected = hf_generate(model, tokenizer, texts, beam, max_length, length_penalty)
+    assert served.ids(texts, beam, max_length, length_penalty) == expected

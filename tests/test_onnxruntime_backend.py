@@ -50,8 +50,11 @@ def backend_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonS
         [Tensor("y", "FP32", (-1, -1)), Tensor("ids", "INT64", (-1, -1))],
         max_batch_size=0,
     )
+    # Same graph, different intra-op thread counts: their stubs' thread counts must differ.
+    one_thread = onnx_model_config("affine_t1", *io, max_batch_size=8, threads=1)
+    five_threads = onnx_model_config("affine_t5", *io, max_batch_size=8, threads=5)
     repo = root / "repo"
-    for config in (batched, unbatched):
+    for config in (batched, unbatched, one_thread, five_threads):
         write_model(repo, config, {"model.onnx": onnx_path})
     config = ServerConfig(
         model_repository=repo,
@@ -108,6 +111,29 @@ def test_instance_count_and_threads_come_from_the_config(backend_server: TritonS
     assert config["parameters"]["intra_op_thread_count"]["string_value"] == "1"
     log = backend_server.read_log()
     assert "affine_0_0" in log and "affine_0_1" in log, "expected two model instances"
+
+
+def _stub_threads(server: TritonServer, model: str) -> int:
+    """Threads of the python stub process that serves ``model`` (observed, not configured)."""
+    import psutil
+
+    root = psutil.Process(server._process.pid)
+    stubs = [
+        child
+        for child in root.children(recursive=True)
+        if any(f"/{model}/" in part or part.endswith(f"/{model}") for part in child.cmdline())
+    ]
+    assert len(stubs) == 1, [c.cmdline() for c in root.children(recursive=True)]
+    return stubs[0].num_threads()
+
+
+def test_session_applies_the_intra_op_thread_count(backend_server: TritonServer) -> None:
+    """ONNX Runtime starts intra_op_num_threads - 1 pool threads: 5 threads -> 4 more than 1."""
+    x = np.ones((1, 2), dtype=np.float32)
+    for model in ("affine_t1", "affine_t5"):
+        np.testing.assert_array_equal(_infer(backend_server, model, x)["y"], x * 2 + 1)
+    extra = _stub_threads(backend_server, "affine_t5") - _stub_threads(backend_server, "affine_t1")
+    assert extra == 4
 
 
 def test_oversized_batch_is_rejected(backend_server: TritonServer) -> None:

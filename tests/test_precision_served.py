@@ -15,13 +15,17 @@ import torch
 
 from build_engines import engines
 from build_engines.onnx_export import export
-from build_engines.precision.report import cosine_rows, session
+from build_engines.precision.report import session
 from build_engines.repository import Tensor, onnx_model_config, write_model
 
 
 def _feeds(count: int, seed: int):
     rng = np.random.default_rng(seed)
     return [{"x": rng.standard_normal((4, 32), dtype=np.float32)} for _ in range(count)]
+
+
+# Lowest per-row cosine to FP32 that a correct lowering keeps (computed here, not imported).
+MIN_COSINE = {"tiny_fp16": 0.999, "tiny_int8": 0.98}
 
 
 @pytest.mark.slow
@@ -66,5 +70,8 @@ def test_lowered_models_are_served_by_triton(tmp_path: Path) -> None:
             expected = session(path).run(None, {"x": batch})[0]
             np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
             reference = session(fp32).run(None, {"x": batch})[0]
-            assert np.mean(cosine_rows(reference, served)) > 0.9  # still the same function
+            cosine = np.sum(reference * served, axis=1) / (
+                np.linalg.norm(reference, axis=1) * np.linalg.norm(served, axis=1)
+            )
+            assert cosine.min() > MIN_COSINE[name], (name, cosine)
         client.close()

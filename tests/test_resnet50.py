@@ -12,7 +12,7 @@ from PIL import Image
 from client import AsyncTritonClient, Classification, TritonClient
 from tests.conftest import require_models
 from tests.images import case_bytes
-from tests.reference import resnet50_reference
+from tests.reference import imagenet_label, resnet50_reference
 
 CASES = case_bytes()
 SCORE_TOLERANCE = 1e-4
@@ -28,7 +28,7 @@ def assert_matches_reference(result: Classification, repository: Path, data: byt
     assert result.class_ids == ids.tolist()
     np.testing.assert_allclose(result.scores, scores, rtol=0, atol=SCORE_TOLERANCE)
     assert result.scores == sorted(result.scores, reverse=True)
-    assert all(p.label for p in result.predictions)
+    assert [p.label for p in result.predictions] == [imagenet_label(i) for i in ids]
 
 
 def test_cases_cover_modes_formats_and_sizes() -> None:
@@ -80,6 +80,24 @@ def test_accepts_path_and_pil_image(
 def test_top_k_out_of_range_is_refused_before_sending(triton_client: TritonClient) -> None:
     with pytest.raises(ValueError, match="top_k"):
         triton_client.classify(CASES[0][1], top_k=6)
+
+
+def test_labels_are_imagenet_names_by_id(triton_client: TritonClient) -> None:
+    """Every served label is the ImageNet-1k name of its own id (an off-by-one shifts them)."""
+    for _, data in CASES[:4]:
+        for prediction in triton_client.classify(data).predictions:
+            assert prediction.label == imagenet_label(prediction.class_id), prediction
+
+
+def test_reference_preprocessing_uses_rgb_order_of_the_constants() -> None:
+    """A flat mid-grey image normalises to the known per-channel values, R then G then B."""
+    from tests.images import encode
+    from tests.reference import reference_pixels
+
+    grey = encode(Image.new("RGB", (300, 300), (128, 128, 128)), "PNG")
+    pixels = reference_pixels(grey)
+    expected = [(128 / 255 - m) / s for m, s in [(0.485, 0.229), (0.456, 0.224), (0.406, 0.225)]]
+    np.testing.assert_allclose(pixels[:, 100, 100], expected, rtol=1e-6)
 
 
 def test_metadata_and_readiness(triton_client: TritonClient) -> None:

@@ -11,12 +11,12 @@ import pytest
 from PIL import Image
 
 from client import InvalidInputError, TritonClient
-from python_models.image import ImageLimits
+from tests.batching import co_batched
 from tests.conftest import require_models
 from tests.images import encode, jpeg, make_image
-from tests.reference import resnet50_reference
+from tests.reference import imagenet_label, resnet50_reference
 
-LIMITS = ImageLimits()
+MAX_BYTES = 20 * 1024 * 1024  # the documented limit, restated rather than imported
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,7 +36,7 @@ BAD_IMAGES = {
     "text-file": (b"name,value\nalpha,1\nbeta,2\n" * 20, "not a decodable image"),
     "one-pixel": (encode(Image.new("RGB", (1, 1)), "PNG"), "at least 8 pixels"),
     "too-many-pixels": (None, "the limit is 40000000 pixels"),
-    "too-many-bytes": (None, f"the limit is {LIMITS.max_bytes} bytes"),
+    "too-many-bytes": (None, f"the limit is {MAX_BYTES} bytes"),
 }
 
 
@@ -45,7 +45,7 @@ def _payload(name: str) -> bytes:
     if name == "too-many-pixels":
         return _huge_png()
     if name == "too-many-bytes":
-        return jpeg() + os.urandom(LIMITS.max_bytes)  # a valid JPEG with trailing junk
+        return jpeg() + os.urandom(MAX_BYTES)  # a valid JPEG with trailing junk
     return data
 
 
@@ -57,11 +57,12 @@ def test_bad_image_is_rejected_with_reason(triton_client: TritonClient, name: st
 
 
 def test_one_corrupt_image_in_a_batch_fails_alone(
-    triton_client: TritonClient, model_repository: Path
+    triton_client: TritonClient, triton_server, model_repository: Path
 ) -> None:
     good = [encode(make_image(200 + 10 * i, 180, "RGB", i), "PNG") for i in range(6)]
     batch = [*good[:3], jpeg()[:500], *good[3:]]
-    results = triton_client.classify_batch(batch, return_exceptions=True)
+    with co_batched(triton_server.grpc_url, "resnet50_preprocess", len(batch)):
+        results = triton_client.classify_batch(batch, return_exceptions=True)
     assert isinstance(results[3], InvalidInputError)
     assert "could not be decoded" in str(results[3])
     for data, result in zip(good, results[:3] + results[4:], strict=True):
@@ -75,12 +76,18 @@ def test_batch_without_return_exceptions_names_the_item(triton_client: TritonCli
         triton_client.classify_batch([jpeg(), b"not an image"])
 
 
-def test_unsupported_type_in_pil_is_converted(triton_client: TritonClient) -> None:
-    """CMYK is not in the test matrix's modes but must still classify (converted to RGB)."""
+def test_unsupported_type_in_pil_is_converted(
+    triton_client: TritonClient, model_repository: Path
+) -> None:
+    """CMYK is not in the test matrix's modes but must classify as its RGB conversion does."""
     cmyk = make_image(120, 90, "RGB", 7).convert("CMYK")
     buffer = io.BytesIO()
     cmyk.save(buffer, format="JPEG")
-    assert len(triton_client.classify(buffer.getvalue()).predictions) == 5
+    result = triton_client.classify(buffer.getvalue())
+    ids, scores = resnet50_reference(model_repository, buffer.getvalue())
+    assert result.class_ids == ids.tolist()
+    np.testing.assert_allclose(result.scores, scores, rtol=0, atol=1e-4)
+    assert [p.label for p in result.predictions] == [imagenet_label(i) for i in ids]
 
 
 def _raw_infer(url: str, array: np.ndarray, dtype: str) -> None:
