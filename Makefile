@@ -39,7 +39,11 @@ $(REPO)/.nmt.built: $(BUILD_DEPS) $(wildcard assets/nmt-en-fr-numbers/*)
 	$(PY) -m build_engines nmt
 	@touch $@
 
-MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built $(REPO)/.nmt.built
+$(REPO)/.nmt_rnn.built: $(BUILD_DEPS) $(wildcard assets/nmt-rnn-en-fr-numbers/* assets/nmt-en-fr-numbers/*)
+	$(PY) -m build_engines nmt --architecture rnn
+	@touch $@
+
+MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built $(REPO)/.nmt.built $(REPO)/.nmt_rnn.built
 
 models: $(MODELS) ## Build every model into model_repository/ (skips what is up to date)
 

@@ -76,9 +76,12 @@ class AsyncTritonClient(ClientBase):
         max_length: int | None = None,
         *,
         timeout: float | Timeout | None = None,
+        model: str | None = None,
     ) -> list[str]:
+        name = model or self.models["translate"]
+
         async def one(text: str) -> str:
-            call = codecs.translate_call(text, beam_size, max_length, self.models["translate"])
+            call = codecs.translate_call(text, beam_size, max_length, name)
             return codecs.parse_translation(await self._infer(call, timeout))
 
         return raise_first(await self._map(one, as_list(texts)))

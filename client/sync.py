@@ -98,11 +98,14 @@ class TritonClient(ClientBase):
         max_length: int | None = None,
         *,
         timeout: float | Timeout | None = None,
+        model: str | None = None,
     ) -> list[str]:
-        """Translations in input order; ``beam_size=1`` is greedy decoding."""
+        """Translations in input order; ``beam_size=1`` is greedy decoding; ``model``
+        picks another translation model with nmt's inputs (e.g. ``"nmt_rnn"``)."""
+        name = model or self.models["translate"]
 
         def one(text: str) -> str:
-            call = codecs.translate_call(text, beam_size, max_length, self.models["translate"])
+            call = codecs.translate_call(text, beam_size, max_length, name)
             return codecs.parse_translation(self._infer(call, timeout))
 
         return raise_first(self._map(one, as_list(texts)))
