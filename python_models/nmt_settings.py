@@ -68,7 +68,7 @@ def from_parameters(params: ModelParameters) -> tuple[DecodeSettings, Limits]:
         forced_eos=params.bool("forced_eos"),
         length_penalty=params.float("length_penalty"),
         early_stopping=_early_stopping(params.str("early_stopping")),
-        recurrent_state=params.bool("recurrent_state", "false"),
+        recurrent_state=params.bool("recurrent_state", False),
     )
     limits = Limits(
         default_beam_size=params.int("default_beam_size"),

@@ -29,7 +29,8 @@ from python_models.nmt_settings import Limits
 
 BLS, ENCODER, DECODER = "nmt_rnn", "nmt_rnn_encoder", "nmt_rnn_decoder"
 TOKENIZER_CHECKPOINT = DEFAULT_CHECKPOINT  # vocabularies, split and generation rules
-MAX_LENGTH = 64  # as the Transformer's generation config and positions allow
+MAX_LENGTH = 64  # default, as in the Transformer's generation config
+MAX_POSITIONS = 128  # request limits as the Transformer's (same errors for the same input)
 
 
 def decode_settings(model: RnnTranslator) -> DecodeSettings:
@@ -53,8 +54,8 @@ def limits(model: RnnTranslator, max_beam_size: int) -> Limits:
         default_beam_size=min(4, max_beam_size),
         max_beam_size=min(max_beam_size, (model.config.vocab_size - 1) // 2),
         default_max_length=MAX_LENGTH,
-        max_target_length=MAX_LENGTH,
-        max_source_length=MAX_LENGTH,
+        max_target_length=MAX_POSITIONS,
+        max_source_length=MAX_POSITIONS,
     )
 
 
