@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup models system-deps demo test serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen loadtest plans-dry-run lint format clean
+.PHONY: help setup models system-deps demo test serve bench bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen loadtest plans-dry-run lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ bench-bert: models ## Benchmark BERT: in-process ORT vs Triton, buckets vs max p
 bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2
 	$(PY) -m benchmarks.nmt
 
+bench-nmt-rnn: models ## Benchmark the recurrent NMT (nmt_rnn) beside the Transformer
+	$(PY) -m benchmarks.nmt_rnn
+
 bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision
 
@@ -94,7 +97,7 @@ loadtest: models ## Stepped Locust load on the embedded Triton; reports in repor
 bench-loadgen: $(STAMP) ## Calibrate the Locust load generator against a plain asyncio client
 	$(PY) -m benchmarks.loadgen
 
-bench: bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen ## Run every benchmark
+bench: bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen ## Run every benchmark
 
 lint: system-deps ## ruff, and check that server-side Python runs on the container's 3.10
 	$(VENV)/bin/ruff check .

@@ -221,3 +221,29 @@ def test_served_configs_say_which_state_the_decoder_keeps(model) -> None:
     assert _served_settings("nmt_rnn") == decode_settings(model)
     assert _served_settings("nmt_rnn").recurrent_state is True
     assert _served_settings("nmt").recurrent_state is False
+
+
+def test_tensorrt_dry_run_plans_both_graphs(tmp_path, capsys) -> None:
+    """The plan of work for the served ONNX files: profiles cover rows = batch x beams."""
+    from build_engines.tensorrt.__main__ import main
+
+    require_models("nmt_rnn_encoder", "nmt_rnn_decoder")
+    argv = ["--output-repository", str(MODEL_REPOSITORY), "--work-dir", str(tmp_path / "b")]
+    code = main([*argv, "--precision", "fp16", "nmt_rnn_encoder", "nmt_rnn_decoder"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "plan of work for nmt_rnn_encoder" in out and "plan of work for nmt_rnn_decoder" in out
+    assert "past_kv:1x1x512x192" in out  # max rows: batch 32 x beam 16
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_sentence_encodes_the_same_in_any_batch(model, tokenizer) -> None:
+    """Padding after a short sentence must not reach it (the backward GRU included)."""
+    short, long = encode(tokenizer, ["seven", SAMPLE], False)
+    alone = torch.tensor([short])
+    padded = torch.tensor([short + [139] * (len(long) - len(short)), long])
+    with torch.no_grad():
+        memory_alone, _ = model.encode(alone, torch.ones_like(alone))
+        memory_batched, _ = model.encode(padded, (padded != 139).long())
+    difference = (memory_batched[0, : len(short)] - memory_alone[0]).abs().max().item()
+    assert difference < 1e-6

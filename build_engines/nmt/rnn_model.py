@@ -51,14 +51,15 @@ class RnnConfig:
 
 
 class RnnTranslator(nn.Module):
-    """Bidirectional GRU encoder, GRU decoder, Luong general attention, tied-free output."""
+    """Bidirectional GRU encoder, GRU decoder, Luong general attention."""
 
     def __init__(self, config: RnnConfig) -> None:
         super().__init__()
         self.config = config
         h = config.hidden
         self.embed = nn.Embedding(config.vocab_size, config.embed_dim)
-        self.encoder = nn.GRU(config.embed_dim, h // 2, batch_first=True, bidirectional=True)
+        self.forward_rnn = nn.GRU(config.embed_dim, h // 2, batch_first=True)
+        self.backward_rnn = nn.GRU(config.embed_dim, h // 2, batch_first=True)
         self.values = nn.Linear(h, h, bias=False)
         self.keys = nn.Linear(h, h, bias=False)
         self.decoder = nn.GRU(config.embed_dim, h, num_layers=config.layers, batch_first=True)
@@ -66,9 +67,18 @@ class RnnTranslator(nn.Module):
         self.output = nn.Linear(h, config.vocab_size)
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
-        """Memory ``[batch, src, hidden]`` and cross state ``[1, 2, batch, src, hidden]``."""
-        embedded = self.embed(input_ids) * attention_mask.unsqueeze(-1).to(torch.float32)
-        memory, _ = self.encoder(embedded)
+        """Memory ``[batch, src, hidden]`` and cross state ``[1, 2, batch, src, hidden]``.
+
+        The backward GRU reads each sentence reversed within its own length, so padding
+        never precedes real tokens in either direction: a sentence encodes the same
+        whatever it is batched with (which Triton's dynamic batching relies on).
+        """
+        embedded = self.embed(input_ids)
+        flip = _reverse_within_length(attention_mask).unsqueeze(-1)
+        forward, _ = self.forward_rnn(embedded)
+        backward, _ = self.backward_rnn(embedded.gather(1, flip.expand_as(embedded)))
+        backward = backward.gather(1, flip.expand_as(backward))
+        memory = torch.cat([forward, backward], dim=-1)
         cross = torch.stack([self.keys(memory), self.values(memory)]).unsqueeze(0)
         return memory, cross
 
@@ -92,6 +102,14 @@ class RnnTranslator(nn.Module):
         _, cross = self.encode(input_ids, attention_mask)
         state = self.initial_state(input_ids.shape[0]).to(cross.device)
         return self.decode(decoder_input_ids, attention_mask, cross, state)[0]
+
+
+def _reverse_within_length(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Index ``[batch, src]`` reversing each row's first ``length`` positions (an involution)."""
+    lengths = attention_mask.sum(dim=1, keepdim=True)
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    positions = positions.unsqueeze(0).expand_as(attention_mask)
+    return torch.where(positions < lengths, lengths - 1 - positions, positions)
 
 
 def load(directory: Path) -> RnnTranslator:

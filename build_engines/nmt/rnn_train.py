@@ -25,7 +25,7 @@ from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode, pad_batch
 class RnnTrainSettings:
     seed: int = 1234
     examples: int = 100_000
-    steps: int = 4000
+    steps: int = 2500
     batch_size: int = 64
     learning_rate: float = 3e-3
     threads: int = 1
