@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen loadtest soak plans-dry-run mutation lint format clean
+.PHONY: help setup models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen loadtest soak plans-dry-run mutation lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -39,7 +39,11 @@ $(REPO)/.nmt.built: $(BUILD_DEPS) $(wildcard assets/nmt-en-fr-numbers/*)
 	$(PY) -m build_engines nmt
 	@touch $@
 
-MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built $(REPO)/.nmt.built
+$(REPO)/.nmt_rnn.built: $(BUILD_DEPS) $(wildcard assets/nmt-rnn-en-fr-numbers/* assets/nmt-en-fr-numbers/*)
+	$(PY) -m build_engines nmt --architecture rnn
+	@touch $@
+
+MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built $(REPO)/.nmt.built $(REPO)/.nmt_rnn.built
 
 models: $(MODELS) ## Build every model into model_repository/ (skips what is up to date)
 
@@ -80,6 +84,9 @@ bench-bert: models ## Benchmark BERT: in-process ORT vs Triton, buckets vs max p
 bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2
 	$(PY) -m benchmarks.nmt
 
+bench-nmt-rnn: models ## Benchmark the recurrent NMT (nmt_rnn) beside the Transformer
+	$(PY) -m benchmarks.nmt_rnn
+
 bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision
 
@@ -117,7 +124,7 @@ SOAK_LOAD ?= 0.8
 soak: models ## Mixed traffic at SOAK_LOAD (0.8) of measured max for SOAK_MINUTES (30): errors, p99 drift, RSS per process
 	$(PY) -m benchmarks.soak --minutes $(SOAK_MINUTES) --load $(SOAK_LOAD)
 
-bench: bench-resnet50 bench-bert bench-nmt bench-precision bench-loadgen ## Run every benchmark
+bench: bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen ## Run every benchmark
 
 lint: system-deps ## ruff, mypy on the client SDK, and check that server-side Python runs on the container's 3.10
 	$(VENV)/bin/ruff check .

@@ -137,12 +137,14 @@ class AsyncTritonClient(ClientBase):
         *,
         timeout: float | Timeout | None = None,
         return_exceptions: bool = False,
+        model: str | None = None,
     ) -> list[Any]:
         """As ``TritonClient.translate``; raises the same errors."""
         items, single = as_list(texts)
+        name = model or self.models["translate"]
 
         async def one(text: str | bytes) -> str:
-            call = codecs.translate_call(text, beam_size, max_length, self.models["translate"])
+            call = codecs.translate_call(text, beam_size, max_length, name)
             return codecs.parse_translation(await self._infer(call, timeout))
 
         results = await self._map(one, items)

@@ -186,18 +186,21 @@ class TritonClient(ClientBase):
         *,
         timeout: float | Timeout | None = None,
         return_exceptions: bool = False,
+        model: str | None = None,
     ) -> list[Any]:
         """Translations in input order; ``beam_size=1`` is greedy decoding.
 
         ``max_length`` counts tokens as Hugging Face does, the decoder start token
         included: 2 leaves room for one token, often end-of-sentence, hence ''.
+        ``model`` picks another translation model with nmt's inputs (e.g. ``"nmt_rnn"``).
         Raises InvalidInputError (beam_size/max_length out of range, checked before
         sending; bad text), and the errors ``classify`` raises.
         """
         items, single = as_list(texts)
+        name = model or self.models["translate"]
 
         def one(text: str | bytes) -> str:
-            call = codecs.translate_call(text, beam_size, max_length, self.models["translate"])
+            call = codecs.translate_call(text, beam_size, max_length, name)
             return codecs.parse_translation(self._infer(call, timeout))
 
         results = self._map(one, items)

@@ -28,7 +28,9 @@ class StepModel(Protocol):
     """The two model calls the search needs (ONNX Runtime in-process, or BLS in Triton)."""
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        """Cross-attention K/V ``[layers, 2, batch, heads, src_len, head_dim]``."""
+        """Cross state, opaque to the search, rows on axis 2: the Transformer's cross-attention
+        K/V ``[layers, 2, batch, heads, src_len, head_dim]``; the RNN's ``[1, 2, batch,
+        src_len, hidden]`` attention keys and values."""
 
     def step(
         self,
@@ -37,7 +39,8 @@ class StepModel(Protocol):
         cross_kv: np.ndarray,
         past_kv: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``logits [rows, vocab]`` and the grown cache ``present_kv``."""
+        """``logits [rows, vocab]`` and the next state (rows on axis 2): the grown KV cache,
+        or the RNN's new recurrent state."""
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,12 @@ class DecodeSettings:
     decoder_start_token_id: int
     eos_token_id: int
     pad_token_id: int
-    cache_shape: tuple[int, int, int]  # layers, heads, head_dim
+    cache_shape: tuple[int, int, int]  # layers, heads, head_dim (recurrent: layers, 1, hidden)
     suppressed_token_ids: tuple[int, ...] = ()
     forced_eos: bool = True
     length_penalty: float = 1.0
     early_stopping: bool | str = False
+    recurrent_state: bool = False  # fixed-size RNN state instead of a growing KV cache
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,16 @@ class _Sentence:
         return self.finished[0][1] if self.finished else self.sequences[0]
 
 
+def initial_state(settings: DecodeSettings, rows: int) -> np.ndarray:
+    """The decoder state before the first step. Beyond this, the search treats the state
+    (and the encoder's cross state) as opaque tensors whose axis 2 is the row: it only
+    reorders them by beam, so a KV cache and a recurrent state are driven alike."""
+    layers, heads, head_dim = settings.cache_shape
+    if settings.recurrent_state:
+        return np.zeros((layers, heads, rows, head_dim), dtype=np.float32)
+    return np.zeros((layers, 2, rows, heads, 0, head_dim), dtype=np.float32)
+
+
 def pad_sources(jobs: Sequence[Job], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     width = max(len(job.source_ids) for job in jobs)
     ids = np.full((len(jobs), width), pad_id, dtype=np.int64)
@@ -191,9 +205,8 @@ def generate(
         _Sentence(i, job, settings, [[start]], np.zeros(1, dtype=np.float32))
         for i, job in enumerate(jobs)
     ]
-    layers, heads, head_dim = settings.cache_shape
     row_sentence = np.arange(len(jobs))
-    past = np.zeros((layers, 2, len(jobs), heads, 0, head_dim), dtype=np.float32)
+    past = initial_state(settings, len(jobs))
     rows_cross, rows_mask = cross, mask
     cur_len = 1
     while live:

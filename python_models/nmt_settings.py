@@ -43,6 +43,7 @@ def to_parameters(settings: DecodeSettings, limits: Limits) -> dict[str, object]
         "decoder_layers": layers,
         "decoder_heads": heads,
         "head_dim": head_dim,
+        "recurrent_state": settings.recurrent_state,
         "default_beam_size": limits.default_beam_size,
         "max_beam_size": limits.max_beam_size,
         "default_max_length": limits.default_max_length,
@@ -73,6 +74,7 @@ def from_parameters(params: ModelParameters) -> tuple[DecodeSettings, Limits]:
         forced_eos=params.bool("forced_eos"),
         length_penalty=params.float("length_penalty"),
         early_stopping=_early_stopping(params.str("early_stopping")),
+        recurrent_state=params.bool("recurrent_state", False),
     )
     limits = Limits(
         default_beam_size=params.int("default_beam_size"),

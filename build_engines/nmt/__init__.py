@@ -5,6 +5,8 @@ Any local Marian checkpoint directory works (``--checkpoint DIR``, with its
 own English→French number model in assets/nmt-en-fr-numbers, which ``--train``
 rebuilds from scratch (seeded). Writes ``nmt_encoder``, ``nmt_decoder`` (ONNX
 Runtime) and ``nmt`` (python BLS running the beam search) into the repository.
+``--architecture rnn`` builds the recurrent model (assets/nmt-rnn-en-fr-numbers) as
+``nmt_rnn`` instead, served by the same search.
 """
 
 from __future__ import annotations
@@ -14,15 +16,26 @@ from pathlib import Path
 
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 
+DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
+ARCHITECTURES = ("transformer", "rnn")
+
 DEFAULT_MAX_BEAM_SIZE = 16
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--architecture",
+        choices=ARCHITECTURES,
+        default="transformer",
+        help="transformer: Marian (writes nmt); rnn: GRU encoder-decoder with attention "
+        "(writes nmt_rnn, served by the same search)",
+    )
+    parser.add_argument(
         "--checkpoint",
         type=Path,
-        default=DEFAULT_CHECKPOINT,
-        help="Hugging Face Marian checkpoint directory (default: the committed number model)",
+        default=None,
+        help="checkpoint directory (default: the committed number model of --architecture; "
+        f"transformer: {DEFAULT_CHECKPOINT.name}, rnn: {DEFAULT_RNN_CHECKPOINT.name})",
     )
     parser.add_argument(
         "--train",
@@ -40,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace) -> None:
-    from build_engines.nmt.pipeline import run
-
+    rnn = getattr(args, "architecture", "transformer") == "rnn"
+    if args.checkpoint is None:
+        args.checkpoint = DEFAULT_RNN_CHECKPOINT if rnn else DEFAULT_CHECKPOINT
+    if rnn:
+        from build_engines.nmt.rnn_pipeline import run
+    else:
+        from build_engines.nmt.pipeline import run
     run(args)

@@ -81,17 +81,26 @@ def decoder_config(settings: DecodeSettings, vocab: int, limits: Limits, args) -
 
 
 def write_bls(
-    repository: Path, checkpoint: Path, settings: DecodeSettings, limits: Limits, args
+    repository: Path,
+    checkpoint: Path,
+    settings: DecodeSettings,
+    limits: Limits,
+    args,
+    names: tuple[str, str, str] = (BLS, ENCODER, DECODER),
 ) -> Path:
-    """Dynamic batching gathers concurrent requests into one execute call (one beam search)."""
+    """Dynamic batching gathers concurrent requests into one execute call (one beam search).
+
+    ``names``: the BLS model, and the encoder and decoder models it calls.
+    """
+    bls, encoder, decoder = names
     parameters = {
-        "encoder_model": ENCODER,
-        "decoder_model": DECODER,
+        "encoder_model": encoder,
+        "decoder_model": decoder,
         "intra_op_thread_count": args.threads,  # of the in-process sessions
     }
     parameters.update(to_parameters(settings, limits))
     config = python_model_config(
-        BLS,
+        bls,
         inputs=[
             Tensor("TEXT", "STRING", (1,)),
             Tensor("BEAM_SIZE", "INT32", (1,), optional=True),

@@ -1,0 +1,199 @@
+"""``build_engines nmt --architecture rnn``: [train] → export → verify → write ``nmt_rnn``.
+
+Writes ``nmt_rnn_encoder``, ``nmt_rnn_decoder`` (ONNX, or TensorRT plans through the
+shared engine hook) and ``nmt_rnn``: the same python BLS model and search as ``nmt``,
+with the Transformer checkpoint's tokenizer and generation rules.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from build_engines.engines import DryRun, serving_artifacts
+from build_engines.nmt import corpus, repository
+from build_engines.nmt.rnn_export import compare, export_decoder, export_encoder
+from build_engines.nmt.rnn_model import RnnTranslator, load
+from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
+from build_engines.nmt.verify import TOLERANCE, Parity
+from build_engines.repository import (
+    ModelConfig,
+    Tensor,
+    onnx_model_config,
+    set_parameters,
+    write_model,
+)
+from build_engines.steps import StepLog, StepSkipped, info
+from python_models.nmt_decode import DecodeSettings
+from python_models.nmt_settings import Limits
+
+BLS, ENCODER, DECODER = "nmt_rnn", "nmt_rnn_encoder", "nmt_rnn_decoder"
+TOKENIZER_CHECKPOINT = DEFAULT_CHECKPOINT  # vocabularies, split and generation rules
+MAX_LENGTH = 64  # default, as in the Transformer's generation config
+MAX_POSITIONS = 128  # request limits as the Transformer's (same errors for the same input)
+
+
+def decode_settings(model: RnnTranslator) -> DecodeSettings:
+    """The Transformer's generation rules (never emit <pad>, forced eos, beam 4, penalty 1)."""
+    config = model.config
+    return DecodeSettings(
+        decoder_start_token_id=config.decoder_start_token_id,
+        eos_token_id=config.eos_token_id,
+        pad_token_id=config.pad_token_id,
+        cache_shape=(config.layers, 1, config.hidden),
+        suppressed_token_ids=(config.pad_token_id,),
+        forced_eos=True,
+        length_penalty=1.0,
+        early_stopping=False,
+        recurrent_state=True,
+    )
+
+
+def limits(model: RnnTranslator, max_beam_size: int) -> Limits:
+    return Limits(
+        default_beam_size=min(4, max_beam_size),
+        max_beam_size=min(max_beam_size, (model.config.vocab_size - 1) // 2),
+        default_max_length=MAX_LENGTH,
+        max_target_length=MAX_POSITIONS,
+        max_source_length=MAX_POSITIONS,
+    )
+
+
+def _state(config) -> tuple[int, ...]:
+    return (config.layers, 1, -1, config.hidden)
+
+
+def _cross(config) -> tuple[int, ...]:
+    return (1, 2, -1, -1, config.hidden)
+
+
+def encoder_config(model: RnnTranslator, bounds: Limits, args) -> ModelConfig:
+    config = onnx_model_config(
+        ENCODER,
+        inputs=[
+            Tensor("input_ids", "INT64", (-1, -1)),
+            Tensor("attention_mask", "INT64", (-1, -1)),
+        ],
+        outputs=[
+            Tensor("last_hidden_state", "FP32", (-1, -1, model.config.hidden)),
+            Tensor("cross_kv", "FP32", _cross(model.config)),
+        ],
+        max_batch_size=0,
+        instances=args.instances,
+        threads=args.threads,
+    )
+    set_parameters(config, repository.shape_parameters(bounds, args))
+    return config
+
+
+def decoder_config(model: RnnTranslator, bounds: Limits, args) -> ModelConfig:
+    config = onnx_model_config(
+        DECODER,
+        inputs=[
+            Tensor("input_ids", "INT64", (-1, 1)),
+            Tensor("encoder_attention_mask", "INT64", (-1, -1)),
+            Tensor("cross_kv", "FP32", _cross(model.config)),
+            Tensor("past_kv", "FP32", _state(model.config)),
+        ],
+        outputs=[
+            Tensor("logits", "FP32", (-1, model.config.vocab_size)),
+            Tensor("present_kv", "FP32", _state(model.config)),
+        ],
+        max_batch_size=0,
+        instances=args.instances,
+        threads=args.threads,
+    )
+    set_parameters(config, repository.shape_parameters(bounds, args))
+    return config
+
+
+def verification_ids(count: int) -> tuple[list[list[int]], list[list[int]]]:
+    from transformers import MarianTokenizer
+
+    tokenizer = MarianTokenizer.from_pretrained(str(TOKENIZER_CHECKPOINT))
+    numbers = list(corpus.Split.load(TOKENIZER_CHECKPOINT / "split.json").test[:count])
+    sources = encode(tokenizer, [corpus.english(n) for n in numbers], False)
+    return sources, encode(tokenizer, [corpus.french(n) for n in numbers], True)
+
+
+def run(args: argparse.Namespace) -> None:
+    checkpoint = Path(args.checkpoint)
+    out = Path(args.output_repository)
+    staging = Path(getattr(args, "work_dir", "build")) / "nmt_rnn"
+    staging.mkdir(parents=True, exist_ok=True)
+    dry_run = getattr(args, "dry_run", False)
+    log = StepLog("nmt_rnn", 5 if args.train else 4)
+    if args.train:
+        from build_engines.nmt.rnn_train import RnnTrainSettings, train
+
+        steps = args.train_steps or RnnTrainSettings.steps
+        log.run("train the recurrent model", train, checkpoint, RnnTrainSettings(steps=steps))
+    model = log.run("load checkpoint", load, checkpoint)
+    encoder_onnx, decoder_onnx = staging / "encoder.onnx", staging / "decoder.onnx"
+    log.run("export encoder + decoder-step ONNX", _export, model, encoder_onnx, decoder_onnx)
+    log.run(
+        "verify ONNX vs PyTorch",
+        _verify,
+        dry_run,
+        model,
+        encoder_onnx,
+        decoder_onnx,
+        args.verify_sentences,
+    )
+    settings, bounds = decode_settings(model), limits(model, args.max_beam_size)
+    log.run(
+        "write model_repository entries",
+        _write,
+        out,
+        model,
+        (encoder_onnx, decoder_onnx),
+        settings,
+        bounds,
+        args,
+    )
+
+
+def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
+    export_encoder(model, encoder_onnx)
+    export_decoder(model, decoder_onnx)
+    for path in (encoder_onnx, decoder_onnx):
+        info(f"{path.name}: {path.stat().st_size / 1e6:.1f} MB")
+
+
+def _verify(dry_run: bool, model, encoder_onnx, decoder_onnx, count: int) -> Parity:
+    if dry_run:
+        raise StepSkipped("dry run")
+    parity = compare(model, encoder_onnx, decoder_onnx, *verification_ids(count))
+    info(
+        f"max abs diff: encoder {parity.encoder_max_abs_diff:.2e}, "
+        f"decoder logits {parity.decoder_max_abs_diff:.2e} (tolerance {TOLERANCE:g})"
+    )
+    parity.check()
+    return parity
+
+
+def _write(out: Path, model, onnx: tuple[Path, Path], settings, bounds, args) -> None:
+    """Both graphs through the shared precision/engine hook (no INT8 calibration source)."""
+    configs = {
+        ENCODER: (onnx[0], encoder_config(model, bounds, args)),
+        DECODER: (onnx[1], decoder_config(model, bounds, args)),
+    }
+    artifacts, dry_run = {}, False
+    for name, (path, config) in configs.items():
+        try:
+            artifacts[name] = serving_artifacts(name, path, config, args)
+        except DryRun:
+            dry_run = True
+    if dry_run:
+        raise DryRun("dry run: nothing built or written for nmt_rnn")
+    for config, files in artifacts.values():
+        write_model(out, config, files)
+    repository.write_bls(
+        out,
+        TOKENIZER_CHECKPOINT,
+        settings,
+        bounds,
+        args,
+        names=(BLS, ENCODER, DECODER),
+    )
+    info(f"wrote {out}/{BLS}, {out}/{ENCODER}, {out}/{DECODER} ({args.precision}, {args.engine})")
