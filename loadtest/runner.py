@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from loadtest import report
+from loadtest import html_report, metadata, report
 from loadtest.options import USER_CLASS_NAMES, parse_pairs, parse_steps
-from loadtest.slo import Slo
+from loadtest.slo import Slo, capacities
 from loadtest.summary import StepResult, load_results
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -190,9 +190,11 @@ def run(config: RunConfig) -> int:
     """Returns the process exit code: 0, EXIT_CODE_SLO on a breach, EXIT_CODE_FAILED."""
     out = config.out or default_out()
     out.mkdir(parents=True, exist_ok=True)
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     results: list[StepResult] = []
     try:
         with server_urls(config, out) as urls:
+            meta = metadata.collect(PROJECT_ROOT, urls[0], config.models, started)
             for url in urls:
                 results += run_protocol(url, config, out)
     except RunFailed as exc:
@@ -201,8 +203,13 @@ def run(config: RunConfig) -> int:
     if not results:
         print("load test failed: no model was load-tested", file=sys.stderr)
         return EXIT_CODE_FAILED
-    written = report.write_tables(results, out) + report.write_plots(results, out)
+    found = capacities(results, config.slo)
+    written = report.write_tables(results, out, config.slo, meta)
+    written += report.write_plots(results, out, config.slo.p99_ms)
+    written.append(html_report.write_index(results, out, found, meta))
     print(report.markdown(report.ordered(results)).split("\n\n")[0])  # the main table
+    if found:
+        print(report.capacity_markdown(found))
     print("wrote " + ", ".join(str(p.relative_to(out)) for p in written) + f" in {out}")
     breaches = config.slo.breaches(results)
     for breach in breaches:
