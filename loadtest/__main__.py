@@ -6,9 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from loadtest import stability
 from loadtest.options import DEFAULT_STEPS, USER_CLASS_NAMES, parse_steps
 from loadtest.runner import PROJECT_ROOT, RunConfig, run
 from loadtest.slo import Slo
+from loadtest.stability import StabilityRule
 
 
 def _csv(text: str) -> list[str]:
@@ -96,6 +98,35 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FAMILY=MODEL",
         help="Load-test another Triton model with a family's contract (repeatable).",
     )
+    p.add_argument(
+        "--stability-window",
+        type=float,
+        default=stability.DEFAULT_WINDOW_S,
+        help="Seconds per stability window (default 0: off, each step runs --step-time). When "
+        "on, a step ends once throughput and p99 of every model agree within "
+        "--stability-tolerance over --stability-windows consecutive windows (perf_analyzer's "
+        "rule), or at --step-time; the summary says whether each step was stable.",
+    )
+    p.add_argument(
+        "--stability-tolerance",
+        type=float,
+        default=stability.DEFAULT_TOLERANCE,
+        help=f"Largest deviation from the windows' mean, a fraction "
+        f"(default {stability.DEFAULT_TOLERANCE:g}).",
+    )
+    p.add_argument(
+        "--stability-windows",
+        type=int,
+        default=stability.DEFAULT_WINDOWS,
+        help=f"Consecutive windows that must agree (default {stability.DEFAULT_WINDOWS}).",
+    )
+    p.add_argument(
+        "--min-samples",
+        type=int,
+        default=stability.DEFAULT_MIN_SAMPLES,
+        help="Successful requests each window needs per model "
+        f"(default {stability.DEFAULT_MIN_SAMPLES}).",
+    )
     p.add_argument("--slo-p99-ms", type=float, help="Fail (exit 1) if any step's p99 exceeds it.")
     p.add_argument(
         "--slo-error-ratio",
@@ -138,6 +169,12 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         out=args.out,
         model_repository=args.model_repository,
         locust_args=args.locust_arg,
+        stability=StabilityRule(
+            window_s=args.stability_window,
+            tolerance=args.stability_tolerance,
+            windows=args.stability_windows,
+            min_samples=args.min_samples,
+        ),
     )
 
 

@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 
 from loadtest.metadata import RunMetadata
-from loadtest.report import MIN_P99_SAMPLES, ordered
+from loadtest.report import MIN_P99_SAMPLES, ordered, stable_cell
 from loadtest.slo import Capacity
 from loadtest.summary import StepResult
 
@@ -52,12 +52,11 @@ def _cells(r: StepResult) -> list[str]:
     p99 = f"{r.p99_ms:.2f}"
     if r.requests < MIN_P99_SAMPLES:
         p99 += ' <span class="flag" title="fewer than enough samples">†</span>'
-    stable = getattr(r, "stable", None)
     return [
         escape(r.protocol), escape(r.model), str(r.users), str(r.requests),
         f"{100 * r.error_ratio:.2f}", f"{r.throughput_rps:.1f}", f"{r.p50_ms:.2f}",
         f"{r.p90_ms:.2f}", f"{r.p95_ms:.2f}", p99, f"{queue:.2f}", f"{compute:.2f}",
-        f"{100 * r.client_cpu_ratio:.0f}", "-" if stable is None else ("yes" if stable else "no"),
+        f"{100 * r.client_cpu_ratio:.0f}", stable_cell(r),
     ]  # fmt: skip
 
 

@@ -15,7 +15,7 @@ from loadtest.summary import PERCENTILES, StepResult
 COLUMNS = (
     "protocol", "model", "users", "requests", "failures", "error_ratio", "throughput_rps",
     "p50_ms", "p90_ms", "p95_ms", "p99_ms", "server_queue_ms", "server_compute_ms",
-    "client_cpu_ratio",
+    "client_cpu_ratio", "stable",
 )  # fmt: skip
 
 
@@ -72,19 +72,24 @@ def p99_cell(result: StepResult) -> str:
     return f"{result.p99_ms:.2f}{flag}"
 
 
+def stable_cell(result: StepResult) -> str:
+    return {None: "-", True: "yes", False: "no"}[result.stable]
+
+
 def markdown(results: Sequence[StepResult]) -> str:
     """Client latency and throughput per step, then Triton's queue/compute split per model."""
     lines = [
         "| protocol | model | users | req | err % | req/s | p50 ms | p90 ms | p95 ms | p99 ms "
-        "| queue ms | compute ms | Locust CPU % |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| queue ms | compute ms | Locust CPU % | stable |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|",
     ]
     for r in results:
         queue, compute = r.server_split_ms
         lines.append(
             f"| {r.protocol} | {r.model} | {r.users} | {r.requests} | {100 * r.error_ratio:.2f} "
             f"| {r.throughput_rps:.1f} | {r.p50_ms:.2f} | {r.p90_ms:.2f} | {r.p95_ms:.2f} "
-            f"| {p99_cell(r)} | {queue:.2f} | {compute:.2f} | {100 * r.client_cpu_ratio:.0f} |"
+            f"| {p99_cell(r)} | {queue:.2f} | {compute:.2f} | {100 * r.client_cpu_ratio:.0f} "
+            f"| {stable_cell(r)} |"
         )
     lines += [
         "",
@@ -97,6 +102,12 @@ def markdown(results: Sequence[StepResult]) -> str:
         "",
         f"† fewer than {MIN_P99_SAMPLES} requests in the window: that p99 is close to the "
         "maximum, not an estimate to act on.",
+        "",
+        "stable: whether the step met the stability rule (`--stability-window`; perf_analyzer's "
+        "method) over its last windows: throughput and p99 of every model within the tolerance "
+        "of their mean over consecutive windows, each with the minimum sample count; `no` means "
+        "it ran to `--step-time` without settling, `-` that no rule was set. The numbers cover "
+        "the step's whole window after settling.",
         "",
         "Windows: this summary, the plots and the SLO check cover each step's window after "
         "its settle time. Locust's own `<protocol>/locust.html` and `locust_stats.csv` cover "

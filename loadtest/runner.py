@@ -21,6 +21,7 @@ from pathlib import Path
 from loadtest import html_report, metadata, report
 from loadtest.options import USER_CLASS_NAMES, parse_pairs, parse_steps
 from loadtest.slo import Slo, capacities
+from loadtest.stability import StabilityRule
 from loadtest.summary import StepResult, load_results
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +49,7 @@ class RunConfig:
     out: Path | None = None
     model_repository: Path = PROJECT_ROOT / "model_repository"
     locust_args: list[str] = field(default_factory=list)
+    stability: StabilityRule = field(default_factory=StabilityRule)
 
     @property
     def duration_s(self) -> float:
@@ -123,6 +125,16 @@ def locust_command(url: str, families: Sequence[str], config: RunConfig, out: Pa
         "--exit-code-on-error", "0",
         "--only-summary",
     ]  # fmt: skip
+    if config.stability.enabled:
+        rule = config.stability
+        command += ["--stability-window", str(rule.window_s)]
+        command += ["--stability-tolerance", str(rule.tolerance)]
+        command += [
+            "--stability-windows",
+            str(rule.windows),
+            "--min-samples",
+            str(rule.min_samples),
+        ]
     if config.weights:
         command += ["--weights", config.weights]
     for pair in config.model_names:
