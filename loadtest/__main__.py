@@ -25,8 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="stepped load against Triton; writes reports/loadtest/<timestamp>/",
         description="Start the embedded Triton (unless --host), run a stepped Locust load per "
         "protocol, and write Locust's CSV/HTML, summary.{md,csv,json} (per model and step: "
-        "p50/p90/p95/p99, throughput, error ratio, Triton queue vs compute) and "
-        "latency.png / throughput.png. Exit codes: 0 ok, 1 SLO breach, 2 run failed.",
+        "p50/p90/p95/p99, throughput, error ratio, Triton queue vs compute, stability; the "
+        "highest load within --slo-p99-ms), metadata.json, curve.png / latency.png / "
+        "throughput.png and index.html. Exit codes: 0 ok, 1 SLO breach, 2 run failed.",
     )
     add_run_arguments(run_parser)
     commands.add_parser(
