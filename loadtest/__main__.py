@@ -6,9 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from loadtest import stability
 from loadtest.options import DEFAULT_STEPS, USER_CLASS_NAMES, parse_steps
 from loadtest.runner import PROJECT_ROOT, RunConfig, run
 from loadtest.slo import Slo
+from loadtest.stability import StabilityRule
 
 
 def _csv(text: str) -> list[str]:
@@ -23,8 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="stepped load against Triton; writes reports/loadtest/<timestamp>/",
         description="Start the embedded Triton (unless --host), run a stepped Locust load per "
         "protocol, and write Locust's CSV/HTML, summary.{md,csv,json} (per model and step: "
-        "p50/p90/p95/p99, throughput, error ratio, Triton queue vs compute) and "
-        "latency.png / throughput.png. Exit codes: 0 ok, 1 SLO breach, 2 run failed.",
+        "p50/p90/p95/p99, throughput, error ratio, Triton queue vs compute, stability; the "
+        "highest load within --slo-p99-ms), metadata.json, curve.png / latency.png / "
+        "throughput.png and index.html. Exit codes: 0 ok, 1 SLO breach, 2 run failed.",
     )
     add_run_arguments(run_parser)
     commands.add_parser(
@@ -96,6 +99,35 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FAMILY=MODEL",
         help="Load-test another Triton model with a family's contract (repeatable).",
     )
+    p.add_argument(
+        "--stability-window",
+        type=float,
+        default=stability.DEFAULT_WINDOW_S,
+        help="Seconds per stability window (default 0: off, each step runs --step-time). When "
+        "on, a step ends once throughput and p99 of every model agree within "
+        "--stability-tolerance over --stability-windows consecutive windows (perf_analyzer's "
+        "rule), or at --step-time; the summary says whether each step was stable.",
+    )
+    p.add_argument(
+        "--stability-tolerance",
+        type=float,
+        default=stability.DEFAULT_TOLERANCE,
+        help=f"Largest deviation from the windows' mean, a fraction "
+        f"(default {stability.DEFAULT_TOLERANCE:g}).",
+    )
+    p.add_argument(
+        "--stability-windows",
+        type=int,
+        default=stability.DEFAULT_WINDOWS,
+        help=f"Consecutive windows that must agree (default {stability.DEFAULT_WINDOWS}).",
+    )
+    p.add_argument(
+        "--min-samples",
+        type=int,
+        default=stability.DEFAULT_MIN_SAMPLES,
+        help="Successful requests each window needs per model "
+        f"(default {stability.DEFAULT_MIN_SAMPLES}).",
+    )
     p.add_argument("--slo-p99-ms", type=float, help="Fail (exit 1) if any step's p99 exceeds it.")
     p.add_argument(
         "--slo-error-ratio",
@@ -138,6 +170,12 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         out=args.out,
         model_repository=args.model_repository,
         locust_args=args.locust_arg,
+        stability=StabilityRule(
+            window_s=args.stability_window,
+            tolerance=args.stability_tolerance,
+            windows=args.stability_windows,
+            min_samples=args.min_samples,
+        ),
     )
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from typing import Any
+
+from loadtest import stability
 
 DEFAULT_STEPS = "1,2,4,8"
 # Model family -> Locust user class (named here so the runner need not import Locust).
@@ -71,6 +74,34 @@ def _add_to(group: argparse._ArgumentGroup) -> None:
         help="Stepped shape only: seconds at the start of each step left out of the summary.",
     )
     group.add_argument(
+        "--stability-window",
+        type=float,
+        default=stability.DEFAULT_WINDOW_S,
+        help="Stepped shape only: seconds per stability window (0: off). When on, a step "
+        "ends once throughput and p99 agree over --stability-windows consecutive windows "
+        "(perf_analyzer's rule), and --step-time is the most a step may take.",
+    )
+    group.add_argument(
+        "--stability-tolerance",
+        type=float,
+        default=stability.DEFAULT_TOLERANCE,
+        help="Stepped shape only: largest deviation from the windows' mean, as a fraction "
+        f"(default {stability.DEFAULT_TOLERANCE:g}).",
+    )
+    group.add_argument(
+        "--stability-windows",
+        type=int,
+        default=stability.DEFAULT_WINDOWS,
+        help=f"Stepped shape only: windows that must agree (default {stability.DEFAULT_WINDOWS}).",
+    )
+    group.add_argument(
+        "--min-samples",
+        type=int,
+        default=stability.DEFAULT_MIN_SAMPLES,
+        help="Stepped shape only: successful requests each window needs per model "
+        f"(default {stability.DEFAULT_MIN_SAMPLES}).",
+    )
+    group.add_argument(
         "--raw-out",
         default="",
         help="Write every request's timing and Triton statistics per step to this .npz "
@@ -117,3 +148,13 @@ def parse_steps(text: str) -> list[int]:
     if not steps or any(step < 1 for step in steps):
         raise ValueError(f"--steps {text!r}: give positive integers, e.g. 1,2,4,8")
     return steps
+
+
+def stability_rule(options: Any) -> stability.StabilityRule:
+    """The stability rule from parsed Locust options (defaults where absent)."""
+    return stability.StabilityRule(
+        window_s=float(getattr(options, "stability_window", stability.DEFAULT_WINDOW_S)),
+        tolerance=float(getattr(options, "stability_tolerance", stability.DEFAULT_TOLERANCE)),
+        windows=int(getattr(options, "stability_windows", stability.DEFAULT_WINDOWS)),
+        min_samples=int(getattr(options, "min_samples", stability.DEFAULT_MIN_SAMPLES)),
+    )

@@ -62,6 +62,24 @@ class Recorder:
         self.platforms: dict[str, str] = {}
         self.probe = StatsProbe(host)
         self.ended = False
+        self.stability: dict[str, Any] = {}  # the rule's fields, for the summary
+
+    def is_stable(self, rule: Any, begin: float, end: float) -> bool:
+        """perf_analyzer's rule over the samples this process holds (none in a master)."""
+        from loadtest.stability import is_stable
+
+        t = np.frombuffer(self.t, dtype=np.float64).copy()  # copies: the arrays keep growing
+        chosen = t >= begin
+        return is_stable(
+            rule,
+            t[chosen],
+            np.frombuffer(self.ms, dtype=np.float64).copy()[chosen],
+            np.frombuffer(self.ok, dtype=np.int8).astype(bool)[chosen],
+            np.frombuffer(self.model, dtype=np.uint16).copy()[chosen],
+            len(self.models),
+            begin,
+            end,
+        )
 
     def on_request(
         self, response_time: float, exception: Any = None, context: Any = None, **_: Any
@@ -136,6 +154,7 @@ class Recorder:
             "models": self.models,
             "platforms": self.platforms,
             "steps": [asdict(s) for s in self.steps],
+            "stability": self.stability,
         }
         target.parent.mkdir(parents=True, exist_ok=True)
         np.savez(
@@ -159,7 +178,10 @@ def install(environment: Any, path: str) -> Recorder:
     global _current
     import gevent
 
+    from loadtest.options import stability_rule
+
     recorder = Recorder(environment.host or "", Path(path))
+    recorder.stability = asdict(stability_rule(environment.parsed_options))
     environment.events.request.add_listener(recorder.on_request)
 
     def on_quitting(environment: Any, **_: Any) -> None:

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from loadtest import report
+from loadtest import html_report, metadata, report
 from loadtest.options import USER_CLASS_NAMES, parse_pairs, parse_steps
-from loadtest.slo import Slo
+from loadtest.slo import Slo, capacities
+from loadtest.stability import StabilityRule
 from loadtest.summary import StepResult, load_results
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +49,7 @@ class RunConfig:
     out: Path | None = None
     model_repository: Path = PROJECT_ROOT / "model_repository"
     locust_args: list[str] = field(default_factory=list)
+    stability: StabilityRule = field(default_factory=StabilityRule)
 
     @property
     def duration_s(self) -> float:
@@ -123,6 +125,16 @@ def locust_command(url: str, families: Sequence[str], config: RunConfig, out: Pa
         "--exit-code-on-error", "0",
         "--only-summary",
     ]  # fmt: skip
+    if config.stability.enabled:
+        rule = config.stability
+        command += ["--stability-window", str(rule.window_s)]
+        command += ["--stability-tolerance", str(rule.tolerance)]
+        command += [
+            "--stability-windows",
+            str(rule.windows),
+            "--min-samples",
+            str(rule.min_samples),
+        ]
     if config.weights:
         command += ["--weights", config.weights]
     for pair in config.model_names:
@@ -190,9 +202,11 @@ def run(config: RunConfig) -> int:
     """Returns the process exit code: 0, EXIT_CODE_SLO on a breach, EXIT_CODE_FAILED."""
     out = config.out or default_out()
     out.mkdir(parents=True, exist_ok=True)
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     results: list[StepResult] = []
     try:
         with server_urls(config, out) as urls:
+            meta = metadata.collect(PROJECT_ROOT, urls[0], config.models, started)
             for url in urls:
                 results += run_protocol(url, config, out)
     except RunFailed as exc:
@@ -201,8 +215,13 @@ def run(config: RunConfig) -> int:
     if not results:
         print("load test failed: no model was load-tested", file=sys.stderr)
         return EXIT_CODE_FAILED
-    written = report.write_tables(results, out) + report.write_plots(results, out)
+    found = capacities(results, config.slo)
+    written = report.write_tables(results, out, config.slo, meta)
+    written += report.write_plots(results, out, config.slo.p99_ms)
+    written.append(html_report.write_index(results, out, found, meta))
     print(report.markdown(report.ordered(results)).split("\n\n")[0])  # the main table
+    if found:
+        print(report.capacity_markdown(found))
     print("wrote " + ", ".join(str(p.relative_to(out)) for p in written) + f" in {out}")
     breaches = config.slo.breaches(results)
     for breach in breaches:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from loadtest import recorder
+from loadtest.stability import StabilityRule, is_stable
 from loadtest.triton_stats import ModelCounters, window
 
 PERCENTILES = (50, 90, 95, 99)
@@ -52,6 +53,7 @@ class StepResult:
     client_cpu_s: float = float("nan")  # the Locust process's CPU time in the window
 
     platform: str = ""  # of the called model: "ensemble" changes how its stats read
+    stable: bool | None = None  # None: no stability rule was set for the run
 
     @property
     def server_split_ms(self) -> tuple[float, float]:
@@ -108,6 +110,12 @@ def _server_times(step: dict[str, Any], model: str) -> tuple[ServerTime, ...]:
     )
 
 
+def _stability(meta: dict[str, Any]) -> StabilityRule | None:
+    fields = meta.get("stability") or {}
+    rule = StabilityRule(**fields) if fields else None
+    return rule if rule is not None and rule.enabled else None
+
+
 def step_results(
     meta: dict[str, Any],
     arrays: dict[str, np.ndarray],
@@ -116,11 +124,16 @@ def step_results(
 ) -> list[StepResult]:
     """One StepResult per (step, model) that has a measured window."""
     results = []
+    rule = _stability(meta)
     for step in meta["steps"]:
         begin, end = step.get("measure_start"), step.get("end")
         if begin is None or end is None or end <= begin:
             continue
         in_window = (arrays["t"] >= begin) & (arrays["t"] < end)
+        stable = None
+        if rule is not None:
+            stable = is_stable(rule, arrays["t"], arrays["ms"], arrays["ok"], arrays["model"],
+                               len(meta["models"]), begin, end)  # fmt: skip
         for index, model in enumerate(meta["models"]):
             chosen = in_window & (arrays["model"] == index)
             ok = chosen & arrays["ok"]
@@ -138,6 +151,7 @@ def step_results(
                     server=_server_times(step, model),
                     client_cpu_s=recorder.cpu_seconds(cpu_traces or [], begin, end),
                     platform=meta.get("platforms", {}).get(model, ""),
+                    stable=stable,
                 )
             )
     return results

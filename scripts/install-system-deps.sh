@@ -63,3 +63,15 @@ elif [[ -x $VENV_PIP ]]; then
 else
     echo "install-system-deps: SKIPPED kubectl: no .venv yet (run 'make setup' first)" >&2
 fi
+
+# chromium (Debian): tests/test_loadtest_report.py renders the load-test index.html headless.
+if command -v chromium >/dev/null 2>&1; then
+    echo "install-system-deps: chromium already installed"
+elif [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-system-deps: SKIPPED chromium: needs root and apt-get" >&2
+else
+    echo "install-system-deps: apt-get install chromium"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
