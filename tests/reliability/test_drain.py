@@ -94,7 +94,7 @@ def _infer(ports: dict[str, int], protocol: str, model: str) -> str:
     try:
         with lib.InferenceServerClient(f"127.0.0.1:{ports[protocol]}") as c:
             y = c.infer(model, [x], client_timeout=60).as_numpy("Y")
-    except Exception as exc:  # noqa: BLE001 - the message is the result
+    except Exception as exc:  # the message is the result
         return str(exc)
     return "ok" if np.allclose(y, [[STEP_S]]) else f"wrong output {y}"
 
@@ -128,7 +128,7 @@ def test_sigterm_lets_in_flight_ensemble_and_bls_work_finish(tmp_path: Path, pro
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(launcher.pid, signal.SIGKILL)
-    failed = [(m, r) for m, r in zip(models, results) if r != "ok"]
+    failed = [(m, r) for m, r in zip(models, results, strict=True) if r != "ok"]
     assert in_flight >= len(models) // 2, f"only {in_flight} requests were in flight"
     assert not failed, f"{len(failed)} of {len(models)} in-flight requests failed: {failed[:4]}"
     assert late != "ok", "a request sent after SIGTERM was accepted"
