@@ -91,9 +91,14 @@ def _infer(ports: dict[str, int], protocol: str, model: str) -> str:
     lib = httpclient if protocol == "http" else grpcclient
     x = lib.InferInput("X", [1, 1], "FP32")
     x.set_data_from_numpy(np.array([[STEP_S]], dtype=np.float32))
+    url = f"127.0.0.1:{ports[protocol]}"
     try:
-        with lib.InferenceServerClient(f"127.0.0.1:{ports[protocol]}") as c:
-            y = c.infer(model, [x], client_timeout=60).as_numpy("Y")
+        if protocol == "http":
+            with httpclient.InferenceServerClient(url, network_timeout=60) as c:
+                y = c.infer(model, [x]).as_numpy("Y")
+        else:
+            with grpcclient.InferenceServerClient(url) as c:
+                y = c.infer(model, [x], client_timeout=60).as_numpy("Y")
     except Exception as exc:  # the message is the result
         return str(exc)
     return "ok" if np.allclose(y, [[STEP_S]]) else f"wrong output {y}"
