@@ -24,7 +24,9 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from build_engines.repository import Step, Tensor, ensemble_config, python_model_config, write_model
-from server import free_port
+from server import TritonServer, free_port
+from server.drain import Drainer, entry_models
+from tests.conftest import require_models
 from tests.reliability.conftest import write_echo
 from tests.reliability.test_lifecycle import _wait_ready
 
@@ -139,3 +141,11 @@ def test_sigterm_lets_in_flight_ensemble_and_bls_work_finish(tmp_path: Path, pro
     assert late != "ok", "a request sent after SIGTERM was accepted"
     assert code == 0, f"launcher exited with {code}"
     assert took < EXIT_TIMEOUT_S, f"drain took {took:.1f} s"
+
+
+def test_entry_models_of_the_shipped_repository(triton_server: TritonServer) -> None:
+    """What the drain unloads first on the real repository: what clients call, no steps."""
+    require_models("resnet50", "bert", "nmt")
+    drainer = Drainer(triton_server.http_url, triton_server.api_key)
+    ready = [name for name, state in drainer.states().items() if state == "READY"]
+    assert entry_models(drainer.configs(ready)) == ["bert", "nmt", "resnet50"]
