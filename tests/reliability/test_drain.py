@@ -27,7 +27,7 @@ from build_engines.repository import Step, Tensor, ensemble_config, python_model
 from server import TritonServer, free_port
 from server.drain import Drainer, entry_models
 from tests.conftest import require_models
-from tests.reliability.conftest import write_echo
+from tests.reliability.conftest import ECHO_MODEL, write_echo
 from tests.reliability.test_lifecycle import _wait_ready
 
 pytestmark = pytest.mark.reliability
@@ -69,9 +69,16 @@ class TritonPythonModel:
 
 
 def write_drain_repository(root: Path) -> Path:
-    """``echo`` (batched), ensemble ``chain`` = echo -> echo, BLS ``bls`` = echo x3."""
+    """``echo`` and ``tail`` (batched), ensemble ``chain`` = echo -> tail, BLS ``bls`` = echo x3.
+
+    ``tail`` has no work until the first step's batches finish: Triton stops the
+    scheduler of a model with nothing in flight at once, even when an ensemble
+    still has requests heading for it.
+    """
     write_echo(root, dynamic_batching=True)
     x, y = Tensor("X", "FP32", (1,)), Tensor("Y", "FP32", (1,))
+    tail = python_model_config("tail", [x], [y], 8, dynamic_batching_delay_us=0)
+    write_model(root, tail, {"model.py": ECHO_MODEL})
     chain = ensemble_config(
         "chain",
         [x],
@@ -79,7 +86,7 @@ def write_drain_repository(root: Path) -> Path:
         8,
         [
             Step("echo", {"X": "X"}, {"Y": "MID"}),
-            Step("echo", {"X": "MID"}, {"Y": "Y"}),
+            Step("tail", {"X": "MID"}, {"Y": "Y"}),
         ],
     )
     write_model(root, chain, {})
