@@ -2,7 +2,7 @@
 
 Triton 2.51 (the wheel's binary and the 24.10 container) has no request-size cap
 at the front door: its ``--help`` lists no ``--http-max-input-size`` (added in a
-later release) and no gRPC message-size flag (its gRPC server accepts up to 2 GiB).
+later release) and no gRPC message-size flag.
 So every byte of a request reaches the python stub's shared-memory region, which
 grows to fit and never shrinks; the model can only reject it afterwards. The
 tritonserver RSS growth the issue saw is that same region, mapped into the
