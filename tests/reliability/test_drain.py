@@ -156,3 +156,16 @@ def test_entry_models_of_the_shipped_repository(triton_server: TritonServer) -> 
     drainer = Drainer(triton_server.http_url, triton_server.api_key)
     ready = [name for name, state in drainer.states().items() if state == "READY"]
     assert entry_models(drainer.configs(ready)) == ["bert", "nmt", "resnet50"]
+
+
+def test_entry_models_skip_steps_and_non_python_models() -> None:
+    """A python step of an ensemble is no entry; a standalone python model (BLS) is."""
+    configs = {
+        "pipe": {"platform": "ensemble", "ensemble_scheduling": {"step": [
+            {"model_name": "pre"}, {"model_name": "net"}]}},
+        "pre": {"backend": "python"},
+        "net": {"platform": "onnxruntime_onnx", "backend": "onnxruntime"},
+        "search": {"backend": "python"},
+        "decoder": {"platform": "onnxruntime_onnx", "backend": "onnxruntime"},
+    }  # fmt: skip
+    assert entry_models(configs) == ["pipe", "search"]
