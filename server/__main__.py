@@ -31,8 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="serve in the foreground until Ctrl-C or SIGTERM",
         description="Serve a model repository in the foreground; prints the addresses and the "
-        "loaded models once ready. Ctrl-C/SIGTERM stop it (in-flight work gets "
-        f"--exit-timeout seconds). The {', '.join(RESTRICTED_APIS)} endpoints answer only "
+        "loaded models once ready. Ctrl-C/SIGTERM drain it first: the entry models (ensembles, "
+        "and python models no ensemble uses as a step, e.g. BLS) are unloaded, so new requests "
+        "to them are refused while in-flight ones, their steps included, get up to "
+        "--exit-timeout seconds; then Triton stops, giving what remains the same time again. "
+        f"The {', '.join(RESTRICTED_APIS)} endpoints answer only "
         f"requests with header '{API_KEY_HEADER}: <${API_KEY_ENV}>' (a random key when unset).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -75,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--exit-timeout",
         type=int,
         default=_DEFAULTS.exit_timeout_s,
-        help="seconds in-flight requests get to finish at shutdown (Triton's --exit-timeout-secs)",
+        help="seconds in-flight requests get to drain at shutdown, and again after SIGTERM "
+        "(Triton's --exit-timeout-secs)",
     )
     return parser
 

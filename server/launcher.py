@@ -28,6 +28,7 @@ from server.binary import (
     find_installation,
     server_environment,
 )
+from server.drain import CONTROL_ARGS, Drainer
 from server.errors import (
     ModelLoadError,
     PortInUseError,
@@ -127,6 +128,7 @@ class TritonServer:
         self.shm_prefix = new_prefix()
         self.api_key = self.config.api_key or api_key_from_env()
         self.installation: TritonInstallation | None = None
+        self._ready_once = False
 
     # -- addresses ---------------------------------------------------------
     @property
@@ -213,6 +215,7 @@ class TritonServer:
             "--exit-on-error=true",
             f"--exit-timeout-secs={cfg.exit_timeout_s}",
             f"--log-verbose={cfg.log_verbose}",
+            *CONTROL_ARGS,
             *prefix_args(self.shm_prefix),
             *restricted_api_args(self.api_key),
             *cfg.extra_args,
@@ -225,6 +228,7 @@ class TritonServer:
             if self._process.poll() is not None:
                 self._raise_for_exit()
             if self.is_ready():
+                self._ready_once = True
                 return
             time.sleep(0.2)
         failures = parse_load_failures(self.read_log())
@@ -273,10 +277,28 @@ class TritonServer:
             return ""
         return self.config.log_file.read_text(errors="replace")
 
+    def drain(self) -> list[str]:
+        """Refuse new work to the entry models and let theirs finish (server/drain.py).
+
+        Waits at most ``exit_timeout_s``; returns the entry models still busy then.
+        """
+        try:
+            return Drainer(self.http_url, self.api_key).drain(self.config.exit_timeout_s)
+        except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError) as exc:
+            return [f"drain failed: {exc}"]
+
     def stop(self) -> None:
-        """SIGTERM the process group (server and python stubs), then SIGKILL after a grace."""
+        """Drain, then SIGTERM the process group (server and stubs), SIGKILL after a grace.
+
+        In-flight work gets up to ``exit_timeout_s`` to drain, and whatever still runs
+        then gets Triton's own exit timeout (the same number of seconds) after SIGTERM.
+        """
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
+            if self._ready_once:
+                busy = self.drain()
+                if busy:
+                    print(f"drain incomplete, stopping anyway: {busy}", file=sys.stderr)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
             try:
