@@ -71,9 +71,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     common.add_argument(
         "--engine",
-        choices=["onnxruntime", "tensorrt"],
+        choices=["onnxruntime", "tensorrt", "torch"],  # torch: issue 10
         default="onnxruntime",
-        help="serve the ONNX with onnxruntime, or compile a TensorRT plan (needs TensorRT)",
+        help="serve the ONNX with onnxruntime, compile a TensorRT plan (needs TensorRT), or "
+        "serve TorchScript with the PyTorch backend (resnet50 only so far)",
     )
     common.add_argument(
         "--dry-run",

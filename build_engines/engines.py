@@ -52,9 +52,20 @@ def serving_artifacts(
     config: ModelConfig,
     args: argparse.Namespace,
     calibration: CalibrationSource | None = None,
+    torch_source: tuple[object, dict[str, np.ndarray]] | None = None,
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
     """Return the model's config and version-folder files for ``args.precision``/``args.engine``."""
     precision, engine = _precision(args), _engine(args)
+    # --- torch engine hook (issue 10; re-wire into the engine dispatch) ---
+    if engine == "torch":
+        from build_engines.torch_engine.artifacts import torch_artifacts
+
+        if torch_source is None:
+            raise ValueError(f"{name}: --engine torch is not wired for this model yet")
+        module, feeds = torch_source
+        work = Path(getattr(args, "work_dir", "build"))
+        return torch_artifacts(name, module, feeds, onnx_path, config, precision, work)
+    # --- end torch engine hook ---
     if getattr(args, "dry_run", False):
         print(describe(name, onnx_path, config, args, calibration), flush=True)
         raise DryRun(f"dry run: nothing built or written for {name}")
