@@ -122,7 +122,7 @@ def in_process(module, spec: Spec, batches: tuple[int, ...], seconds: float) -> 
         host = {n: torch.from_numpy(a).pin_memory() for n, a in example(spec, batch, rng).items()}
         static = {n: t.cuda() for n, t in host.items()}
 
-        def eager():
+        def eager(host=host):
             with torch.inference_mode():
                 inputs = [t.cuda(non_blocking=True) for t in host.values()]
                 return module(*inputs).cpu()
@@ -139,7 +139,7 @@ def in_process(module, spec: Spec, batches: tuple[int, ...], seconds: float) -> 
         with torch.cuda.graph(graph), torch.inference_mode():
             out = module(*static.values())
 
-        def graphed():
+        def graphed(host=host, static=static, graph=graph, out=out):
             for n, t in host.items():
                 static[n].copy_(t, non_blocking=True)
             graph.replay()

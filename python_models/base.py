@@ -49,10 +49,12 @@ def array_response(outputs: Arrays, dtypes: dict[str, np.dtype]) -> Any:
     return pb_utils.InferenceResponse(output_tensors=tensors)
 
 
-# With numpy 2 (seen: 2.5 on the H100 machine), pb_utils.Tensor(name, array) outputs came
-# back empty, and numpy 2's own versioned DLPack capsule is refused ("PyCapsule_GetPointer
-# called with incorrect name"); numeric outputs through a torch view worked. Strings have
-# no DLPack form.
+# With numpy 2 (seen: 2.5 on the H100 machine) the python backend's numpy interop breaks:
+# pb_utils.Tensor(name, array) outputs came back empty, numpy 2's versioned DLPack capsule
+# is refused ("PyCapsule_GetPointer called with incorrect name"). Numeric outputs go
+# through a torch view. OPEN (issue 10): served values there are still wrong, each row read
+# as its first element repeated (tests/test_pytorch_backend.py on the H100); not yet known
+# whether inputs or outputs are misread. Strings have no DLPack form.
 _DLPACK_OUTPUTS = int(np.__version__.split(".")[0]) >= 2
 
 
