@@ -74,7 +74,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--engine",
         choices=ENGINE_NAMES,
         default="onnxruntime",
-        help="serve the ONNX with onnxruntime, or compile a TensorRT plan (needs TensorRT)",
+        help="serve the ONNX with onnxruntime, compile a TensorRT plan (needs TensorRT), or "
+        "serve TorchScript with the PyTorch backend (resnet50 only so far)",
     )
     common.add_argument(
         "--dry-run",

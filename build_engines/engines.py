@@ -53,6 +53,7 @@ class Engine(Enum):
 
     ONNXRUNTIME = "onnxruntime", "build_engines.onnxruntime_engine"
     TENSORRT = "tensorrt", "build_engines.tensorrt.engine"
+    TORCH = "torch", "build_engines.torch_engine.engine"
 
     def __new__(cls, flag: str, module: str) -> Engine:
         member = object.__new__(cls)
@@ -110,6 +111,7 @@ def serving_artifacts(
     config: ModelConfig,
     args: argparse.Namespace,
     calibration: CalibrationSource | None = None,
+    torch_source: tuple[object, dict[str, np.ndarray]] | None = None,
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
     """Return the model's config and version-folder files for ``args.precision``/``args.engine``."""
     precision, step = _precision(args), _engine(args).step()
@@ -118,6 +120,8 @@ def serving_artifacts(
         print(describe(name, onnx_path, config, args, calibration), flush=True)
         raise DryRun(f"dry run: nothing built or written for {name}")
     step.check_available()  # fail now, not after minutes of calibration
+    if getattr(step, "FROM_SOURCE", False):  # scripts the PyTorch source, not the ONNX
+        return step.artifacts(name, onnx_path, config, args, precision, source=torch_source)
     lowered = lower_precision(name, onnx_path, precision, args, calibration)
     config.parameters["precision"].string_value = precision
     extra: dict[str, Path | bytes | str] = {}

@@ -206,7 +206,12 @@ def write_repository(
     )
     set_parameters(model_config, provenance)
     model_config, files = serving_artifacts(
-        f"{FAMILY}_model", onnx_path, model_config, args, calibration_feeds(args.seed)
+        f"{FAMILY}_model",
+        onnx_path,
+        model_config,
+        args,
+        calibration_feeds(args.seed),
+        torch_source=_torch_source(source),  # --engine torch (issue 10)
     )
     write_model(
         repo,
@@ -281,6 +286,14 @@ def write_repository(
         + "\n"
     )
     info(f"wrote {FAMILY}, {FAMILY}_preprocess, {FAMILY}_model, {FAMILY}_postprocess into {repo}")
+
+
+def _torch_source(source: Source) -> tuple[object, dict[str, np.ndarray]] | None:
+    """The module and parity feeds for --engine torch (None for a user ONNX)."""
+    if source.module is None:
+        return None
+    pixels = np.random.default_rng(2).standard_normal((2, 3, 224, 224), dtype=np.float32)
+    return source.module, {"pixel_values": pixels}
 
 
 def build(args: argparse.Namespace) -> None:

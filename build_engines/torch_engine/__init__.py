@@ -1,0 +1,13 @@
+"""``--engine torch``: TorchScript ``model.pt`` served by Triton's PyTorch backend.
+
+The official container serves it with the native libtorch backend; the embedded
+server with the project's Python-based ``pytorch`` backend (server/backends/pytorch).
+FP16 is baked into the TorchScript (weights in half, FP32 I/O kept), parity with the
+ONNX path is checked at build time, and the instance group is ``KIND_GPU`` when a GPU
+is visible while building, ``KIND_CPU`` otherwise.
+"""
+
+from build_engines.torch_engine.config import TorchConfigOptions, torch_model_config
+from build_engines.torch_engine.script import check_parity, script_module
+
+__all__ = ["TorchConfigOptions", "check_parity", "script_module", "torch_model_config"]

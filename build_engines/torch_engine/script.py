@@ -1,0 +1,64 @@
+"""Trace a PyTorch module to TorchScript (optionally FP16 inside) and check it against ONNX."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+class _HalfInside(torch.nn.Module):
+    """FP16 weights and activations, FP32 in and out: the same I/O as the FP32 model."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        super().__init__()
+        self.module = module.half()
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        cast = [t.half() if t.is_floating_point() else t for t in inputs]
+        return self.module(*cast).float()
+
+
+def script_module(
+    module: torch.nn.Module,
+    example: tuple[torch.Tensor, ...],
+    path: Path,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> Path:
+    """Trace ``module`` on ``example`` and save it; fp16 needs a GPU (CPU half is too slow)."""
+    if precision not in ("fp32", "fp16"):
+        raise ValueError(f"--engine torch supports fp32 and fp16, not {precision}")
+    model = module.eval().to(device)
+    if precision == "fp16":
+        model = _HalfInside(model)
+    with torch.inference_mode(False), torch.no_grad():
+        traced = torch.jit.trace(model, tuple(t.to(device) for t in example), check_trace=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    traced.save(str(path))
+    return path
+
+
+def check_parity(
+    script_path: Path, onnx_path: Path, feeds: Mapping[str, np.ndarray], device: str = "cpu"
+) -> dict[str, float]:
+    """Max abs difference per output between the TorchScript model and ONNX Runtime."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    expected = session.run(None, dict(feeds))
+    module = torch.jit.load(str(script_path), map_location=device).eval()
+    with torch.no_grad():
+        got = module(*(torch.from_numpy(v).to(device) for v in feeds.values()))
+    got = got if isinstance(got, tuple) else (got,)
+    names = [o.name for o in session.get_outputs()]
+    return {
+        name: float(np.abs(g.float().cpu().numpy() - e).max())
+        for name, g, e in zip(names, got, expected, strict=True)
+    }
+
+
+def gpu_visible() -> bool:
+    return torch.cuda.is_available()

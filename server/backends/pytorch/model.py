@@ -1,0 +1,165 @@
+"""A Python-based ``pytorch`` backend for the embedded Triton server.
+
+Serves every model whose config says ``platform: "pytorch_libtorch"`` (TorchScript
+``model.pt``), as the native PyTorch backend does in the official container, so one
+config.pbtxt serves both. The instance group decides the device (``KIND_GPU``: the
+GPU Triton assigns to the instance; otherwise CPU).
+
+On the GPU it honours Triton's own ``optimization { cuda { graphs: true graph_spec
+{...} } }``: one CUDA graph per ``graph_spec`` (batch size and input shapes); a batch
+is padded up to the smallest captured graph that holds it, and runs eagerly where none
+does. Three traps measured on the H100 are avoided: inputs are read with ``as_numpy()``
+(DLPack views of Triton's shared memory cost ~8 ms a request), copied once into a
+pinned buffer, and ``cudnn.benchmark`` stays off (it re-tunes for every batch size).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import torch
+
+from python_models.base import Arrays, InvalidInput, PythonModel
+
+
+class TritonPythonModel(PythonModel):
+    def initialize(self, args: dict[str, str]) -> None:
+        gpu = args.get("model_instance_kind", "CPU") == "GPU" and torch.cuda.is_available()
+        self.device = torch.device(
+            f"cuda:{args.get('model_instance_device_id', 0)}" if gpu else "cpu"
+        )
+        super().initialize(args)
+
+    def setup(self) -> None:
+        torch.backends.cudnn.benchmark = False
+        filename = self.model_config.get("default_model_filename") or "model.pt"
+        path = self.version_dir / filename
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found; build it with `python -m build_engines`")
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+            torch.set_num_threads(1)  # only host copies run on the CPU; instances share cores
+        self.module = torch.jit.load(str(path), map_location=self.device).eval()
+        self.output_names = list(self.output_dtypes)
+        self.input_dtypes = {
+            spec["name"]: _TORCH_DTYPES[spec["data_type"]] for spec in self.model_config["input"]
+        }
+        self.graphs: dict[tuple, _Graph] = {}
+        if self.device.type == "cuda" and _cuda_options(self.model_config).get("graphs"):
+            for shapes in graph_shapes(self.model_config):
+                self.graphs[_key(shapes)] = _Graph(self._forward, shapes, self.input_dtypes)
+
+    def _forward(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        result = self.module(*(inputs[name] for name in self.input_names))
+        return result if isinstance(result, tuple) else (result,)
+
+    def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
+        """Requests of equal non-batch shapes run together; results split back per request."""
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for index, inputs in enumerate(batch):
+            groups[tuple((name, inputs[name].shape[1:]) for name in sorted(inputs))].append(index)
+        results: list[Arrays | Exception] = [InvalidInput("not run")] * len(batch)
+        for indices in groups.values():
+            try:
+                group_results = self._run([batch[i] for i in indices])
+            except Exception as exc:
+                group_results = [self._note(exc)] * len(indices)
+            for index, result in zip(indices, group_results, strict=True):
+                results[index] = result
+        return results
+
+    @torch.inference_mode()
+    def _run(self, group: list[Arrays]) -> list[Arrays]:
+        stacked = {name: np.concatenate([g[name] for g in group]) for name in self.input_names}
+        rows = next(iter(stacked.values())).shape[0]
+        graph = self._graph_for(stacked, rows)
+        if graph is not None:
+            values = graph.run(stacked, rows)
+        else:
+            tensors = {
+                n: _to_device(a, self.input_dtypes[n], self.device) for n, a in stacked.items()
+            }
+            values = [v.float().cpu().numpy() for v in self._forward(tensors)]
+        bounds = np.cumsum([g[self.input_names[0]].shape[0] for g in group])[:-1]
+        split = [np.split(value, bounds) for value in values]
+        return [
+            {name: parts[i] for name, parts in zip(self.output_names, split, strict=True)}
+            for i in range(len(group))
+        ]
+
+    def _graph_for(self, stacked: Arrays, rows: int) -> _Graph | None:
+        """The smallest captured graph with these non-batch shapes and at least ``rows`` rows."""
+        shapes = {name: array.shape[1:] for name, array in stacked.items()}
+        fitting = [g for g in self.graphs.values() if g.inner_shapes == shapes and g.batch >= rows]
+        return min(fitting, key=lambda g: g.batch) if fitting else None
+
+
+class _Graph:
+    """One captured CUDA graph: static pinned host and device inputs, static outputs."""
+
+    def __init__(self, forward, shapes: dict[str, tuple[int, ...]], dtypes) -> None:
+        self.batch = next(iter(shapes.values()))[0]
+        self.inner_shapes = {name: tuple(shape[1:]) for name, shape in shapes.items()}
+        self.host = {n: torch.zeros(s, dtype=dtypes[n]).pin_memory() for n, s in shapes.items()}
+        self.static = {n: t.cuda() for n, t in self.host.items()}
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream), torch.inference_mode():
+            for _ in range(3):  # warm-up outside the graph, as torch.cuda.graphs advises
+                forward(self.static)
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph), torch.inference_mode():
+            self.outputs = [o.float() for o in forward(self.static)]
+
+    def run(self, stacked: Arrays, rows: int) -> list[np.ndarray]:
+        for name, array in stacked.items():
+            self.host[name][:rows].copy_(torch.from_numpy(np.ascontiguousarray(array)))
+            self.static[name].copy_(self.host[name], non_blocking=True)
+        self.graph.replay()
+        return [out[:rows].cpu().numpy() for out in self.outputs]
+
+
+def _to_device(array: np.ndarray, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    tensor = torch.from_numpy(np.ascontiguousarray(array)).to(dtype)
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor
+
+
+def _cuda_options(config: dict[str, Any]) -> dict[str, Any]:
+    return config.get("optimization", {}).get("cuda", {})
+
+
+def graph_shapes(config: dict[str, Any]) -> list[dict[str, tuple[int, ...]]]:
+    """Full input shapes (batch first) of each ``graph_spec``; config dims fill the rest."""
+    dims = {spec["name"]: [int(d) for d in spec["dims"]] for spec in config["input"]}
+    result = []
+    for spec in _cuda_options(config).get("graph_spec", []):
+        batch = int(spec.get("batch_size", 0)) or 1
+        shapes = {}
+        for name, own in dims.items():
+            given = spec.get("input", {}).get(name, {}).get("dim")
+            inner = [int(d) for d in given] if given else own
+            if any(d < 0 for d in inner):
+                raise ValueError(f"graph_spec for batch {batch} leaves '{name}' dims {inner} open")
+            shapes[name] = (batch, *inner)
+        result.append(shapes)
+    return result
+
+
+def _key(shapes: dict[str, tuple[int, ...]]) -> tuple:
+    return tuple(sorted(shapes.items()))
+
+
+_TORCH_DTYPES = {
+    "TYPE_FP32": torch.float32,
+    "TYPE_FP16": torch.float16,
+    "TYPE_INT64": torch.int64,
+    "TYPE_INT32": torch.int32,
+    "TYPE_UINT8": torch.uint8,
+    "TYPE_INT8": torch.int8,
+    "TYPE_BOOL": torch.bool,
+}
