@@ -224,7 +224,13 @@ def _server_error(raw: str, message: str, context: CallContext) -> TritonClientE
                 reason=reason,
                 **kwargs,
             )
-    if status == "DEADLINE_EXCEEDED" or "deadline exceeded" in lowered:
+    if (
+        status == "DEADLINE_EXCEEDED"
+        or "deadline exceeded" in lowered
+        or (
+            status is None and "timed out" in lowered  # tritonclient's HTTP timeouts
+        )
+    ):
         return _deadline(message, context, raw or None)
     if status in {"UNAVAILABLE", "UNKNOWN", "INTERNAL", None} or raw == "":
         connection = _grpc_connection_reason(lowered)

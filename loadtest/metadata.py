@@ -133,9 +133,10 @@ def server_facts(url: str, models: list[str]) -> tuple[str, tuple[ModelSettings,
     kwargs = {"as_json": True} if grpc else {}
     try:
         server = client.get_server_metadata(**kwargs)
-        index = client.get_model_repository_index(**kwargs)
-        entries = index.get("models", []) if isinstance(index, dict) else index
-        ready = [e["name"] for e in entries if e.get("state") == "READY"]
+        # Statistics list the loaded models and stay open; the repository index needs the
+        # restricted-API key (server/security.py).
+        stats = client.get_inference_statistics(**kwargs)
+        ready = [e["name"] for e in stats.get("model_stats", [])]
         names = sorted({name for name in ready if _belongs(name, models)})
         settings = []
         for name in names:

@@ -49,21 +49,23 @@ def array_response(outputs: Arrays, dtypes: dict[str, np.dtype]) -> Any:
     return pb_utils.InferenceResponse(output_tensors=tensors)
 
 
-# With numpy 2 (seen: 2.5 on the H100 machine) the python backend's numpy interop breaks:
-# pb_utils.Tensor(name, array) outputs came back empty, numpy 2's versioned DLPack capsule
-# is refused ("PyCapsule_GetPointer called with incorrect name"). Numeric outputs go
-# through a torch view. OPEN (issue 10): served values there are still wrong, each row read
-# as its first element repeated (tests/test_pytorch_backend.py on the H100); not yet known
-# whether inputs or outputs are misread. Strings have no DLPack form.
-_DLPACK_OUTPUTS = int(np.__version__.split(".")[0]) >= 2
-
-
 def _tensor(name: str, value: np.ndarray) -> Any:
-    if _DLPACK_OUTPUTS and value.dtype != np.object_:
-        import torch  # present wherever numpy 2 is served (the GPU image)
-
-        return pb_utils.Tensor.from_dlpack(name, torch.from_numpy(value))
     return pb_utils.Tensor(name, value)
+
+
+def require_numpy_1(version: str = np.__version__) -> None:
+    """Triton 2.51's python stub needs numpy<2 (nvidia-pytriton pins it; 24.10 ships 1.x).
+
+    Seen on the H100 machine with numpy 2.5 in the stub: ``as_numpy()`` read every input as
+    its first element repeated and ``pb_utils.Tensor`` outputs came back empty, silently.
+    Refusing to load says so instead of serving wrong numbers.
+    """
+    if int(version.split(".")[0]) >= 2:
+        raise RuntimeError(
+            f"numpy {version} in the python backend's environment: Triton 2.51's stub needs "
+            "numpy<2 (wrong values otherwise). Give the stubs a numpy<2 environment, e.g. "
+            "TRITON_KIT_STUB_PYTHON=<venv>/bin/python3 (scripts/gpu/bench.sh does this)."
+        )
 
 
 class PythonModel:
@@ -78,6 +80,7 @@ class PythonModel:
     logger = logging.getLogger("python_models")
 
     def initialize(self, args: dict[str, str]) -> None:
+        require_numpy_1()
         self.model_config: dict[str, Any] = json.loads(args["model_config"])
         self.model_name: str = args["model_name"]
         self.version_dir = Path(args["model_repository"]) / args["model_version"]

@@ -20,6 +20,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PROJECT_BACKENDS = Path(__file__).resolve().parent / "backends"
 _PYCACHE = shutil.ignore_patterns("__pycache__")
 CONTAINER_BINARY = Path("/opt/tritonserver/bin/tritonserver")
+STUB_PYTHON_ENV = "TRITON_KIT_STUB_PYTHON"
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,13 @@ def server_environment(installation: TritonInstallation) -> dict[str, str]:
         env["LD_LIBRARY_PATH"] = os.pathsep.join(
             p for p in (str(installation.library_path), env.get("LD_LIBRARY_PATH", "")) if p
         )
-    bin_dir = str(Path(sys.executable).parent)
+    # The stub ignores PYTHONPATH and takes its sys.path from the venv of the `python3`
+    # first on PATH (probe: scripts/gpu/probe_io.py): the launcher's own, or the one
+    # STUB_PYTHON_ENV names (the GPU run gives the stubs a numpy<2 venv that way).
+    bin_dir = str(Path(os.environ.get(STUB_PYTHON_ENV) or sys.executable).parent)
     env["PATH"] = os.pathsep.join(p for p in (bin_dir, env.get("PATH", "")) if p)
     site_packages = sysconfig.get_paths()["purelib"]
-    python_path = [str(PROJECT_ROOT), site_packages, env.get("PYTHONPATH", "")]
+    # An explicit PYTHONPATH outranks the interpreter's site-packages, as in Python itself.
+    python_path = [str(PROJECT_ROOT), env.get("PYTHONPATH", ""), site_packages]
     env["PYTHONPATH"] = os.pathsep.join(p for p in python_path if p)
     return env

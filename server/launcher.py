@@ -217,9 +217,18 @@ class TritonServer:
             f"--log-verbose={cfg.log_verbose}",
             *CONTROL_ARGS,
             *prefix_args(self.shm_prefix),
-            *restricted_api_args(self.api_key),
+            *self._restriction_args(),
             *cfg.extra_args,
         ]
+
+    def _restriction_args(self) -> list[str]:
+        """Ours, unless the caller restricts the APIs itself (e.g. a manifest's own flags:
+        Triton refuses an API named in two restriction groups). Then ``api_key`` must be
+        the key those flags name, for the drain's unload calls."""
+        own = ("--http-restricted-api", "--grpc-restricted-protocol")
+        if any(arg.startswith(own) for arg in self.config.extra_args):
+            return []
+        return restricted_api_args(self.api_key)
 
     def _wait_until_ready(self) -> None:
         assert self._process is not None

@@ -16,7 +16,9 @@ from client import (
     TritonClientError,
 )
 from client.base import as_list, raise_first
-from client.errors import translate_error
+from client.errors import CallContext, translate_error
+
+CONTEXT = CallContext(url="grpc://127.0.0.1:1", model="m", timeout=2.0)
 
 
 def _server(message: str, status: str | None) -> InferenceServerException:
@@ -50,7 +52,7 @@ def _server(message: str, status: str | None) -> InferenceServerException:
     ],
 )
 def test_server_exceptions_map_to_the_hierarchy(message, status, expected) -> None:
-    error = translate_error(_server(message, status))
+    error = translate_error(_server(message, status), CONTEXT)
     assert type(error) is expected or isinstance(error, expected)
     assert isinstance(error, TritonClientError)
     assert message in str(error)
@@ -60,20 +62,20 @@ def test_server_exceptions_map_to_the_hierarchy(message, status, expected) -> No
 
 @pytest.mark.parametrize("exc", [asyncio.TimeoutError(), TimeoutError("t"), TimeoutError()])
 def test_python_timeouts_are_deadline_exceeded(exc: BaseException) -> None:
-    error = translate_error(exc)
+    error = translate_error(exc, CONTEXT)
     assert isinstance(error, DeadlineExceededError) and str(error)
 
 
 def test_other_exceptions_are_server_errors_and_ours_pass_through() -> None:
-    error = translate_error(ConnectionRefusedError("refused"))
+    error = translate_error(ConnectionRefusedError("refused"), CONTEXT)
     assert isinstance(error, ServerError) and "refused" in str(error)
     ours = InvalidInputError("x")
-    assert translate_error(ours) is ours
+    assert translate_error(ours, CONTEXT) is ours
 
     class ReadTimeout(Exception):
         pass
 
-    assert isinstance(translate_error(ReadTimeout()), DeadlineExceededError)
+    assert isinstance(translate_error(ReadTimeout(), CONTEXT), DeadlineExceededError)
 
 
 def test_timeout_of() -> None:
@@ -86,7 +88,8 @@ def test_timeout_of() -> None:
 
 
 def test_as_list_and_raise_first() -> None:
-    assert as_list("a") == ["a"] and as_list(b"a") == [b"a"] and as_list(("a", "b")) == ["a", "b"]
+    assert as_list("a") == (["a"], True) and as_list(b"a") == ([b"a"], True)
+    assert as_list(("a", "b")) == (["a", "b"], False)
     assert raise_first([1, 2]) == [1, 2]
     with pytest.raises(InvalidInputError, match="item 1: bad"):
         raise_first([1, InvalidInputError("bad", "400"), ServerError("later")])

@@ -250,6 +250,7 @@ def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(tmp_path: Path
         metrics_port=0,
         log_file=tmp_path / "tritonserver.log",
         extra_args=_manifest_flags_for_embedded(triton),
+        api_key=ADMIN_KEY,  # the key the manifest's own restriction flags name
     )
     with TritonServer(config) as server:
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):

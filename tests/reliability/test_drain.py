@@ -152,10 +152,11 @@ def test_sigterm_lets_in_flight_ensemble_and_bls_work_finish(tmp_path: Path, pro
 
 def test_entry_models_of_the_shipped_repository(triton_server: TritonServer) -> None:
     """What the drain unloads first on the real repository: what clients call, no steps."""
-    require_models("resnet50", "bert", "nmt")
+    require_models("resnet50", "bert", "bert_ensemble", "nmt", "nmt_rnn")
     drainer = Drainer(triton_server.http_url, triton_server.api_key)
     ready = [name for name, state in drainer.states().items() if state == "READY"]
-    assert entry_models(drainer.configs(ready)) == ["bert", "nmt", "resnet50"]
+    expected = ["bert", "bert_ensemble", "nmt", "nmt_rnn", "resnet50"]
+    assert entry_models(drainer.configs(ready)) == expected
 
 
 def test_entry_models_skip_steps_and_non_python_models() -> None:
