@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import itertools
-import queue
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,13 +26,14 @@ import numpy as np
 import sentencepiece as spm
 
 from benchmarks.common import machine_description, markdown_table
+from benchmarks.nmt import MAX_BATCH, BatchFn, MicroBatcher
 from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.repository import parse, render
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = {"transformer (nmt)": "nmt", "GRU + attention (nmt_rnn)": "nmt_rnn"}
-MAX_BATCH = 32
+
 Translate = Callable[[str], str]
 
 
@@ -57,39 +56,14 @@ class Cell:
         return float(np.percentile(self.latencies_s, q) * 1000)
 
 
-class Batcher:
-    """One worker decoding every queued sentence together (Triton's dynamic batching)."""
+def batch_engine(run: Callable[[Sequence[str], int], list[str]]) -> BatchFn:
+    """``run(texts, beam) -> translations`` as the shared micro-batcher's engine."""
 
-    def __init__(self, run: Callable[[Sequence[str], int], list[str]], beam: int) -> None:
-        self.run, self.beam = run, beam
-        self.queue: queue.Queue[tuple[str, Future] | None] = queue.Queue()
-        self.worker = threading.Thread(target=self._loop, daemon=True)
-        self.worker.start()
+    def engine(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
+        for index, text in enumerate(run(texts, beam)):
+            done(index, text)
 
-    def __call__(self, text: str) -> str:
-        future: Future = Future()
-        self.queue.put((text, future))
-        return future.result()
-
-    def close(self) -> None:
-        self.queue.put(None)
-        self.worker.join()
-
-    def _loop(self) -> None:
-        while (first := self.queue.get()) is not None:
-            batch = [first]
-            while len(batch) < MAX_BATCH:
-                try:
-                    item = self.queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self.queue.put(None)
-                    break
-                batch.append(item)
-            outputs = self.run([t for t, _ in batch], self.beam)
-            for (_, future), out in zip(batch, outputs, strict=True):
-                future.set_result(out)
+    return engine
 
 
 def in_process(repository: Path, bls: str, threads: int):
@@ -188,7 +162,7 @@ def run(args: argparse.Namespace) -> list[Cell]:
         for beam, level in itertools.product(args.beams, args.concurrency):
             pairs = pairs_all[: max(args.min_sentences, level * args.sentences_per_client)]
             for label, bls in FAMILIES.items():
-                batcher = Batcher(local[bls], beam)
+                batcher = MicroBatcher(batch_engine(local[bls]), beam)
                 calls = [batcher] * level
                 cells.append(measure(label, "in-process", calls, beam, pairs, count_tokens))
                 batcher.close()
