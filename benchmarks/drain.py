@@ -15,26 +15,20 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.soak import SENTENCES, _jpeg
 from client import TritonClient
 from server import free_port
+from server.launcher import wait_ready
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _wait_ready(port: int, timeout_s: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"server not ready after {timeout_s} s")
+    if not wait_ready(f"http://127.0.0.1:{port}", timeout_s):
+        raise SystemExit(f"server not ready after {timeout_s} s")
 
 
 def _call(url: str, kind: str, image: bytes) -> str:

@@ -93,6 +93,25 @@ def check_port_free(host: str, port: int, purpose: str) -> None:
             raise
 
 
+def http_ready(http_url: str, timeout_s: float = 2.0) -> bool:
+    """Whether Triton at ``http_url`` answers its readiness probe with 200."""
+    try:
+        with urllib.request.urlopen(f"{http_url}/v2/health/ready", timeout=timeout_s) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def wait_ready(http_url: str, timeout_s: float, poll_s: float = 0.3) -> bool:
+    """Poll the readiness probe of a server someone else started; False after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if http_ready(http_url, timeout_s=1.0):
+            return True
+        time.sleep(poll_s)
+    return False
+
+
 def _die_with_parent() -> None:
     """Runs in the child: the kernel SIGKILLs the server if the launching process dies.
 
@@ -261,11 +280,7 @@ class TritonServer:
         )
 
     def is_ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.http_url}/v2/health/ready", timeout=2) as resp:
-                return resp.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        return http_ready(self.http_url)
 
     def model_names(self) -> list[str]:
         """Names of the READY models, from the repository index (a restricted endpoint)."""

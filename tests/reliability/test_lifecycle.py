@@ -20,6 +20,7 @@ import pytest
 import tritonclient.http as httpclient
 
 from server import TritonServer, free_port
+from server.launcher import wait_ready
 from server.shm import PREFIX, SHM_DIR
 from tests.reliability.conftest import tiny_config
 
@@ -28,14 +29,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _wait_ready(port: int, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"server on port {port} not ready after {timeout_s} s")
+    assert wait_ready(f"http://127.0.0.1:{port}", timeout_s), (
+        f"server on port {port} not ready after {timeout_s} s"
+    )
 
 
 def _slow_request(port: int, seconds: float) -> threading.Thread:
