@@ -20,6 +20,7 @@ from client import TritonClient
 from server import ServerConfig, TritonServer
 
 ROOT = Path(__file__).resolve().parent
+LOAD_STEPS = "1,4"  # users per model at each load step
 Row = list[object]
 
 
@@ -68,16 +69,23 @@ def built_models(repository: Path) -> list[str]:
     return [name for name in DEMOS if (repository / name / "config.pbtxt").exists()]
 
 
-def short_load_test(server: TritonServer, models: list[str], step_seconds: float) -> int:
-    """Locust at 1 then 4 users on each protocol; prints the table, writes reports/loadtest/."""
+def short_load_test(
+    server: TritonServer,
+    models: list[str],
+    step_seconds: float,
+    steps: str = LOAD_STEPS,
+    out: Path | None = None,
+) -> int:
+    """Locust at each step's users on each protocol; prints the table, writes the reports."""
     from loadtest.runner import RunConfig, run
 
     config = RunConfig(
         models=models,
         hosts=[server.grpc_url, server.http_url],
-        steps="1,4",
+        steps=steps,
         step_time=step_seconds,
         settle_time=min(3.0, step_seconds / 3),
+        out=out,
     )
     return run(config)
 
@@ -90,6 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=8.0,
         help="seconds per load step (0 skips the load test)",
+    )
+    parser.add_argument(
+        "--steps",
+        default=LOAD_STEPS,
+        help=f"users per model at each load step (default {LOAD_STEPS}; '1' is the shortest)",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="load-test report folder (default reports/loadtest/<UTC time>)"
     )
     args = parser.parse_args(argv)
     models = built_models(args.model_repository)
@@ -110,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown_table(["model", "protocol", "result", "median ms"], rows))
         if args.step_seconds > 0:
             print("\n## Short load test (Locust)\n", flush=True)
-            return short_load_test(server, models, args.step_seconds)
+            return short_load_test(server, models, args.step_seconds, args.steps, args.out)
     return 0
 
 

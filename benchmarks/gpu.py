@@ -2,292 +2,118 @@
 
 Run on a GPU host (scripts/gpu/bench.sh does it on the lent H100)::
 
-    python -m benchmarks.gpu --out OUT_DIR
+    python -m benchmarks.gpu --out OUT_DIR            # everything, about 8 minutes
+    python -m benchmarks.gpu --out OUT_DIR --quick    # fewer points, 2 s each
+    python -m benchmarks.gpu --out OUT_DIR --smoke    # CPU, tiny shapes: checks the code
 
-Models have RANDOM weights (speed only). Each served model is TorchScript behind the
-project's Python-based ``pytorch`` backend, with CUDA graphs per batch bucket. Writes
-``gpu.md`` (header: GPU, driver, versions) and ``gpu.json`` into OUT_DIR.
+Measures, side by side in one run:
+  families  ResNet-50 (UINT8 224 input), BERT-base, BERT-large (seq 128): in-process eager
+            and CUDA graph vs served (batch-1 sequential, one-item requests at concurrency
+            64/256, 64-item requests), FP16 TorchScript behind the python-based pytorch
+            backend with CUDA graphs per batch bucket;
+  input     ResNet-50 fed JPEG (nvJPEG + torch resize on the GPU) vs decoded UINT8 640x480;
+  shm       those UINT8 inputs inline vs system vs CUDA shared memory;
+  minilm    MiniLM-L6 built with `build_engines bert --engine torch`, served by the bert
+            python model on mixed text lengths vs the same steps in-process.
+Models have RANDOM weights (speed only). Every step is guarded: a failing row is recorded
+with its traceback and the run goes on. Writes gpu.md and gpu.json into OUT_DIR (and
+gpu.json after every step, so a run cut short keeps what it measured).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import multiprocessing as mp
 import platform
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+from benchmarks.gpu_settings import FAMILY_NAMES, ROW_NAMES, Settings
 
 
-@dataclass(frozen=True)
-class Spec:
-    """One model to measure: how to build it and what one request looks like."""
-
-    name: str
-    inputs: dict[str, tuple[str, tuple[int, ...]]]  # name -> (Triton dtype, inner dims)
-    output: tuple[str, int]
-    buckets: tuple[int, ...]
-    instances: int
-
-
-def stats(latencies_s: list[float]) -> dict[str, float]:
-    ms = np.asarray(latencies_s) * 1e3
-    return {f"p{q}": float(np.percentile(ms, q)) for q in (50, 95, 99)}
-
-
-# -- models ------------------------------------------------------------------------------
-
-
-def resnet50_uint8():
-    """ResNet-50 taking UINT8 NHWC images; normalisation on the GPU, FP16 inside."""
-    import torch
-    from transformers import ResNetConfig, ResNetForImageClassification
-
-    class Net(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = ResNetForImageClassification(ResNetConfig(num_labels=1000)).eval()
-            mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
-            std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * 255
-            self.register_buffer("mean", mean)
-            self.register_buffer("std", std)
-
-        def forward(self, image: torch.Tensor) -> torch.Tensor:
-            x = image.permute(0, 3, 1, 2).float()
-            x = ((x - self.mean) / self.std).half()
-            return self.model(pixel_values=x).logits.float()
-
-    net = Net().eval()
-    net.model.half()
-    return net
-
-
-def bert_fp16(layers: int, hidden: int, heads: int):
-    """BERT encoder, mean-pooled, FP16, random weights."""
-    import torch
-    from transformers import BertConfig, BertModel
-
-    config = BertConfig(
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=4 * hidden,
-        attn_implementation="sdpa",
+def parse_settings(argv: list[str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.gpu",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--out", type=Path, required=True, help="where gpu.md/gpu.json go")
+    parser.add_argument(
+        "--seconds", type=float, help="per measured point (default 5; --quick 2; --smoke 0.3)"
+    )
+    parser.add_argument("--processes", type=int, default=8, help="client processes (default 8)")
+    parser.add_argument(
+        "--families",
+        default=",".join(FAMILY_NAMES),
+        help="comma-separated, from %(default)s; '' for none",
+    )
+    parser.add_argument(
+        "--rows", default=",".join(ROW_NAMES), help="comma-separated, from %(default)s; '' for none"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer batch sizes and loads, 2 s per point"
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="on CPU with tiny shapes and 2 clients: runs every step once to catch mistakes "
+        "before the GPU run (numbers meaningless)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        help="tokenizer.json for the MiniLM shape where all-MiniLM-L6-v2 is not installed "
+        "(scripts/gpu/prepare.sh carries one)",
+    )
+    args = parser.parse_args(argv)
+    seconds = args.seconds or (0.3 if args.smoke else 2.0 if args.quick else 5.0)
+    return Settings(
+        out=args.out,
+        device="cpu" if args.smoke else "cuda",
+        seconds=seconds,
+        processes=2 if args.smoke else args.processes,
+        families=_names(args.families, FAMILY_NAMES, "--families"),
+        rows=_names(args.rows, ROW_NAMES, "--rows"),
+        quick=args.quick,
+        smoke=args.smoke,
+        tokenizer=args.tokenizer,
     )
 
-    class Net(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = BertModel(config, add_pooling_layer=False).eval().half()
 
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            hidden_states = self.model(input_ids=input_ids, attention_mask=attention_mask)[0]
-            mask = attention_mask.unsqueeze(-1).to(hidden_states.dtype)
-            return ((hidden_states * mask).sum(1) / mask.sum(1)).float()
-
-    return Net().eval()
+def _names(text: str, allowed: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    names = tuple(n for n in text.split(",") if n)
+    unknown = set(names) - set(allowed)
+    if unknown:
+        raise SystemExit(f"{flag}: unknown {sorted(unknown)}; choose from {list(allowed)}")
+    return names
 
 
-def example(spec: Spec, batch: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    arrays = {}
-    for name, (dtype, dims) in spec.inputs.items():
-        if dtype == "UINT8":
-            arrays[name] = rng.integers(0, 256, (batch, *dims), dtype=np.uint8)
-        elif name == "attention_mask":
-            arrays[name] = np.ones((batch, *dims), dtype=np.int64)
-        else:
-            arrays[name] = rng.integers(1000, 2000, (batch, *dims), dtype=np.int64)
-    return arrays
-
-
-# -- in-process --------------------------------------------------------------------------
-
-
-def in_process(module, spec: Spec, batches: tuple[int, ...], seconds: float) -> dict:
-    """Eager and CUDA-graph timings, host input copy and output copy included."""
+def environment(settings: Settings) -> dict[str, str]:
     import torch
 
-    torch.backends.cudnn.benchmark = False
-    rng = np.random.default_rng(0)
-    results = {}
-    for batch in batches:
-        host = {n: torch.from_numpy(a).pin_memory() for n, a in example(spec, batch, rng).items()}
-        static = {n: t.cuda() for n, t in host.items()}
-
-        def eager(host=host):
-            with torch.inference_mode():
-                inputs = [t.cuda(non_blocking=True) for t in host.values()]
-                return module(*inputs).cpu()
-
-        for _ in range(3):
-            eager()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream), torch.inference_mode():
-            for _ in range(3):
-                module(*static.values())
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph), torch.inference_mode():
-            out = module(*static.values())
-
-        def graphed(host=host, static=static, graph=graph, out=out):
-            for n, t in host.items():
-                static[n].copy_(t, non_blocking=True)
-            graph.replay()
-            return out.cpu()
-
-        for label, fn in (("eager", eager), ("graph", graphed)):
-            lat = timed_loop(fn, seconds)
-            results[f"{label}_bs{batch}"] = {
-                **stats(lat),
-                "items_per_s": batch * len(lat) / sum(lat),
-            }
-        del graph
-    return results
-
-
-def timed_loop(fn, seconds: float, limit: int = 20000) -> list[float]:
-    fn()
-    lat: list[float] = []
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end and len(lat) < limit:
-        start = time.perf_counter()
-        fn()
-        lat.append(time.perf_counter() - start)
-    return lat
-
-
-# -- served ------------------------------------------------------------------------------
-
-
-def write_repository(repo: Path, spec: Spec, module, max_batch: int) -> None:
-    import torch
-
-    from build_engines.repository import Tensor, render
-    from build_engines.torch_engine import TorchConfigOptions, torch_model_config
-
-    rng = np.random.default_rng(0)
-    ex = tuple(torch.from_numpy(a).cuda() for a in example(spec, 2, rng).values())
-    with torch.no_grad():
-        traced = torch.jit.trace(module, ex, check_trace=False)
-    version = repo / spec.name / "1"
-    version.mkdir(parents=True, exist_ok=True)
-    traced.save(str(version / "model.pt"))
-    options = TorchConfigOptions(
-        max_batch_size=max_batch,
-        gpu=True,
-        instances=spec.instances,
-        precision="fp16",
-        queue_delay_us=100,
-        graph_batch_sizes=spec.buckets,
-        graph_dims={n: d for n, (_, d) in spec.inputs.items()},
-    )
-    config = torch_model_config(
-        spec.name,
-        [Tensor(n, t, d) for n, (t, d) in spec.inputs.items()],
-        [Tensor(spec.output[0], "FP32", (spec.output[1],))],
-        options,
-    )
-    (repo / spec.name / "config.pbtxt").write_text(render(config))
-
-
-def _worker(args) -> tuple[int, list[float]]:
-    url, spec, batch, concurrency, seconds = args
-    return asyncio.run(_worker_async(url, spec, batch, concurrency, seconds))
-
-
-async def _worker_async(url, spec: Spec, batch, concurrency, seconds):
-    import tritonclient.grpc.aio as grpcclient
-    from tritonclient.utils import np_to_triton_dtype
-
-    client = grpcclient.InferenceServerClient(url)
-    arrays = example(spec, batch, np.random.default_rng(1))
-    inputs = []
-    for name, array in arrays.items():
-        tensor = grpcclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
-        tensor.set_data_from_numpy(array)
-        inputs.append(tensor)
-    outputs = [grpcclient.InferRequestedOutput(spec.output[0])]
-    latencies: list[float] = []
-    errors = 0
-    end = time.perf_counter() + seconds
-
-    async def user():
-        nonlocal errors
-        while time.perf_counter() < end:
-            start = time.perf_counter()
-            try:
-                result = await client.infer(spec.name, inputs, outputs=outputs)
-                assert result.as_numpy(spec.output[0]).shape == (batch, spec.output[1])
-                latencies.append(time.perf_counter() - start)
-            except Exception:
-                errors += 1
-
-    await asyncio.gather(*(user() for _ in range(concurrency)))
-    await client.close()
-    return errors, latencies
-
-
-def served_load(url, spec, batch, concurrency, seconds, processes) -> dict:
-    processes = max(1, min(processes, concurrency))
-    share = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(processes) as pool:
-        parts = pool.map(_worker, [(url, spec, batch, c, seconds) for c in share])
-    latencies = [x for _, lat in parts for x in lat]
-    errors = sum(e for e, _ in parts)
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except FileNotFoundError:
+        smi = ""
     return {
-        **stats(latencies or [float("nan")]),
-        "items_per_s": batch * len(latencies) / seconds,
-        "requests": len(latencies),
-        "errors": errors,
-        "batch": batch,
-        "concurrency": concurrency,
-    }
-
-
-def served_sequential(url, spec, count=300) -> dict:
-    import tritonclient.grpc as grpcclient
-    from tritonclient.utils import np_to_triton_dtype
-
-    client = grpcclient.InferenceServerClient(url.removeprefix("grpc://"))
-    arrays = example(spec, 1, np.random.default_rng(1))
-    inputs = []
-    for name, array in arrays.items():
-        tensor = grpcclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
-        tensor.set_data_from_numpy(array)
-        inputs.append(tensor)
-
-    def call():
-        client.infer(spec.name, inputs)
-
-    lat = timed_loop(call, 5.0, count)
-    return {**stats(lat), "items_per_s": len(lat) / sum(lat)}
-
-
-# -- report ------------------------------------------------------------------------------
-
-
-def environment() -> dict[str, str]:
-    import torch
-
-    smi = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    return {
-        "gpu": smi,
+        "gpu": smi or "none (CPU)",
+        "mode": "smoke (CPU, tiny shapes)"
+        if settings.smoke
+        else "quick"
+        if settings.quick
+        else "full",
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cuda": str(torch.version.cuda),
@@ -297,22 +123,102 @@ def environment() -> dict[str, str]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--processes", type=int, default=8, help="client processes")
-    parser.add_argument("--families", default="resnet50,bert-base,bert-large")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    from benchmarks.gpu_families import run_all
+class Run:
+    """Results by section; every step guarded; gpu.json rewritten after each."""
 
-    results = {"env": environment(), **run_all(args)}
-    (args.out / "gpu.json").write_text(json.dumps(results, indent=2) + "\n")
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.results: dict = {"env": environment(settings)}
+        self.started = time.perf_counter()
+
+    def section(self, name: str) -> dict:
+        return self.results.setdefault(name, {})
+
+    def step(self, section: str, label: str, fn: Callable[[], object]) -> object:
+        print(f"== {section}: {label} ({time.perf_counter() - self.started:.0f} s)", flush=True)
+        try:
+            value = fn()
+        except Exception:
+            value = None
+            errors = self.section(section).setdefault("errors", {})
+            errors[label] = traceback.format_exc()
+            print(errors[label], flush=True)
+        self.save()
+        return value
+
+    def save(self) -> None:
+        self.results["env"]["elapsed_s"] = f"{time.perf_counter() - self.started:.0f}"
+        (self.settings.out / "gpu.json").write_text(json.dumps(self.results, indent=2) + "\n")
+
+
+def run(settings: Settings) -> dict:
+    from benchmarks import gpu_families, gpu_rows
+
+    run = Run(settings)
+    repo = Path(tempfile.mkdtemp(prefix="gpu-bench-repo-"))
+    for family in settings.families:
+        section = run.section(family)
+        run.step(
+            family,
+            "in-process",
+            lambda f=family, s=section: gpu_families.prepare_family(f, repo, settings, s),
+        )
+    if "input" in settings.rows or "shm" in settings.rows:
+        run.step("input", "write models", lambda: gpu_rows.prepare_inputs(repo, settings))
+    if "minilm" in settings.rows:
+        work = Path(tempfile.mkdtemp(prefix="gpu-bench-work-"))
+        info = run.step(
+            "minilm",
+            "build (--engine torch)",
+            lambda: gpu_rows.prepare_minilm(repo, work, settings),
+        )
+        run.section("minilm").update(info or {})
+        section = run.section("minilm")
+        run.step(
+            "minilm",
+            "in-process",
+            lambda: section.__setitem__("in_process", gpu_rows.minilm_in_process(repo, settings)),
+        )
+    run.step("server", "serve", lambda: _serve(run, repo, settings))
+    return run.results
+
+
+def _serve(run: Run, repo: Path, settings: Settings) -> None:
+    from benchmarks import gpu_families, gpu_rows
+    from server.launcher import ServerConfig, TritonServer
+
+    log = settings.out / "tritonserver.log"
+    config = ServerConfig(
+        model_repository=repo, http_port=0, grpc_port=0, metrics_port=0, log_file=log
+    )
+    with TritonServer(config) as server:
+        url = server.grpc_url.removeprefix("grpc://")
+        plan: list[tuple[str, list]] = [
+            (family, gpu_families.served_steps(family, settings)) for family in settings.families
+        ]
+        if "input" in settings.rows:
+            plan.append(("input", gpu_rows.input_steps(settings)))
+        if "shm" in settings.rows:
+            plan.append(("shm", gpu_rows.shm_steps(settings, server.api_key)))
+        if "minilm" in settings.rows:
+            plan.append(("minilm", gpu_rows.minilm_steps(settings)))
+        for section, steps in plan:
+            served = run.section(section).setdefault("served", {})
+            for label, measure in steps:
+                run.step(
+                    section, label, lambda m=measure, lb=label, s=served: s.__setitem__(lb, m(url))
+                )
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = parse_settings(argv)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    results = run(settings)
     from benchmarks.gpu_report import markdown
 
-    (args.out / "gpu.md").write_text(markdown(results))
-    print(markdown(results), flush=True)
+    text = markdown(results)
+    (settings.out / "gpu.md").write_text(text)
+    print(text, flush=True)
     return 0
 
 

@@ -1,98 +1,131 @@
-"""What benchmarks/gpu.py measures for each family, in one run."""
+"""The families benchmarks/gpu.py measures in-process and served (issue 10 first rows)."""
 
 from __future__ import annotations
 
-import argparse
 import gc
-import tempfile
-import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.gpu import (
-    BUCKETS,
-    Spec,
-    bert_fp16,
-    in_process,
-    resnet50_uint8,
-    served_load,
-    served_sequential,
-    write_repository,
-)
+from benchmarks.gpu_load import in_process, served_load, served_sequential, spec_load
+from benchmarks.gpu_models import Spec, bert, resnet50_uint8, write_torch_model
+from benchmarks.gpu_settings import Settings
 
-FAMILIES = {
-    "resnet50": (
-        Spec("resnet50_u8", {"image": ("UINT8", (224, 224, 3))}, ("logits", 1000), BUCKETS, 4),
-        resnet50_uint8,
-        256,
-        (1, 64, 256),
-        ((1, 64), (1, 256), (64, 8)),
-    ),
-    "bert-base": (
-        Spec(
-            "bert_base",
-            {"input_ids": ("INT64", (128,)), "attention_mask": ("INT64", (128,))},
-            ("embedding", 768),
-            BUCKETS[:7],
-            2,
+BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+@dataclass(frozen=True)
+class Family:
+    spec: Spec
+    make: Callable[[Settings], object]
+    max_batch: int
+    batches: tuple[int, ...]  # in-process batch sizes
+    loads: tuple[tuple[int, int], ...]  # served (batch per request, concurrency)
+
+
+def families(settings: Settings) -> dict[str, Family]:
+    """Full size on the GPU; ``--quick`` fewer points; ``--smoke`` tiny shapes and loads."""
+    if settings.smoke:
+        return _smoke_families()
+    seq = {"input_ids": ("INT64", (128,)), "attention_mask": ("INT64", (128,))}
+    found = {
+        "resnet50": Family(
+            Spec("resnet50_u8", {"image": ("UINT8", (224, 224, 3))}, ("logits", 1000), BUCKETS, 4),
+            resnet50_uint8,
+            256,
+            (1, 64, 256),
+            ((1, 64), (1, 256), (64, 8)),
         ),
-        lambda: bert_fp16(12, 768, 12),
-        64,
-        (1, 64),
-        ((1, 64),),
-    ),
-    "bert-large": (
-        Spec(
-            "bert_large",
-            {"input_ids": ("INT64", (128,)), "attention_mask": ("INT64", (128,))},
-            ("embedding", 1024),
-            BUCKETS[:7],
-            2,
+        "bert-base": Family(
+            Spec("bert_base", seq, ("embedding", 768), BUCKETS[:7], 2),
+            lambda s: bert(s, 12, 768, 12),
+            64,
+            (1, 64),
+            ((1, 64),),
         ),
-        lambda: bert_fp16(24, 1024, 16),
-        64,
-        (1, 64),
-        ((1, 64),),
-    ),
-}
+        "bert-large": Family(
+            Spec("bert_large", seq, ("embedding", 1024), BUCKETS[:7], 2),
+            lambda s: bert(s, 24, 1024, 16),
+            64,
+            (1, 64),
+            ((1, 64),),
+        ),
+    }
+    if settings.quick:
+        found = {
+            name: Family(f.spec, f.make, f.max_batch, _ends(f.batches), f.loads[:1] + f.loads[2:])
+            for name, f in found.items()
+        }
+    return found
 
 
-def run_all(args: argparse.Namespace) -> dict:
+def _ends(values: tuple[int, ...]) -> tuple[int, ...]:
+    """The smallest and largest batch: latency and throughput ends of the curve."""
+    return tuple(dict.fromkeys((values[0], values[-1])))
+
+
+def _smoke_families() -> dict[str, Family]:
+    seq = {"input_ids": ("INT64", (16,)), "attention_mask": ("INT64", (16,))}
+    image = {"image": ("UINT8", (224, 224, 3))}
+    small = (1, 2, 4)
+    return {
+        "resnet50": Family(
+            Spec("resnet50_u8", image, ("logits", 1000), small, 1),
+            resnet50_uint8,
+            4,
+            (1, 2),
+            ((1, 2), (2, 1)),
+        ),
+        "bert-base": Family(
+            Spec("bert_base", seq, ("embedding", 64), small, 1),
+            lambda s: bert(s, 12, 768, 12),
+            4,
+            (1,),
+            ((1, 2),),
+        ),
+        "bert-large": Family(
+            Spec("bert_large", seq, ("embedding", 64), small, 1),
+            lambda s: bert(s, 24, 1024, 16),
+            4,
+            (1,),
+            ((1, 2),),
+        ),
+    }
+
+
+def prepare_family(name: str, repo: Path, settings: Settings, section: dict) -> None:
+    """In-process timings, then the TorchScript the server will load."""
     import torch
 
-    from server.launcher import ServerConfig, TritonServer
-
-    chosen = [f for f in args.families.split(",") if f]
-    repo = Path(tempfile.mkdtemp(prefix="gpu-bench-repo-"))
-    results: dict = {}
-    for family in chosen:
-        spec, make, max_batch, batches, _ = FAMILIES[family]
-        module = make().cuda().eval()
-        print(f"== {family}: in-process", flush=True)
-        results[family] = {"in_process": in_process(module, spec, batches, args.seconds)}
-        write_repository(repo, spec, module, max_batch)
+    family = families(settings)[name]
+    module = family.make(settings).to(settings.device).eval()
+    try:
+        print(f"== {name}: in-process", flush=True)
+        section["in_process"] = in_process(module, family.spec, family.batches, settings)
+        write_torch_model(
+            repo, family.spec, module, family.max_batch, settings, family.spec.output[1]
+        )
+    finally:
         del module
         gc.collect()
-        torch.cuda.empty_cache()
-    log = args.out / "tritonserver.log"
-    config = ServerConfig(
-        model_repository=repo, http_port=0, grpc_port=0, metrics_port=0, log_file=log
-    )
-    with TritonServer(config) as server:
-        url = server.grpc_url.removeprefix("grpc://")
-        for family in chosen:
-            spec, _, _, _, loads = FAMILIES[family]
-            print(f"== {family}: served", flush=True)
-            served = results[family]["served"] = {}
-            try:
-                served["sequential_bs1"] = served_sequential(url, spec)
-                for batch, concurrency in loads:
-                    served[f"bs{batch}_c{concurrency}"] = served_load(
-                        url, spec, batch, concurrency, args.seconds, args.processes
-                    )
-                    print(
-                        family, batch, concurrency, served[f"bs{batch}_c{concurrency}"], flush=True
-                    )
-            except Exception:
-                served["error"] = traceback.format_exc()
-                print(served["error"], flush=True)
-    return results
+        if settings.gpu:
+            torch.cuda.empty_cache()
+
+
+def served_steps(name: str, settings: Settings) -> list[tuple[str, Callable[[str], dict]]]:
+    """(row label, measure(url)) for one family's served rows, each guarded by the caller."""
+    family = families(settings)[name]
+    steps = [
+        ("sequential_bs1", lambda url: served_sequential(url, spec_load(family.spec, 1), settings))
+    ]
+    for batch, concurrency in family.loads:
+        users = settings.concurrency(concurrency)
+        steps.append(
+            (
+                f"bs{batch}_c{users}",
+                lambda url, b=batch, c=users: served_load(
+                    url, spec_load(family.spec, b), c, settings
+                ),
+            )
+        )
+    return steps

@@ -12,6 +12,13 @@ ANCHORS = """\
 """
 
 
+TITLES = {
+    "input": "resnet50 input: JPEG (nvJPEG + GPU resize) vs decoded UINT8 640x480",
+    "shm": "resnet50 UINT8 inputs: inline vs system vs CUDA shared memory",
+    "minilm": "MiniLM-L6 on mixed lengths, built with --engine torch, served by the bert model",
+}
+
+
 def markdown(results: dict) -> str:
     env = results["env"]
     lines = [
@@ -25,28 +32,58 @@ def markdown(results: dict) -> str:
         *(f"- {k}: {v}" for k, v in env.items()),
         "",
     ]
-    for family, data in results.items():
-        if family == "env":
+    for section, data in results.items():
+        if section in ("env", "server"):
             continue
-        lines += [
-            f"## {family}",
-            "",
-            "| path | p50 ms | p95 ms | p99 ms | items/s |",
-            "|---|---|---|---|---|",
-        ]
-        for label, row in data.get("in_process", {}).items():
-            lines.append(_row(f"in-process {label}", row))
-        served = data.get("served", {})
-        for label, row in served.items():
-            if label == "error":
-                continue
-            extra = f" ({row.get('errors', 0)} errors)" if row.get("errors") else ""
-            lines.append(_row(f"served {label}{extra}", row))
-        if "error" in served:
-            lines += ["", "Served run failed:", "", "```", served["error"][-1500:], "```"]
-        lines += ["", *_ratios(data), ""]
+        lines += _section(section, data)
+    lines += _errors("server", results.get("server", {}))
     lines.append(ANCHORS)
     return "\n".join(lines) + "\n"
+
+
+def _section(name: str, data: dict) -> list[str]:
+    lines = [f"## {TITLES.get(name, name)}", ""]
+    if data.get("source"):
+        lines += [f"Weights: {data['source']}.", ""]
+    lines += ["| path | p50 ms | p95 ms | p99 ms | items/s |", "|---|---|---|---|---|"]
+    for label, row in data.get("in_process", {}).items():
+        lines.append(_row(f"in-process {label}", row))
+    for label, row in data.get("served", {}).items():
+        extra = (
+            f" ({row['errors']} errors: {row.get('first_error', '')[:80]})"
+            if row.get("errors")
+            else ""
+        )
+        lines.append(_row(f"served {label}{extra}", row))
+    lines += ["", *_ratios(data), *_compare(name, data.get("served", {})), ""]
+    return lines + _errors(name, data)
+
+
+def _errors(name: str, data: dict) -> list[str]:
+    lines = []
+    for label, text in data.get("errors", {}).items():
+        lines += [f"Step `{name}: {label}` failed:", "", "```", text[-1500:], "```", ""]
+    return lines
+
+
+def _compare(name: str, served: dict) -> list[str]:
+    """Throughput of each served row against the section's first comparable one."""
+    if name == "input":
+        pairs = [(k, k.replace("jpeg", "uint8_640x480")) for k in served if k.startswith("jpeg")]
+        return [
+            f"- UINT8 / JPEG throughput, {a.removeprefix('jpeg_')}: "
+            f"{served[b]['items_per_s'] / served[a]['items_per_s']:.2f}x"
+            for a, b in pairs
+            if b in served and served[a]["items_per_s"]
+        ]
+    if name == "shm":
+        out = []
+        for label, row in served.items():
+            base = served.get(label.rsplit("_", 1)[0] + "_inline")
+            if base and not label.endswith("_inline") and base["items_per_s"]:
+                out.append(f"- {label} / inline: {row['items_per_s'] / base['items_per_s']:.2f}x")
+        return out
+    return []
 
 
 def _row(label: str, row: dict) -> str:
@@ -59,14 +96,16 @@ def _row(label: str, row: dict) -> str:
 def _ratios(data: dict) -> list[str]:
     inproc, served = data.get("in_process", {}), data.get("served", {})
     out = []
-    best = max((r["items_per_s"] for k, r in inproc.items() if k.startswith("graph")), default=0)
+    fastest = [r["items_per_s"] for k, r in inproc.items() if k.startswith("graph")]
+    best = max(fastest or [r["items_per_s"] for r in inproc.values()], default=0)
     for label, row in served.items():
-        if label.startswith("bs") and best:
+        if ("_bs" in label or label.startswith("bs")) and "sequential" not in label and best:
             out.append(
-                f"- served {label} / best in-process graph throughput: "
-                f"{row['items_per_s'] / best:.2f}x"
+                f"- served {label} / best in-process throughput: {row['items_per_s'] / best:.2f}x"
             )
-    if "graph_bs1" in inproc and "sequential_bs1" in served:
-        added = served["sequential_bs1"]["p50"] - inproc["graph_bs1"]["p50"]
-        out.append(f"- added batch-1 p50 (served sequential - in-process graph): {added:.3f} ms")
+    base = inproc.get("graph_bs1") or inproc.get("eager_bs1")
+    for label, row in served.items():
+        if "sequential_bs1" in label and base:
+            added = row["p50"] - base["p50"]
+            out.append(f"- added batch-1 p50 ({label} - in-process bs1): {added:.3f} ms")
     return out

@@ -51,7 +51,7 @@ class TritonPythonModel:
         return responses
 '''
 WARMUP_S = 2.0
-GOAL = 0.8
+GOAL = 0.9  # issue 13: the Locust user reaches >= 0.9x the plain client
 LOCUST = "Locust BertUser (SDK), 1 process"
 LOCUST_GENERATORS = {1: LOCUST, 2: "Locust BertUser (SDK), --processes 2"}
 PLAIN = "plain asyncio tritonclient.aio"
@@ -177,7 +177,7 @@ def best(measurements: list[Measurement], protocol: str, generator: str) -> Meas
 
 
 def verdict(rows: list[list[object]]) -> str:
-    """One sentence per protocol against the goal (Locust >= 0.8x the plain client)."""
+    """One sentence per protocol against the goal (Locust >= GOAL x the plain client)."""
     lines = []
     for protocol, _, _, single, _, double, *_ in rows:
         met = "meets" if float(single) >= GOAL else "misses"
@@ -251,6 +251,8 @@ Why gRPC costs Locust more than HTTP: with `grpc.experimental.gevent.init_gevent
 blocking gRPC call is handed to a native thread of gevent's thread pool and its completion
 handed back to the hub, while tritonclient's HTTP client is built on geventhttpclient and
 stays in the hub. `--processes 2` is Locust's own way to spread users over more cores.
+Other bridges between greenlets and gRPC are measured in `benchmarks/loadgen_bridges.md`
+(`python -m benchmarks.loadgen_bridges`).
 
 ## Every point
 

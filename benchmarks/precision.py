@@ -5,7 +5,7 @@ beside every lowered artefact (``build/precision/<model>/model.<precision>.onnx`
 ``model.<precision>.benchmark.json`` with the same figures.
 
 The lowered models are made by the same code as ``python -m build_engines <family>
---precision ...`` (``build_engines.engines.lower_precision``), from each family's FP32
+--precision ...`` (``build_engines.precision_step.lower_precision``), from each family's FP32
 ONNX in the build work dir, with the family's own calibration source where it has one.
 A family whose FP32 ONNX is not built yet gets a "not built" row.
 
@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import machine_description, markdown_table
-from build_engines import engines
-from build_engines.precision import KEEP_FLOAT
+from build_engines.options import BuildOptions
+from build_engines.precision import KEEP_FLOAT, CalibrationSettings
 from build_engines.precision.report import (
     bleu,
     cosine_rows,
@@ -41,6 +41,7 @@ from build_engines.precision.report import (
     session,
     topk_agreement,
 )
+from build_engines.precision_step import CalibrationSource, lower_precision
 
 ROOT = Path(__file__).resolve().parent.parent
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -86,7 +87,7 @@ class Case:
         """Served model name -> FP32 ONNX; raises FileNotFoundError with what to build."""
         raise NotImplementedError
 
-    def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource | None:
+    def calibration(self, name: str, fp32: Mapping[str, Path]) -> CalibrationSource | None:
         raise NotImplementedError
 
     def outputs(self, paths: Mapping[str, Path]) -> object:
@@ -125,7 +126,7 @@ class ResNet50(Case):
             raise FileNotFoundError("not built: run `python -m build_engines resnet50`")
         return {"resnet50_model": path}
 
-    def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource:
+    def calibration(self, name: str, fp32: Mapping[str, Path]) -> CalibrationSource:
         from build_engines.resnet50 import calibration_feeds
 
         return calibration_feeds(0)  # what the build uses (--seed 0)
@@ -199,7 +200,7 @@ class Bert(Case):
             bucket_lengths(DEFAULT_BUCKETS, max_length),
         )
 
-    def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource:
+    def calibration(self, name: str, fp32: Mapping[str, Path]) -> CalibrationSource:
         from types import SimpleNamespace
 
         from build_engines.bert import calibration_feeds
@@ -298,7 +299,7 @@ class Nmt(Case):
         jobs = [Job(text.encode(source), 1, max_length) for source in sources]
         return [text.decode(ids) for ids in generate(steps, jobs, settings)]
 
-    def calibration(self, name: str, fp32: Mapping[str, Path]) -> engines.CalibrationSource:
+    def calibration(self, name: str, fp32: Mapping[str, Path]) -> CalibrationSource:
         """What the build uses: feeds captured from an FP32 beam search (build_engines.nmt)."""
         from build_engines.nmt.calibration import calibration_sources
 
@@ -453,18 +454,18 @@ def measure_speeds(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Na
 # -- the run -----------------------------------------------------------------------------
 
 
-def build_args(args: argparse.Namespace, family: str, precision: str) -> argparse.Namespace:
-    """What ``python -m build_engines FAMILY`` parses for these flags: the build's own
-    defaults (calibration method, size, percentile), never copies of them."""
-    from build_engines.cli import build_parser
-
-    argv = [family, "--precision", precision, "--work-dir", str(args.work_dir)]
-    argv += ["--threads", str(args.threads)]
-    if args.calibration_method is not None:
-        argv += ["--calibration-method", args.calibration_method]
-    if args.calibration_size is not None:
-        argv += ["--calibration-size", str(args.calibration_size)]
-    return build_parser().parse_args(argv)
+def build_options(args: argparse.Namespace, family: str, precision: str) -> BuildOptions:
+    """The typed options ``python -m build_engines FAMILY`` makes for these flags: the
+    build's own defaults (calibration method, size, percentile), never copies of them."""
+    given = {"method": args.calibration_method, "size": args.calibration_size}
+    calibration = CalibrationSettings(**{k: v for k, v in given.items() if v is not None})
+    return BuildOptions(
+        family=family,
+        precision=precision,
+        work_dir=args.work_dir,
+        threads=args.threads,
+        calibration=calibration,
+    )
 
 
 def run_case(case: Case) -> list[Row]:
@@ -476,11 +477,10 @@ def run_case(case: Case) -> list[Row]:
     for precision in PRECISIONS:
         start = time.perf_counter()
         paths = {
-            name: engines.lower_precision(
+            name: lower_precision(
                 name,
                 path,
-                precision,
-                build_args(case.args, case.family, precision),
+                build_options(case.args, case.family, precision),
                 case.calibration(name, fp32),
             ).path
             for name, path in fp32.items()
@@ -512,14 +512,14 @@ def _write_artifact_report(path: Path, row: Row) -> None:
 
 
 def render(cases: Sequence[Case], rows: Sequence[Row], args: argparse.Namespace) -> str:
-    calibration = build_args(args, "resnet50", "int8")
+    calibration = build_options(args, "resnet50", "int8").calibration
     lines = [
         "# Precision: accuracy against FP32 and CPU speed",
         "",
         f"Generated by `python -m benchmarks.precision` on "
         f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_description()}; "
         f"ONNX Runtime CPU, {args.threads} intra-op threads; INT8 calibration "
-        f"{calibration.calibration_method} on up to {calibration.calibration_size} samples "
+        f"{calibration.method} on up to {calibration.size} samples "
         "(each family's "
         "build calibration source); accuracy on held-out inputs "
         f"({args.samples} per family). Speed: best of {args.rounds} interleaved runs of "

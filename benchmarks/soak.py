@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import io
 import itertools
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -93,6 +94,35 @@ def rss_by_process(server: TritonServer) -> dict[str, float]:
     return out
 
 
+class LoadSampler:
+    """Samples the 1-minute load average, so a noisy shared machine shows in the report,
+    and RSS per process every ``rss_every`` seconds, to tell late warm-up from a leak."""
+
+    def __init__(self, rss=None, every: float = 10.0, rss_every: float = 300.0) -> None:
+        self.samples: list[tuple[float, float]] = []  # (perf_counter, 1-minute loadavg)
+        self.rss: list[dict[str, float]] = []
+        self._rss_fn, self._rss_every = rss, rss_every
+        self._every, self._stop = every, threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        next_rss = time.perf_counter() + self._rss_every
+        while not self._stop.is_set():
+            self.samples.append((time.perf_counter(), os.getloadavg()[0]))
+            if self._rss_fn is not None and time.perf_counter() >= next_rss:
+                self.rss.append(self._rss_fn())
+                next_rss += self._rss_every
+            self._stop.wait(self._every)
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def paced(calls, rate: float, seconds: float, workers: int) -> Tally:
     tally, interval = Tally(), 1.0 / rate
     start = time.perf_counter()
@@ -110,12 +140,13 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--load", type=float, default=0.8, help="fraction of measured max")
     parser.add_argument("--calibrate-seconds", type=float, default=20.0)
-    parser.add_argument("--warmup-seconds", type=float, default=30.0)
+    parser.add_argument("--warmup-seconds", type=float, default=120.0)
     parser.add_argument("--windows", type=int, default=6, help="p99 is reported per window")
     parser.add_argument("--model-repository", type=Path, default=ServerConfig.model_repository)
     args = parser.parse_args()
     config = ServerConfig(model_repository=args.model_repository, http_port=0, grpc_port=0,
                           metrics_port=0)  # fmt: skip
+    print(f"1-minute loadavg before start: {os.getloadavg()[0]:.1f}", flush=True)
     with TritonServer(config) as server:
         calls = _calls(server.grpc_url)
         top = max_throughput(calls, args.calibrate_seconds, workers=4)
@@ -123,12 +154,19 @@ def main() -> None:
         print(f"max {top:.1f} req/s (4 closed-loop clients); soak at {rate:.1f} req/s", flush=True)
         paced(calls, rate, args.warmup_seconds, workers=16)
         rss_start = rss_by_process(server)
-        tally = paced(calls, rate, args.minutes * 60, workers=16)
+        with LoadSampler(lambda: rss_by_process(server)) as load:
+            tally = paced(calls, rate, args.minutes * 60, workers=16)
         rss_end = rss_by_process(server)
-    report(tally, rss_start, rss_end, args.windows, args.minutes)
+    report(tally, rss_start, rss_end, args.windows, args.minutes, load.samples)
+    print("\nRSS every 5 minutes (MiB), processes that grew by 2 % or more:")
+    for key, start in rss_start.items():
+        middle = [r.get(key, float("nan")) for r in load.rss]
+        path = [start, *middle, rss_end.get(key, float("nan"))]
+        if path[-1] >= start * 1.02:
+            print(f"{key}: " + " -> ".join(f"{v:.0f}" for v in path))
 
 
-def report(tally: Tally, rss_start, rss_end, windows: int, minutes: float) -> None:
+def report(tally: Tally, rss_start, rss_end, windows: int, minutes: float, load) -> None:
     starts = np.array([s for s, _ in tally.latencies])
     lat = np.array([t for _, t in tally.latencies]) * 1000
     edges = np.linspace(starts.min(), starts.max() + 1e-9, windows + 1)
@@ -139,13 +177,22 @@ def report(tally: Tally, rss_start, rss_end, windows: int, minutes: float) -> No
           f"p50 {np.percentile(lat, 50):.1f} ms, p99 {np.percentile(lat, 99):.1f} ms")  # fmt: skip
     print("p99 per window (ms): " + ", ".join(f"{p:.1f}" for p in p99s))
     print(f"p99 drift first->last window: {drift:+.1f} %")
+    windows_load = [[v for t, v in load if a <= t < b] for a, b in itertools.pairwise(edges)]
+    means = [np.mean(w) if w else np.nan for w in windows_load]
+    print("1-minute loadavg per window (mean): " + ", ".join(f"{m:.1f}" for m in means))
+    values = [v for _, v in load]
+    print(f"1-minute loadavg: start {values[0]:.1f}, end {values[-1]:.1f}, "
+          f"min {min(values):.1f}, max {max(values):.1f}")  # fmt: skip
+    kinds: dict[str, int] = {}
+    for error in tally.errors:
+        kinds[error[:80]] = kinds.get(error[:80], 0) + 1
+    for kind, count in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        print(f"errors x{count}: {kind}")
     print("\n| process | RSS after warm-up (MiB) | RSS at end (MiB) | growth |")
     print("| --- | ---: | ---: | ---: |")
     for key, start in rss_start.items():
         end = rss_end.get(key, float("nan"))
         print(f"| {key} | {start:.0f} | {end:.0f} | {(end - start) / start * 100:+.1f} % |")
-    for error in tally.errors[:5]:
-        print("error:", error)
 
 
 if __name__ == "__main__":

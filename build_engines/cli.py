@@ -7,9 +7,9 @@ import importlib
 import os
 import sys
 import time
-from pathlib import Path
 
-from build_engines.engines import ENGINE_NAMES, Engine
+from build_engines.flags import add_common_arguments, build_options
+from build_engines.options import BuildOptions
 from build_engines.steps import BuildError
 
 # family -> (module, one-line help). Modules are imported only when chosen, so
@@ -25,68 +25,11 @@ ALL_ORDER = ["resnet50", "bert", "nmt"]
 DEFAULT_INSTANCES = {"bert": 2}
 
 
-def apply_family_defaults(family: str, args: argparse.Namespace) -> argparse.Namespace:
-    """Fill --instances/--threads the user left out: the cores are split between instances."""
-    if args.instances is None:
-        args.instances = DEFAULT_INSTANCES.get(family, 1)
-    if args.threads is None:
-        args.threads = max(1, (os.cpu_count() or 1) // args.instances)
-    return args
-
-
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    common = parser.add_argument_group("common options")
-    common.add_argument(
-        "--output-repository",
-        type=Path,
-        default=Path("model_repository"),
-        help="Triton model repository to write into (default: model_repository)",
-    )
-    common.add_argument(
-        "--work-dir",
-        type=Path,
-        default=Path("build"),
-        help="where intermediate files (ONNX exports, calibration caches) go (default: build)",
-    )
-    common.add_argument(
-        "--max-batch-size", type=int, default=None, help="max_batch_size (default: per family)"
-    )
-    common.add_argument(
-        "--instances",
-        type=int,
-        default=None,
-        help="model instances per model (default: per family; 1, or 2 for bert)",
-    )
-    common.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="ONNX Runtime intra-op threads per instance (default: per family; all cores "
-        f"({os.cpu_count()} here) split between the instances)",
-    )
-    common.add_argument(
-        "--precision",
-        choices=["fp32", "fp16", "int8"],
-        default="fp32",
-        help="numeric precision, applied on the ONNX graph (default: fp32)",
-    )
-    common.add_argument(
-        "--engine",
-        choices=ENGINE_NAMES,
-        default="onnxruntime",
-        help="serve the ONNX with onnxruntime, compile a TensorRT plan (needs TensorRT), or "
-        "serve TorchScript with the PyTorch backend (resnet50 only so far)",
-    )
-    common.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the plan of work (and trtexec command for --engine tensorrt); nothing is "
-        "written to the repository; resnet50 writes nothing at all, bert and nmt export "
-        "their ONNX into --work-dir to read its dynamic axes",
-    )
-    from build_engines.engines import add_engine_arguments  # precision and TensorRT options
-
-    add_engine_arguments(parser)
+def family_options(family: str, args: argparse.Namespace) -> BuildOptions:
+    """The typed options for one family, with --instances/--threads the user left out
+    filled in (the cores are split between the instances)."""
+    options = build_options(args, family=family)
+    return options.with_family_defaults(DEFAULT_INSTANCES.get(family, 1), os.cpu_count() or 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,15 +72,23 @@ def _try_import(module_name: str):
 
 
 def run_family(family: str, args: argparse.Namespace) -> None:
-    args = apply_family_defaults(family, args)
+    """Parse the flags into typed options ONCE, then build the family with them."""
     module = _try_import(FAMILIES[family][0])
     if module is None or not hasattr(module, "build"):
         raise BuildError(f"family '{family}' is not available in this checkout")
-    if not args.dry_run:
-        Engine(args.engine).step().check_available()  # fail in a second, not after the export
+    options = family_options(family, args)
+    if not options.dry_run:
+        options.engine.step().check_available()  # fail in a second, not after the export
     start = time.perf_counter()
-    module.build(args)
+    module.build(options, module.options_from(args))
     print(f"== {family}: built in {time.perf_counter() - start:.0f} s ==", flush=True)
+
+
+def build_from_argv(argv: list[str]) -> None:
+    """``python -m build_engines FAMILY ...`` in-process, for tests and benchmarks: one family,
+    BuildError on failure."""
+    args = build_parser().parse_args(argv)
+    run_family(args.family, args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,17 +1,19 @@
 """The onnxruntime engine step: serve the (precision-lowered) ONNX as it is.
 
-Registered as ``Engine.ONNXRUNTIME`` in :mod:`build_engines.engines`.
+Registered as ``Engine.ONNXRUNTIME`` in :mod:`build_engines.registry`.
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from build_engines.options import BuildOptions
 from build_engines.repository import ModelConfig
 
+FROM_SOURCE = False  # serves the ONNX
 
-def validate(precision: str, args: argparse.Namespace) -> None:
+
+def validate(options: BuildOptions) -> None:
     """Every precision runs on ONNX Runtime's CPU provider."""
 
 
@@ -20,10 +22,18 @@ def check_available() -> None:
 
 
 def artifacts(
-    name: str, onnx_path: Path, config: ModelConfig, args: argparse.Namespace, precision: str
+    name: str, onnx_path: Path, config: ModelConfig, options: BuildOptions
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
     return config, {"model.onnx": onnx_path}
 
 
-def describe(name, onnx_path, served, config, args, repo: Path) -> list[str]:
+def describe(
+    name: str,
+    onnx_path: Path,
+    served: Path,
+    config: ModelConfig,
+    options: BuildOptions,
+    dynamic_axes=None,
+) -> list[str]:
+    repo = options.output_repository / name
     return [f"write {repo}/config.pbtxt (onnxruntime_onnx) and {repo}/1/model.onnx"]

@@ -18,6 +18,8 @@ import numpy as np
 
 from build_engines import onnx_export, random_init
 from build_engines.engines import CalibrationSource, serving_artifacts
+from build_engines.options import BuildOptions
+from build_engines.registry import Engine
 from build_engines.repository import (
     Step,
     Tensor,
@@ -26,6 +28,7 @@ from build_engines.repository import (
     onnx_model_config,
     python_model_config,
     python_shim,
+    set_instances,
     set_parameters,
     write_model,
 )
@@ -49,6 +52,24 @@ class Source:
     onnx_file: Path | None = None
 
 
+@dataclass(frozen=True)
+class ResNet50Options:
+    """The resnet50 flags, typed (defaults written only here)."""
+
+    checkpoint: Path | None = None
+    onnx: Path | None = None
+    source: str = "transformers"
+    seed: int = 0
+    queue_delay_us: int = 0
+
+
+_DEFAULTS = ResNet50Options()
+
+
+def options_from(args: argparse.Namespace) -> ResNet50Options:
+    return ResNet50Options(args.checkpoint, args.onnx, args.source, args.seed, args.queue_delay_us)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("resnet50")
     group.add_argument(
@@ -64,34 +85,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--source",
         choices=["transformers", "torchvision"],
-        default="transformers",
+        default=_DEFAULTS.source,
         help="architecture source when no --checkpoint/--onnx is given (default transformers; "
         "torchvision needs a torchvision that imports beside this torch)",
     )
-    group.add_argument("--seed", type=int, default=0, help="seed for random initialisation")
+    group.add_argument(
+        "--seed", type=int, default=_DEFAULTS.seed, help="seed for random initialisation"
+    )
     group.add_argument(
         "--queue-delay-us",
         type=int,
-        default=0,
+        default=_DEFAULTS.queue_delay_us,
         help="dynamic batcher max queue delay for the ONNX model (microseconds); 0 (default): "
         "an idle instance never waits, requests queued while it was busy form its batch",
     )
 
 
-def load_source(args: argparse.Namespace) -> Source:
-    if args.onnx:
-        return Source(None, f"user ONNX {args.onnx}", False, onnx_file=args.onnx)
+def load_source(model_options: ResNet50Options) -> Source:
+    if model_options.onnx:
+        return Source(None, f"user ONNX {model_options.onnx}", False, onnx_file=model_options.onnx)
     import torch
 
-    torch.manual_seed(args.seed)
-    if args.checkpoint:
+    torch.manual_seed(model_options.seed)
+    if model_options.checkpoint:
         from transformers import ResNetForImageClassification
 
-        model = ResNetForImageClassification.from_pretrained(str(args.checkpoint))
+        model = ResNetForImageClassification.from_pretrained(str(model_options.checkpoint))
         if model.config.num_labels != NUM_CLASSES:
-            raise ValueError(f"{args.checkpoint} has {model.config.num_labels} classes, not 1000")
-        return Source(_logits_only(model), f"checkpoint {describe_path(args.checkpoint)}", False)
-    if args.source == "torchvision":
+            raise ValueError(
+                f"{model_options.checkpoint} has {model.config.num_labels} classes, not 1000"
+            )
+        return Source(
+            _logits_only(model), f"checkpoint {describe_path(model_options.checkpoint)}", False
+        )
+    if model_options.source == "torchvision":
         import torchvision  # raises a clear ImportError where it cannot load
 
         module = torchvision.models.resnet50(weights=None)
@@ -181,10 +208,14 @@ def imagenet_labels() -> list[str]:
 
 
 def write_repository(
-    args: argparse.Namespace, source: Source, onnx_path: Path, diffs: dict[str, float]
+    options: BuildOptions,
+    model_options: ResNet50Options,
+    source: Source,
+    onnx_path: Path,
+    diffs: dict[str, float],
 ) -> None:
-    repo = Path(args.output_repository)
-    max_batch = args.max_batch_size or DEFAULT_MAX_BATCH
+    repo = options.output_repository
+    max_batch = options.max_batch_size or DEFAULT_MAX_BATCH
     pixels = Tensor("PIXELS", "FP32", (3, 224, 224))
     logits = Tensor("LOGITS", "FP32", (NUM_CLASSES,))
     provenance = {
@@ -200,49 +231,28 @@ def write_repository(
         [Tensor("pixel_values", "FP32", (3, 224, 224))],
         [Tensor("logits", "FP32", (NUM_CLASSES,))],
         max_batch,
-        instances=args.instances,
-        threads=args.threads,
-        dynamic_batching_delay_us=args.queue_delay_us,
+        instances=options.instances,
+        threads=options.threads,
+        dynamic_batching_delay_us=model_options.queue_delay_us,
     )
     set_parameters(model_config, provenance)
     model_config, files = serving_artifacts(
         f"{FAMILY}_model",
         onnx_path,
         model_config,
-        args,
-        calibration_feeds(args.seed),
+        options,
+        calibration_feeds(model_options.seed),
         torch_source=_torch_source(source),  # --engine torch (issue 10)
     )
-    write_model(
-        repo,
-        python_model_config(
-            f"{FAMILY}_preprocess",
-            [Tensor("IMAGE", "STRING", (1,))],
-            [pixels],
-            max_batch,
-            parameters={
-                "resize_shorter": 256,
-                "crop": 224,
-                "max_image_bytes": 20 * 2**20,
-                "max_image_pixels": 40_000_000,
-                "min_image_side": 8,
-            },
-            instances=args.instances,
-            dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
-        ),
-        {"model.py": python_shim("python_models.image.ImagePreprocessor")},
-    )
     write_model(repo, model_config, files)
+    for pre_config, pre_files in preprocess_models(options, max_batch, pixels):
+        write_model(repo, pre_config, pre_files)
     write_model(
         repo,
         python_model_config(
             f"{FAMILY}_postprocess",
             [logits],
-            [
-                Tensor("CLASS_IDS", "INT64", (5,)),
-                Tensor("SCORES", "FP32", (5,)),
-                Tensor("LABELS", "STRING", (5,)),
-            ],
+            list(TOP_K_OUTPUTS),
             max_batch,
             parameters={"top_k": 5, "labels_file": "labels.txt"},
             dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
@@ -252,28 +262,8 @@ def write_repository(
             "labels.txt": "\n".join(imagenet_labels()) + "\n",
         },
     )
-    write_model(
-        repo,
-        ensemble_config(
-            FAMILY,
-            [Tensor("IMAGE", "STRING", (1,))],
-            [
-                Tensor("CLASS_IDS", "INT64", (5,)),
-                Tensor("SCORES", "FP32", (5,)),
-                Tensor("LABELS", "STRING", (5,)),
-            ],
-            max_batch,
-            [
-                Step(f"{FAMILY}_preprocess", {"IMAGE": "IMAGE"}, {"PIXELS": "pixels"}),
-                Step(f"{FAMILY}_model", {"pixel_values": "pixels"}, {"logits": "logits"}),
-                Step(
-                    f"{FAMILY}_postprocess",
-                    {"LOGITS": "logits"},
-                    {"CLASS_IDS": "CLASS_IDS", "SCORES": "SCORES", "LABELS": "LABELS"},
-                ),
-            ],
-        ),
-    )
+    for name, image in ((FAMILY, IMAGE), (f"{FAMILY}_uint8", IMAGE_UINT8)):
+        write_model(repo, classify_ensemble(name, image, max_batch))
     (repo / f"{FAMILY}_model" / "build.json").write_text(
         json.dumps(
             {
@@ -285,7 +275,78 @@ def write_repository(
         )
         + "\n"
     )
-    info(f"wrote {FAMILY}, {FAMILY}_preprocess, {FAMILY}_model, {FAMILY}_postprocess into {repo}")
+    info(
+        f"wrote {FAMILY} (encoded images), {FAMILY}_uint8 (decoded RGB), their preprocess "
+        f"models, {FAMILY}_model, {FAMILY}_postprocess into {repo}"
+    )
+
+
+IMAGE = Tensor("IMAGE", "STRING", (1,))
+IMAGE_UINT8 = Tensor("IMAGE_UINT8", "UINT8", (-1, -1, 3))  # clients that decode themselves
+TOP_K_OUTPUTS = (
+    Tensor("CLASS_IDS", "INT64", (5,)),
+    Tensor("SCORES", "FP32", (5,)),
+    Tensor("LABELS", "STRING", (5,)),
+)
+
+
+def preprocess_models(
+    options: BuildOptions, max_batch: int, pixels: Tensor
+) -> list[tuple[object, dict]]:
+    """Encoded and UINT8 pre-processors; on the GPU (nvJPEG, torch) for a torch build there."""
+    parameters = {
+        "resize_shorter": 256,
+        "crop": 224,
+        "max_image_bytes": 20 * 2**20,
+        "max_image_pixels": 40_000_000,
+        "min_image_side": 8,
+    }
+    models = []
+    for name, image, cls in (
+        (f"{FAMILY}_preprocess", IMAGE, "ImagePreprocessor"),
+        (f"{FAMILY}_uint8_preprocess", IMAGE_UINT8, "RawImagePreprocessor"),
+    ):
+        config = python_model_config(
+            name,
+            [image],
+            [pixels],
+            max_batch,
+            parameters=parameters,
+            instances=options.instances,
+            dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
+        )
+        if _gpu_preprocessing(options):
+            set_instances(config, options.instances, "KIND_GPU")
+        models.append((config, {"model.py": python_shim(f"python_models.image.{cls}")}))
+    return models
+
+
+def _gpu_preprocessing(options: BuildOptions) -> bool:
+    """A torch build on a GPU host decodes and resizes there (issue 10)."""
+    if options.engine is not Engine.TORCH:
+        return False
+    from build_engines.torch_engine.script import gpu_visible
+
+    return gpu_visible()
+
+
+def classify_ensemble(name: str, image: Tensor, max_batch: int) -> object:
+    """``image`` -> its pre-processor -> the model -> top-k."""
+    return ensemble_config(
+        name,
+        [image],
+        list(TOP_K_OUTPUTS),
+        max_batch,
+        [
+            Step(f"{name}_preprocess", {image.name: image.name}, {"PIXELS": "pixels"}),
+            Step(f"{FAMILY}_model", {"pixel_values": "pixels"}, {"logits": "logits"}),
+            Step(
+                f"{FAMILY}_postprocess",
+                {"LOGITS": "logits"},
+                {t.name: t.name for t in TOP_K_OUTPUTS},
+            ),
+        ],
+    )
 
 
 def _torch_source(source: Source) -> tuple[object, dict[str, np.ndarray]] | None:
@@ -296,11 +357,11 @@ def _torch_source(source: Source) -> tuple[object, dict[str, np.ndarray]] | None
     return source.module, {"pixel_values": pixels}
 
 
-def build(args: argparse.Namespace) -> None:
-    work = Path(args.work_dir) / FAMILY
-    onnx_path = args.onnx or work / "model.onnx"
+def build(options: BuildOptions, model_options: ResNet50Options) -> None:
+    work = options.work_dir / FAMILY
+    onnx_path = model_options.onnx or work / "model.onnx"
     log = StepLog(FAMILY, total=5)
-    source = log.run("load model", load_source, args)
+    source = log.run("load model", load_source, model_options)
     assert source is not None
     if source.random_weights:
         warn(
@@ -308,13 +369,21 @@ def build(args: argparse.Namespace) -> None:
             "(correct architecture, meaningless predictions). This is recorded in "
             f"{FAMILY}_model's config parameters. Pass --checkpoint DIR for real weights."
         )
-    log.run("condition random weights", condition_random_weights, source, args.seed)
-    if args.dry_run:  # the served config has the ONNX's input shapes: nothing is exported
+    log.run("condition random weights", condition_random_weights, source, model_options.seed)
+    if options.dry_run:  # the served config has the ONNX's input shapes: nothing is exported
         info(f"dry run: {onnx_path} is not exported and nothing is written")
         diffs: dict[str, float] | None = {}
     else:
         log.run("export ONNX (opset 17, dynamic batch)", export_onnx, source, onnx_path)
         diffs = log.run(
-            "verify ONNX Runtime against PyTorch", verify, source, onnx_path, args.threads
+            "verify ONNX Runtime against PyTorch", verify, source, onnx_path, options.threads
         )
-    log.run("write model_repository", write_repository, args, source, onnx_path, diffs or {})
+    log.run(
+        "write model_repository",
+        write_repository,
+        options,
+        model_options,
+        source,
+        onnx_path,
+        diffs or {},
+    )

@@ -16,6 +16,7 @@ from client.options import (
     Retry,
     SharedMemoryKind,
 )
+from client.shm import check_available
 from client.transport import ClientFactory, Endpoint, Request
 from client.types import Timeout
 
@@ -61,6 +62,7 @@ class ClientBase:
 
     def __init__(self, url: str, options: ClientOptions, client_factory: ClientFactory | None):
         self.endpoint = Endpoint.parse(url)
+        check_available(options.shared_memory, options.cuda_device)
         self.url = url
         self.options = options
         self.client_factory = client_factory

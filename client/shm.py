@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from client.errors import ConfigurationError
 from client.options import SharedMemoryKind
 
 _counter = itertools.count()
@@ -96,6 +97,37 @@ class RegionPool:
             return Region(name, key, size, handle)
         handle = self._module.create_shared_memory_region(name, size, self.device)
         return Region(name, "", size, handle)
+
+
+def check_available(kind: SharedMemoryKind | None, device: int = 0) -> None:
+    """Refuse at construction, saying what to do, a kind this host cannot provide.
+
+    Why here: tritonclient's CUDA module fails only at the first large input, with a
+    RuntimeError that does not say which option caused it. Imports stay lazy: nothing
+    CUDA is touched unless ``shared_memory="cuda"`` was asked for.
+    """
+    if kind != "cuda":
+        return
+    hint = "; on a host without one use shared_memory='system' (same host) or None"
+    try:
+        module = _module("cuda")
+    except (ImportError, RuntimeError) as exc:
+        raise ConfigurationError(
+            "shared_memory='cuda' needs the cuda-python package "
+            f"(pip install 'tritonclient[cuda]') and a CUDA GPU{hint} ({exc})"
+        ) from exc
+    count = cuda_device_count(module)
+    if device >= count:
+        raise ConfigurationError(
+            f"shared_memory='cuda' with cuda_device={device}, but this process sees "
+            f"{count} CUDA GPU(s){hint}"
+        )
+
+
+def cuda_device_count(module: Any) -> int:
+    """GPUs visible through the CUDA runtime tritonclient's module uses (0 on errors)."""
+    error, count = module.cudart.cudaGetDeviceCount()
+    return int(count) if int(error) == 0 else 0
 
 
 def _module(kind: SharedMemoryKind) -> Any:

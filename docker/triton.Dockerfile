@@ -12,6 +12,10 @@ RUN python3 -m pip install --no-cache-dir -r /tmp/requirements-triton.txt \
 # the python backend's stub inherits PYTHONPATH.
 COPY python_models /opt/triton-kit/python_models
 COPY docker/wait_for_ready.py /opt/triton-kit/docker/wait_for_ready.py
+# The stop path when no launcher runs Triton (compose entrypoint, Kubernetes preStop):
+# server/drain.py needs only server/security.py and the stdlib (a namespace package here).
+COPY docker/drain-on-stop.sh /opt/triton-kit/docker/drain-on-stop.sh
+COPY server/drain.py server/security.py /opt/triton-kit/server/
 ENV PYTHONPATH=/opt/triton-kit
 
 # The official image ships the unprivileged `triton-server` user (uid 1000); serve as it

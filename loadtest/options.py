@@ -21,7 +21,7 @@ USER_CLASS_NAMES = {"resnet50": "ResNet50User", "bert": "BertUser", "nmt": "NmtU
 
 # Shown in the web UI's form; list-valued and internal options stay off it (the UI would
 # turn a list into characters).
-NOT_IN_WEB_UI = {"model_name", "raw_out"}
+NOT_IN_WEB_UI = {"model_name", "raw_out", "prometheus_port", "prometheus_host"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,6 +100,18 @@ def _add_to(group: argparse._ArgumentGroup) -> None:
         default=stability.DEFAULT_MIN_SAMPLES,
         help="Stepped shape only: successful requests each window needs per model "
         f"(default {stability.DEFAULT_MIN_SAMPLES}).",
+    )
+    group.add_argument(
+        "--prometheus-port",
+        type=int,
+        default=0,
+        help="Serve Locust's client-side request rates and latency percentiles on "
+        "http://HOST:PORT/metrics for Prometheus, from the master (default 0: off).",
+    )
+    group.add_argument(
+        "--prometheus-host",
+        default="0.0.0.0",
+        help="Address the --prometheus-port endpoint binds to (default 0.0.0.0).",
     )
     group.add_argument(
         "--raw-out",

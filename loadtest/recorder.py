@@ -60,7 +60,8 @@ class Recorder:
         self.ok = array("b")
         self.steps: list[Step] = []
         self.platforms: dict[str, str] = {}
-        self.probe = StatsProbe(host)
+        # A worker started without --host gets it from the master later; it never reads stats.
+        self.probe = StatsProbe(host) if host else None
         self.ended = False
         self.stability: dict[str, Any] = {}  # the rule's fields, for the summary
 
@@ -107,6 +108,8 @@ class Recorder:
             gevent.sleep(self.CPU_SAMPLE_S)
 
     def _snapshot(self) -> dict[str, dict]:
+        if self.probe is None:
+            return {}
         try:
             stats = self.probe.snapshot()
             unknown = [name for name in stats if name not in self.platforms]
@@ -148,7 +151,8 @@ class Recorder:
         else:
             self.end()
             target = self.path
-        self.probe.close()
+        if self.probe is not None:
+            self.probe.close()
         meta = {
             "host": self.host,
             "models": self.models,

@@ -296,11 +296,16 @@ def warn_idle_families(environment: Any) -> list[str]:
 def _on_init(environment: Any, **_kwargs: Any) -> None:
     from locust.runners import WorkerRunner
 
+    options = environment.parsed_options
     if not isinstance(environment.runner, WorkerRunner):  # the master sees every worker's users
         environment.events.spawning_complete.add_listener(
             lambda **_: warn_idle_families(environment)
         )
-    options = environment.parsed_options
+        port = getattr(options, "prometheus_port", 0) if options is not None else 0
+        if port:
+            from loadtest import exporter
+
+            exporter.start(environment, options.prometheus_host, port)
     if options is None:
         return
     _apply_option_weights(environment)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 import traceback
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,38 @@ def require_numpy_1(version: str = np.__version__) -> None:
         )
 
 
+PROFILE_DIR_ENV = "TRITON_KIT_PROFILE_DIR"
+
+
+class ExecuteProfile:
+    """Seconds per phase of ``execute``, summed per instance and written as JSON now and then.
+
+    On only when ``TRITON_KIT_PROFILE_DIR`` is set (benchmarks/gpu_overhead.py): Triton's
+    statistics give one "compute infer" figure for a python model; this splits it into
+    reading inputs, the model's own phases and building responses.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.executes = 0
+        self.requests = 0
+
+    def add(self, phase: str, seconds: float) -> None:
+        self.seconds[phase] += seconds
+
+    def executed(self, requests: int) -> None:
+        self.executes += 1
+        self.requests += requests
+        if self.executes % 100 == 0:
+            self.flush()
+
+    def flush(self) -> None:
+        ms = {k: round(v * 1e3 / max(self.executes, 1), 4) for k, v in self.seconds.items()}
+        summary = {"executes": self.executes, "requests": self.requests, "ms_per_execute": ms}
+        self.path.write_text(json.dumps(summary) + "\n")
+
+
 class PythonModel:
     """Parse the config once; isolate errors per request.
 
@@ -94,6 +129,12 @@ class PythonModel:
             spec["name"]: np.dtype(pb_utils.triton_string_to_numpy(spec["data_type"]))
             for spec in self.model_config.get("output", [])
         }
+        profile_dir = os.environ.get(PROFILE_DIR_ENV)
+        self.profile = (
+            ExecuteProfile(Path(profile_dir) / f"{self.model_name}-{os.getpid()}.json")
+            if profile_dir
+            else None
+        )
         self.setup()
 
     def setup(self) -> None:
@@ -124,24 +165,44 @@ class PythonModel:
         return results
 
     def execute(self, requests: list[Any]) -> list[Any]:
+        if self.profile is None:
+            return self._execute(requests)
+        start = time.perf_counter()
+        responses = self._execute(requests)
+        self.profile.add("execute", time.perf_counter() - start)
+        self.profile.executed(len(requests))
+        return responses
+
+    def timed(self, phase: str, start: float) -> float:
+        """Add the time since ``start`` to ``phase`` when profiling; returns now."""
+        now = time.perf_counter()
+        if self.profile is not None:
+            self.profile.add(phase, now - start)
+        return now
+
+    def _execute(self, requests: list[Any]) -> list[Any]:
         responses: list[Any] = [None] * len(requests)
+        start = time.perf_counter()
         pending: list[tuple[int, Arrays]] = []
         for index, request in enumerate(requests):
             try:
                 pending.append((index, self.read_inputs(request)))
             except Exception as exc:
                 responses[index] = error_response(self._note(exc))
+        start = self.timed("read_inputs", start)
         if pending:
             try:
                 results = self.process_batch([inputs for _, inputs in pending])
             except Exception as exc:
                 results = [self._note(exc)] * len(pending)
+            start = self.timed("process_batch", start)
             for (index, _), result in zip(pending, results, strict=False):
                 responses[index] = (
                     error_response(result)
                     if isinstance(result, Exception)
                     else array_response(result, self.output_dtypes)
                 )
+            self.timed("responses", start)
         return responses
 
     def _note(self, exc: Exception) -> Exception:
@@ -150,4 +211,6 @@ class PythonModel:
         return exc
 
     def finalize(self) -> None:
-        """Release resources; nothing by default."""
+        """Release resources; writes the execute profile when one is kept."""
+        if self.profile is not None:
+            self.profile.flush()

@@ -9,9 +9,12 @@ which also batches texts of different requests that Triton's dynamic batcher
 could not group (it only groups equal shapes).
 
 The encoder is the ONNX file that the sibling ``encoder_model`` (``bert_model``)
-serves, run in-process by ONNX Runtime; the repository holds it once. When that
-model serves no ONNX file (a TensorRT plan on a GPU host), the encoder is called
-through BLS instead, so one repository works on both.
+serves, run in-process by ONNX Runtime; the repository holds it once. Built with
+``--engine torch``, the sibling holds TorchScript ``model.pt`` instead, run in-process
+by torch on the sibling's device (:mod:`python_models.bert_torch`). When that model
+serves neither (a TensorRT plan on a GPU host), or torch is missing from the stub's
+environment (the official container), the encoder is called through BLS, so one
+repository works on all of them.
 
 Parameters: those of :class:`python_models.text.BertTokenizerModel`, plus
 ``encoder_model`` and ``intra_op_thread_count`` (threads of the in-process session).
@@ -32,6 +35,15 @@ from python_models.text import BertTokenizerModel, group_by_bucket, pad_rows
 Encoder = Callable[[Arrays], np.ndarray]
 
 
+def _torch_imports() -> bool:
+    """The official container's python backend has no torch: BLS to the native backend then."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 class BertEmbeddingModel(BertTokenizerModel):
     """TEXT (BYTES [1]) -> EMBEDDING (FP32 [hidden]); tokenizer and encoder in one stub."""
 
@@ -39,16 +51,26 @@ class BertEmbeddingModel(BertTokenizerModel):
         super().setup()
         self.output_name = next(iter(self.output_dtypes))
         encoder_model = self.params.str("encoder_model")
+        threads = self.params.int("intra_op_thread_count", 1)
         path = sibling_onnx(self.version_dir, encoder_model)
-        if path is None:
+        script = sibling_onnx(self.version_dir, encoder_model, "model.pt")
+        if path is not None:
+            self.encoder = self._session_encoder(session(path, threads))
+        elif script is not None and _torch_imports():
+            self.encoder = self._torch_encoder(encoder_model, script, threads)
+        else:
             self.encoder = self._bls_encoder(encoder_model)
             self.logger.info("%s: encoder via BLS to %s", self.model_name, encoder_model)
-        else:
-            threads = self.params.int("intra_op_thread_count", 1)
-            self.encoder = self._session_encoder(session(path, threads))
 
     def _session_encoder(self, ort_session) -> Encoder:
         return lambda feeds: ort_session.run([self.output_name], feeds)[0]
+
+    def _torch_encoder(self, model: str, script, threads: int) -> Encoder:
+        from python_models.bert_torch import sibling_device, torch_encoder
+
+        device = sibling_device(self.version_dir, model)
+        self.logger.info("%s: encoder %s in-process on %s", self.model_name, script, device)
+        return torch_encoder(script, device, ("input_ids", "attention_mask"), threads)
 
     def _bls_encoder(self, model: str) -> Encoder:
         return lambda feeds: bls.infer(model, feeds, [self.output_name])[0]

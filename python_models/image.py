@@ -35,8 +35,26 @@ class PreprocessSpec:
     crop: int = 224
 
 
-def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> Image.Image:
-    """Bytes to an RGB PIL image, with a reason for every rejection."""
+def check_size(width: int, height: int, limits: ImageLimits) -> None:
+    if width * height > limits.max_pixels:
+        raise InvalidInput(
+            f"image is {width}x{height} = {width * height} pixels; "
+            f"the limit is {limits.max_pixels} pixels"
+        )
+    if min(width, height) < limits.min_side:
+        raise InvalidInput(
+            f"image is {width}x{height} pixels; each side must be at least {limits.min_side} pixels"
+        )
+
+
+def decode_image(
+    data: bytes, limits: ImageLimits = ImageLimits(), load: bool = True
+) -> Image.Image:
+    """Bytes to an RGB PIL image, with a reason for every rejection.
+
+    ``load=False`` checks the header only (size limits) and returns the unloaded image:
+    the GPU path decodes the pixels itself.
+    """
     if not data:
         raise InvalidInput("IMAGE is empty (0 bytes)")
     if len(data) > limits.max_bytes:
@@ -45,17 +63,9 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> Image.Imag
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
-            width, height = image.size
-            if width * height > limits.max_pixels:
-                raise InvalidInput(
-                    f"image is {width}x{height} = {width * height} pixels; "
-                    f"the limit is {limits.max_pixels} pixels"
-                )
-            if min(width, height) < limits.min_side:
-                raise InvalidInput(
-                    f"image is {width}x{height} pixels; each side must be at least "
-                    f"{limits.min_side} pixels"
-                )
+            check_size(*image.size, limits)
+            if not load:
+                return image
             image.load()
     except InvalidInput:
         raise
@@ -81,11 +91,15 @@ def image_format(data: bytes) -> str:
         return "unknown format"
 
 
+def resized_size(width: int, height: int, spec: PreprocessSpec) -> tuple[int, int]:
+    """(width, height) with the shorter side at ``resize_shorter``, neither below the crop."""
+    scale = spec.resize_shorter / min(width, height)
+    return max(spec.crop, round(width * scale)), max(spec.crop, round(height * scale))
+
+
 def preprocess(image: Image.Image, spec: PreprocessSpec = PreprocessSpec()) -> np.ndarray:
     """Resize shorter side (bilinear), centre-crop, scale to [0,1], ImageNet-normalise; CHW."""
-    width, height = image.size
-    scale = spec.resize_shorter / min(width, height)
-    size = (max(spec.crop, round(width * scale)), max(spec.crop, round(height * scale)))
+    size = resized_size(*image.size, spec)
     resized = image.resize(size, Image.BILINEAR)
     left = (size[0] - spec.crop) // 2
     top = (size[1] - spec.crop) // 2
@@ -119,7 +133,17 @@ def _as_bytes(item: object) -> bytes:
 
 
 class ImagePreprocessor(PythonModel):
-    """IMAGE (encoded bytes) -> PIXELS (FP32 [3, crop, crop])."""
+    """IMAGE (encoded bytes) -> PIXELS (FP32 [3, crop, crop]).
+
+    On a ``KIND_GPU`` instance (and where torchvision imports) JPEGs are decoded by nvJPEG
+    and resized/normalised by torch on that GPU (:mod:`python_models.resnet50_gpu`); other
+    formats are decoded by PIL there. Elsewhere the PIL path runs, unchanged.
+    """
+
+    def initialize(self, args: dict[str, str]) -> None:
+        gpu = args.get("model_instance_kind", "CPU") == "GPU"
+        self.gpu_device = f"cuda:{args.get('model_instance_device_id', 0)}" if gpu else None
+        super().initialize(args)
 
     def setup(self) -> None:
         self.spec = PreprocessSpec(
@@ -133,10 +157,88 @@ class ImagePreprocessor(PythonModel):
         )
         # PIL's bomb guard follows the configured limit (warning above it, error at 2x).
         Image.MAX_IMAGE_PIXELS = self.limits.max_pixels
+        self.recipe = self._torch_recipe()  # None: the PIL path
+
+    def _torch_recipe(self):  # -> TorchPreprocess | None
+        """On a GPU instance: nvJPEG + torch there. ``torch_on_cpu``: the same code on CPU
+        (tests run the GPU path's batching and errors that way; JPEGs by PIL without
+        torchvision)."""
+        device = getattr(self, "gpu_device", None)
+        if device is None and not self.params.bool("torch_on_cpu", False):
+            return None
+        try:
+            import torch
+
+            from python_models.resnet50_gpu import TorchPreprocess
+        except Exception as exc:
+            self.logger.warning("%s: torch pre-processing off (%s); PIL", self.model_name, exc)
+            return None
+        torchvision = _torchvision_imports()
+        if device is not None:
+            if not torch.cuda.is_available() or not torchvision:
+                why = "torchvision does not import" if torch.cuda.is_available() else "no GPU"
+                self.logger.warning("%s: KIND_GPU but %s; PIL on CPU", self.model_name, why)
+                return None
+            torch.cuda.set_device(device)
+        return TorchPreprocess(self.spec, device or "cpu", torchvision)
+
+    def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
+        """PIL: one request at a time. Torch: every image of the batch decoded and resized
+        together, one host copy; a bad image fails its own request only."""
+        if self.recipe is None:
+            return super().process_batch(batch)
+        datas = [[_as_bytes(item) for item in inputs["IMAGE"].reshape(-1)] for inputs in batch]
+        images = self.recipe.decode([d for request in datas for d in request], self.limits)
+        good = [image for image in images if not isinstance(image, Exception)]
+        pixels = iter(self.recipe.pixels(good) if good else ())
+        results: list[Arrays | Exception] = []
+        start = 0
+        for request in datas:
+            mine = images[start : start + len(request)]
+            start += len(request)
+            own = [next(pixels) for image in mine if not isinstance(image, Exception)]
+            error = next((image for image in mine if isinstance(image, Exception)), None)
+            if error is None and not own:
+                error = InvalidInput("IMAGE holds no image")
+            results.append(error if error is not None else {"PIXELS": np.stack(own)})
+        return results
 
     def process_one(self, inputs: Arrays) -> Arrays:
         items = inputs["IMAGE"].reshape(-1)
         pixels = [preprocess_bytes(_as_bytes(item), self.spec, self.limits) for item in items]
+        return {"PIXELS": np.stack(pixels)}
+
+
+def _torchvision_imports() -> bool:
+    try:
+        import torchvision.io  # noqa: F401  (decode_jpeg: nvJPEG on a CUDA device)
+    except Exception:  # missing, or built for another torch ("torchvision::nms does not exist")
+        return False
+    return True
+
+
+class RawImagePreprocessor(ImagePreprocessor):
+    """IMAGE_UINT8 (RGB uint8 [height, width, 3], decoded by the client) -> PIXELS.
+
+    The same resize/crop/normalise as the encoded path (PIL on CPU, torch on a GPU
+    instance); the size limits apply, the byte limit does not (there is no encoding).
+    """
+
+    def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
+        return PythonModel.process_batch(self, batch)  # one request at a time
+
+    def process_one(self, inputs: Arrays) -> Arrays:
+        images = inputs["IMAGE_UINT8"]
+        if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
+            raise InvalidInput(
+                f"IMAGE_UINT8 must be RGB uint8 [height, width, 3] per image, got "
+                f"{images.dtype} {list(images.shape[1:])}"
+            )
+        check_size(images.shape[2], images.shape[1], self.limits)
+        if self.recipe is not None:
+            tensors = [self.recipe.from_hwc(image) for image in images]
+            return {"PIXELS": self.recipe.pixels(tensors)}
+        pixels = [preprocess(Image.fromarray(image, "RGB"), self.spec) for image in images]
         return {"PIXELS": np.stack(pixels)}
 
 

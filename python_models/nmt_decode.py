@@ -1,8 +1,8 @@
 """Greedy and beam search over an encoder / decoder-step pair, in numpy.
 
-One module serves both the in-process baseline (ONNX Runtime sessions) and the
-Triton BLS model (``pb_utils.InferenceRequest``): the model calls go through a
-:class:`StepModel`, everything else is here. The search reproduces Hugging Face
+One module serves the in-process baseline and the Triton ``nmt`` model alike: the
+model calls go through a :class:`StepModel` (ONNX Runtime sessions, torch modules,
+or BLS calls), everything else is here. The search reproduces Hugging Face
 ``generate`` token for token (``num_beams=1`` greedy, otherwise beam search with
 ``length_penalty`` and ``early_stopping``), including Marian's logits processors
 (``bad_words_ids`` of single tokens, ``forced_eos_token_id`` at the length limit).
@@ -10,13 +10,17 @@ Triton BLS model (``pb_utils.InferenceRequest``): the model calls go through a
 Sentences of one call are decoded together: each step runs the decoder once over
 the rows of every live sentence (1 row for greedy, ``k`` for beam ``k``); each
 sentence keeps its own beam size and length limit and leaves the batch, through
-``on_done``, as soon as it is finished.
+``on_done``, as soon as it is finished. The search is vectorised per beam size
+(:class:`_Group`): one top-k over every sentence's beams at once, numpy arrays for
+the hypotheses, and Python loops only over events (a hypothesis ending). The state
+(KV cache) is reordered by one gather per step, skipped when no row moved (greedy),
+and done by the StepModel itself where it keeps the state (``take``, a torch device).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -41,6 +45,13 @@ class StepModel(Protocol):
     ) -> tuple[np.ndarray, np.ndarray]:
         """``logits [rows, vocab]`` and the next state (rows on axis 2): the grown KV cache,
         or the RNN's new recurrent state."""
+
+
+def take_rows(model: StepModel, state, index: np.ndarray):
+    """Rows ``index`` of a state along axis 2: the model's own ``take`` where it keeps states
+    in its memory (a torch device), else numpy."""
+    take = getattr(model, "take", None)
+    return take(state, index) if take is not None else np.take(state, index, axis=2)
 
 
 @dataclass(frozen=True)
@@ -70,102 +81,181 @@ class Job:
 OnDone = Callable[[int, list[int]], None]
 
 
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+_BLOCK = 64  # tokens per block in the two-level top-k
 
 
-@dataclass
-class _Sentence:
-    """Search state of one sentence; ``rows`` are its live rows in the current batch."""
+def _row_candidates(scores: np.ndarray, keep: int) -> np.ndarray:
+    """Token ids, ascending, that include each row's ``keep`` best: the tokens of the ``keep``
+    blocks of ``_BLOCK`` with the highest maxima (a row's best ``keep`` lie in at most ``keep``
+    blocks, each with a maximum at least the ``keep``-th value). Block maxima cost one pass;
+    ``np.argpartition`` over a 58k vocabulary was 1 µs per 1,000 scores, 5x a max pass.
+    Ids past the vocabulary (the last block's padding) are for the caller to mask."""
+    vocab = scores.shape[1]
+    starts = np.arange(0, vocab, _BLOCK)
+    if len(starts) <= keep:
+        blocks = np.broadcast_to(np.arange(len(starts)), (scores.shape[0], len(starts)))
+    else:
+        maxima = np.maximum.reduceat(scores, starts, axis=1)
+        blocks = np.sort(np.argpartition(maxima, len(starts) - keep, axis=1)[:, -keep:], axis=1)
+    return (blocks[:, :, None] * _BLOCK + np.arange(_BLOCK)).reshape(scores.shape[0], -1)
 
-    index: int
-    job: Job
-    settings: DecodeSettings
-    sequences: list[list[int]]
-    scores: np.ndarray
-    finished: list[tuple[float, list[int]]] = field(default_factory=list)
-    improvable: bool = True
-    done: bool = False
+
+class _Group:
+    """Every live sentence of one beam size, searched together: arrays over [sentence, beam].
+
+    All sentences of one call start together, so a group's width is uniform (1 at the first
+    step, ``beam`` after). Per step the work is a few numpy calls over the whole group; Python
+    loops run only over events (a hypothesis ending, a sentence leaving).
+    """
+
+    def __init__(self, beam: int, index: np.ndarray, jobs: Sequence[Job], settings) -> None:
+        self.beam, self.settings = beam, settings
+        self.index = index  # job index of each sentence
+        self.max_length = np.array([jobs[i].max_length for i in index], dtype=np.int64)
+        start = settings.decoder_start_token_id
+        self.tokens = np.full((len(index), 1, 1), start, dtype=np.int64)  # [n, width, cur_len]
+        self.scores = np.zeros((len(index), 1), dtype=np.float32)
+        self.finished: list[list[tuple[float, list[int]]]] = [[] for _ in index]
+        self.improvable = np.ones(len(index), dtype=bool)
+        self.worst = np.full(len(index), np.inf, dtype=np.float32)  # worst finished score
 
     @property
-    def width(self) -> int:
-        return len(self.sequences)
+    def rows(self) -> int:
+        return self.tokens.shape[0] * self.tokens.shape[1]
 
-    def process(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
-        """HF's logits processors, applied in place to this sentence's scores."""
-        if self.settings.suppressed_token_ids:
-            logits[:, list(self.settings.suppressed_token_ids)] = -np.inf
-        if self.settings.forced_eos and cur_len == self.job.max_length - 1:
-            logits[:, :] = -np.inf
-            logits[:, self.settings.eos_token_id] = 0.0
+    def last_tokens(self) -> np.ndarray:
+        return self.tokens[:, :, -1].reshape(-1)
+
+    def row_sentences(self) -> np.ndarray:
+        return np.repeat(self.index, self.tokens.shape[1])
+
+    def advance(self, logits: np.ndarray, cur_len: int, done: Callable[[int, list[int]], None]):
+        """Consume this step's logits (this group's rows); return the rows (local) to keep."""
+        width = self.tokens.shape[1]  # before this step
+        step = self._greedy if self.beam == 1 else self._beam
+        finished = step(logits, cur_len)
+        for s in np.flatnonzero(finished):
+            best = self.finished[s][0][1] if self.finished[s] else self.tokens[s, 0].tolist()
+            done(int(self.index[s]), best[1:])
+        return self._keep(~finished, width)
+
+    def _process(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
+        """HF's logits processors, in place, on rows of [n, width, vocab] scores."""
+        settings = self.settings
+        if settings.suppressed_token_ids:
+            logits[:, :, list(settings.suppressed_token_ids)] = -np.inf
+        if settings.forced_eos:
+            forced = self.max_length - 1 == cur_len
+            if forced.any():
+                logits[forced] = -np.inf
+                logits[forced, :, settings.eos_token_id] = 0.0
         return logits
 
-    def advance(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
-        """Consume this step's logits; return the origin row (local) of each next row."""
-        if self.job.beam_size == 1:
-            return self._greedy(logits, cur_len)
-        return self._beam(logits, cur_len)
-
     def _greedy(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
-        token = int(np.argmax(self.process(logits.copy(), cur_len)[0]))
-        self.sequences[0].append(token)
-        if token == self.settings.eos_token_id or cur_len + 1 >= self.job.max_length:
-            self.finished = [(0.0, self.sequences[0])]
-            self.done = True
-        return np.zeros(1, dtype=np.int64)
+        n = len(self.index)
+        scores = self._process(logits.reshape(n, 1, -1), cur_len)
+        token = scores[:, 0].argmax(axis=1)
+        self.tokens = np.concatenate([self.tokens, token.reshape(n, 1, 1)], axis=2)
+        self.origins = np.zeros((n, 1), dtype=np.int64)
+        return (token == self.settings.eos_token_id) | (cur_len + 1 >= self.max_length)
+
+    def _candidates(self, logits: np.ndarray, cur_len: int, keep: int):
+        """The ``keep`` best (beam, token) continuations per sentence: HF's top-k over
+        log_softmax, processors and beam scores, without that [n, width x vocab] sum. Within
+        a row log_softmax only shifts the logits, so a row's best tokens are its best logits:
+        score a few candidates per row (:func:`_row_candidates`), then pick across the rows.
+        Ties go to the lower (beam, token).
+        Returns scores and flat ``beam * vocab + token`` indices, best first."""
+        n, width = self.tokens.shape[:2]
+        vocab = logits.shape[1]
+        logits = logits.astype(np.float32, copy=False)
+        peak = logits.max(axis=1, keepdims=True)
+        exp = np.subtract(logits, peak)  # the same float32 operations as log_softmax
+        np.exp(exp, out=exp)
+        log_total = np.log(exp.sum(axis=-1, keepdims=True))
+        processed = self._process(logits.reshape(n, width, vocab), cur_len).reshape(-1, vocab)
+        tokens = _row_candidates(processed, keep)
+        padding = tokens >= vocab  # past the last block's end: kept in range, never chosen
+        tokens = np.minimum(tokens, vocab - 1)
+        per_row = tokens.shape[1]
+        values = (np.take_along_axis(processed, tokens, 1) - peak) - log_total
+        values[padding] = -np.inf
+        if self.settings.forced_eos:  # a forced row's log-probs are 0 for eos, -inf elsewhere
+            forced = np.repeat(self.max_length - 1 == cur_len, width)
+            eos = tokens[forced] == self.settings.eos_token_id
+            values[forced] = np.where(eos, np.float32(0.0), np.float32(-np.inf))
+        totals = (values + self.scores.reshape(-1, 1)).reshape(n, width * per_row)
+        offsets = np.tile(np.arange(width) * vocab, n)[:, None]  # beam * vocab of each row
+        flat = (tokens + offsets).reshape(n, width * per_row)
+        order = np.argsort(-totals, axis=1, kind="stable")[:, :keep]
+        return np.take_along_axis(totals, order, 1), np.take_along_axis(flat, order, 1)
 
     def _beam(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
-        k, settings = self.job.beam_size, self.settings
-        log_probs = self.process(log_softmax(logits.astype(np.float32)), cur_len)
-        totals = (log_probs + self.scores[:, None]).reshape(-1)
-        vocab = log_probs.shape[1]
-        keep = min(2 * k, totals.size)
-        top = np.argpartition(-totals, keep - 1)[:keep]
-        top = top[np.argsort(-totals[top], kind="stable")]
-        top_scores = totals[top].astype(np.float32)
+        k, settings = self.beam, self.settings
+        n, width = self.tokens.shape[:2]
+        vocab = logits.shape[1]
+        top_scores, top = self._candidates(logits, cur_len, min(2 * k, width * vocab))
         origins, tokens = top // vocab, top % vocab
-        hits = (tokens == settings.eos_token_id) | (cur_len + 1 >= self.job.max_length)
+        hits = (tokens == settings.eos_token_id) | (cur_len + 1 >= self.max_length[:, None])
         self._collect_finished(top_scores, origins, tokens, hits, cur_len)
-        running = np.argsort(-(top_scores + hits * np.float32(_PENALTY)), kind="stable")[:k]
-        self.sequences = [self.sequences[origins[j]] + [int(tokens[j])] for j in running]
-        self.scores = top_scores[running] + hits[running] * np.float32(_PENALTY)
+        penalised = top_scores + hits * np.float32(_PENALTY)
+        running = np.argsort(-penalised, axis=1, kind="stable")[:, :k]
+        origins = np.take_along_axis(origins, running, 1)
+        history = np.take_along_axis(self.tokens, origins[:, :, None], 1)
+        chosen = np.take_along_axis(tokens, running, 1)
+        self.tokens = np.concatenate([history, chosen[:, :, None]], axis=2)
+        self.scores = np.take_along_axis(penalised, running, 1)
+        self.origins = origins  # beam each kept row continues
         self._check_early_stop(cur_len + 1)
-        if bool(hits.all()) or (settings.early_stopping is True and len(self.finished) == k):
-            self.done = True
-        return origins[running]
+        counts = np.array([len(f) for f in self.finished])
+        full = (counts == k) if settings.early_stopping is True else np.zeros(n, dtype=bool)
+        return hits.all(axis=1) | full | ~self.improvable
 
     def _collect_finished(self, scores, origins, tokens, hits, cur_len: int) -> None:
-        k = self.job.beam_size
-        full = len(self.finished) == k and self.settings.early_stopping is True
-        if full or not self.improvable:
+        """HF's beam hypotheses: the best ``beam`` finished ones per sentence, stable on ties."""
+        k = self.beam
+        eligible = self.improvable.copy()
+        if self.settings.early_stopping is True:
+            eligible &= np.array([len(f) < k for f in self.finished])
+        top = min(k, scores.shape[1])
+        events = np.flatnonzero(eligible & hits[:, :top].any(axis=1))
+        if not len(events):
             return
         normalised = scores / np.float32(cur_len**self.settings.length_penalty)
-        candidates = list(self.finished)
-        for j in range(min(k, len(scores))):
-            if hits[j]:
-                sequence = self.sequences[origins[j]] + [int(tokens[j])]
-                candidates.append((float(normalised[j]), sequence))
-        candidates.sort(key=lambda item: -item[0])  # stable: earlier hypotheses win ties
-        self.finished = candidates[:k]
+        for s in events:
+            candidates = list(self.finished[s])
+            for j in np.flatnonzero(hits[s, :top]):
+                sequence = [*self.tokens[s, origins[s, j]].tolist(), int(tokens[s, j])]
+                candidates.append((float(normalised[s, j]), sequence))
+            candidates.sort(key=lambda item: -item[0])  # stable: earlier hypotheses win ties
+            self.finished[s] = candidates[:k]
+            self.worst[s] = np.float32(min(score for score, _ in self.finished[s]))
 
     def _check_early_stop(self, cur_len: int) -> None:
         """HF's heuristic: stop once no running beam can beat the worst finished one."""
-        if not self.improvable or len(self.finished) < self.job.beam_size:
-            return
         settings = self.settings
+        counts = np.array([len(f) for f in self.finished])
+        check = self.improvable & (counts >= self.beam)
+        if not check.any():
+            return
         if settings.early_stopping == "never" and settings.length_penalty > 0.0:
-            length = self.job.max_length - 1
+            length = (self.max_length - 1).astype(np.float64)
         else:
-            length = cur_len - 1
-        best_running = self.scores[0] / np.float32(length**settings.length_penalty)
-        worst_finished = np.float32(min(score for score, _ in self.finished))
-        self.improvable = bool(best_running > worst_finished)
-        if not self.improvable:
-            self.done = True
+            length = np.full(len(self.index), float(cur_len - 1))
+        denominator = (length**settings.length_penalty).astype(np.float32)
+        best_running = self.scores[:, 0] / denominator
+        self.improvable = np.where(check, best_running > self.worst, self.improvable)
 
-    def best(self) -> list[int]:
-        return self.finished[0][1] if self.finished else self.sequences[0]
+    def _keep(self, alive: np.ndarray, width: int) -> np.ndarray:
+        """Drop finished sentences; the local rows (of this step's input) that go on."""
+        rows = (np.arange(len(alive))[:, None] * width + self.origins)[alive].reshape(-1)
+        if not alive.all():
+            self.index = self.index[alive]
+            self.max_length = self.max_length[alive]
+            self.tokens, self.scores = self.tokens[alive], self.scores[alive]
+            self.finished = [f for f, a in zip(self.finished, alive, strict=True) if a]
+            self.improvable, self.worst = self.improvable[alive], self.worst[alive]
+        return rows
 
 
 def initial_state(settings: DecodeSettings, rows: int) -> np.ndarray:
@@ -188,6 +278,14 @@ def pad_sources(jobs: Sequence[Job], pad_id: int) -> tuple[np.ndarray, np.ndarra
     return ids, mask
 
 
+def _groups(jobs: Sequence[Job], settings: DecodeSettings) -> list[_Group]:
+    beams = np.array([job.beam_size for job in jobs])
+    return [
+        _Group(int(beam), np.flatnonzero(beams == beam), jobs, settings)
+        for beam in dict.fromkeys(beams.tolist())
+    ]
+
+
 def generate(
     model: StepModel,
     jobs: Sequence[Job],
@@ -198,41 +296,36 @@ def generate(
     results: list[list[int]] = [[] for _ in jobs]
     if not jobs:
         return results
+
+    def done(index: int, ids: list[int]) -> None:
+        results[index] = ids
+        if on_done is not None:
+            on_done(index, ids)
+
     ids, mask = pad_sources(jobs, settings.pad_token_id)
     cross = model.encode(ids, mask)
-    start = settings.decoder_start_token_id
-    live = [
-        _Sentence(i, job, settings, [[start]], np.zeros(1, dtype=np.float32))
-        for i, job in enumerate(jobs)
-    ]
+    groups = _groups(jobs, settings)
     row_sentence = np.arange(len(jobs))
     past = initial_state(settings, len(jobs))
     rows_cross, rows_mask = cross, mask
     cur_len = 1
-    while live:
-        last = np.array([[s.sequences[b][-1]] for s in live for b in range(s.width)], np.int64)
-        logits, present = model.step(last, rows_mask, rows_cross, past)
-        gather, still, offset = [], [], 0
-        for sentence in live:
-            width = sentence.width
-            origins = sentence.advance(logits[offset : offset + width], cur_len)
-            if sentence.done:
-                results[sentence.index] = sentence.best()[1:]
-                if on_done is not None:
-                    on_done(sentence.index, results[sentence.index])
-            else:
-                gather.append(origins + offset)
-                still.append(sentence)
-            offset += width
-        if not still:
-            break
-        index = np.concatenate(gather)
-        new_rows = np.array([s.index for s in still for _ in range(s.width)])
-        past = np.take(present, index, axis=2)
-        if len(new_rows) != len(row_sentence) or not np.array_equal(new_rows, row_sentence):
-            rows_cross = np.take(cross, new_rows, axis=2)
+    while groups:
+        new_rows = np.concatenate([g.row_sentences() for g in groups])
+        if not np.array_equal(new_rows, row_sentence):
+            rows_cross = take_rows(model, cross, new_rows)
             rows_mask = mask[new_rows]
             row_sentence = new_rows
-        live = still
+        last = np.concatenate([g.last_tokens() for g in groups])[:, None]
+        logits, present = model.step(last, rows_mask, rows_cross, past)
+        keep, offset = [], 0
+        for group in groups:
+            rows = group.rows
+            keep.append(group.advance(logits[offset : offset + rows], cur_len, done) + offset)
+            offset += rows
+        groups = [g for g in groups if len(g.index)]
+        index = np.concatenate(keep)
+        if len(index) != present.shape[2] or not np.array_equal(index, np.arange(len(index))):
+            present = take_rows(model, present, index)  # reorder by beam, drop finished rows
+        past = present
         cur_len += 1
     return results

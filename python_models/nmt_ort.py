@@ -48,8 +48,24 @@ class SessionStepModel:
             "cross_kv": cross_kv,
             "past_kv": past_kv,
         }
-        logits, present = self.decoder.run(None, feed)[:2]
-        return logits, present
+        if not isinstance(self.decoder, ort.InferenceSession):
+            logits, present = self.decoder.run(None, feed)[:2]
+            return logits, present
+        return _run_bound(self.decoder, feed)
+
+
+def _run_bound(session: ort.InferenceSession, feed: dict[str, np.ndarray]):
+    """Run with IO binding: inputs are read in place and the outputs stay in the OrtValues
+    ONNX Runtime allocated; ``numpy()`` views them without a copy (the view keeps the memory
+    alive), so the grown KV cache is never copied on its way out of the session."""
+    binding = session.io_binding()
+    for name, value in feed.items():
+        binding.bind_cpu_input(name, np.ascontiguousarray(value))
+    for output in session.get_outputs()[:2]:
+        binding.bind_output(output.name)
+    session.run_with_iobinding(binding)
+    logits, present = (value.numpy() for value in binding.get_outputs()[:2])
+    return logits, present
 
 
 class OrtStepModel(SessionStepModel):

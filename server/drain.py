@@ -9,19 +9,27 @@ stay loaded and the server stays READY for them. So the launcher unloads the
 *entry* models (ensembles, and python models no ensemble uses as a step: the
 possible BLS callers) and waits for them to reach UNAVAILABLE, then SIGTERMs.
 This needs ``--model-control-mode=explicit`` (with ``--load-model=*``).
+
+Run as a script (``python3 -m server.drain``) it is the stop path of a tritonserver
+that no launcher runs: the Kubernetes preStop hook and the compose entrypoint
+(docker/drain-on-stop.sh) call it, and the serving image carries this module and
+server/security.py only (stdlib imports, Python 3.10).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
+import os
+import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from server.security import api_key_headers
+from server.security import API_KEY_ENV, api_key_headers
 
 CONTROL_ARGS = ["--model-control-mode=explicit", "--load-model=*"]
 
@@ -84,3 +92,30 @@ class Drainer:
         timeout = max(deadline - time.monotonic(), 0.1)
         with contextlib.suppress(urllib.error.URLError, TimeoutError, OSError):
             self._call(f"/v2/repository/models/{name}/unload", b"{}", timeout=timeout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Drain a running tritonserver; exit 1 if entry models were still busy at the timeout."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="Triton's HTTP address")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait at most")
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        help="seconds to keep serving first (Kubernetes: until endpoints drop the pod)",
+    )
+    args = parser.parse_args(argv)
+    time.sleep(args.pause)
+    try:
+        left = Drainer(args.url, os.environ.get(API_KEY_ENV, "")).drain(args.timeout)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print(f"drain failed: {exc}", file=sys.stderr)
+        return 1
+    if left:
+        print(f"drain incomplete after {args.timeout:g} s: {left}", file=sys.stderr)
+    return 1 if left else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

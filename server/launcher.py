@@ -39,6 +39,9 @@ from server.plan_check import check_plans
 from server.security import api_key_from_env, api_key_headers, restricted_api_args
 from server.shm import new_prefix, prefix_args, remove_orphans, remove_regions
 
+# p50/p90/p95/p99 summaries beside the cumulative counters: Grafana's p99 panels read them
+# (docker-compose.yml and deploy/k8s pass the same flag to the official container).
+METRICS_ARGS = ["--metrics-config=summary_latencies=true"]
 _LOAD_FAILURE = re.compile(r"failed to load '(?P<model>[^']+)' version \d+: (?P<reason>.*)$")
 _TABLE_FAILURE = re.compile(
     r"^\|\s*(?P<model>\S+)\s*\|\s*\d+\s*\|\s*UNAVAILABLE: (?P<reason>.*?)\s*\|$"
@@ -230,6 +233,7 @@ class TritonServer:
             f"--metrics-address={cfg.host}",
             f"--metrics-port={cfg.metrics_port}",
             "--allow-metrics=true",
+            *METRICS_ARGS,
             "--strict-readiness=true",
             "--exit-on-error=true",
             f"--exit-timeout-secs={cfg.exit_timeout_s}",

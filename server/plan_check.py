@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from python_models.contracts import family_of
-from python_models.tensorrt_sidecar import SIDECAR_NAME
+from python_models.tensorrt_sidecar import SIDECAR_NAME, VERSION_COMPATIBLE_FLAG, Sidecar
+from server import tensorrt_device as device
 from server.errors import PlanMismatchError
+from server.tensorrt_device import Gpu, TensorRTRuntime, release
 
 PLAN_PLATFORM = 'platform: "tensorrt_plan"'
 
@@ -53,9 +55,6 @@ def find_problems(
     models = plan_models(repository)
     if not models:
         return []
-    from build_engines.tensorrt import device
-    from build_engines.tensorrt.sidecar import Sidecar, gpu_mismatch, tensorrt_mismatch
-
     runtime = runtime if runtime is not None else device.tensorrt_runtime()
     gpus = gpus if gpus is not None else device.visible_gpus()
     problems = []
@@ -86,6 +85,61 @@ def find_problems(
                         )
                     )
     return problems
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in (release(version) or "0.0.0").split("."))
+
+
+def tensorrt_mismatch(
+    sidecar: Sidecar, runtime: TensorRTRuntime, version_compatible_enabled: bool = False
+) -> str | None:
+    """Why this TensorRT (and Triton's backend config) cannot load the plan, or None.
+
+    Versions compare normalised (major.minor.patch): "10.8.0.43" from a PyPI build is the
+    "10.8.0" that libnvinfer reports."""
+    built = release(sidecar.tensorrt_version) or sidecar.tensorrt_version
+    if sidecar.build_options.get("version_compatible") and not version_compatible_enabled:
+        return (
+            "version-compatible plan: Triton must be started with "
+            f"{VERSION_COMPATIBLE_FLAG} (docker-compose.yml adds it when the repository needs it)"
+        )
+    if runtime.version is None:
+        return f"built with TensorRT {built}, but no TensorRT is visible here ({runtime.source})"
+    if release(runtime.version) == built:
+        return None
+    if sidecar.build_options.get("version_compatible"):
+        # Version-compatible plans (8.6+) load on the same or a later runtime.
+        if _version_tuple(runtime.version) >= _version_tuple(built):
+            return None
+        return f"version-compatible plan built with TensorRT {built} needs {built} or later"
+    return (
+        f"built with TensorRT {built}, but this server has TensorRT {runtime.version} "
+        f"({runtime.source})"
+    )
+
+
+def gpu_mismatch(sidecar: Sidecar, gpus: list[Gpu]) -> str | None:
+    """Why these GPUs cannot run the plan, or None."""
+    if sidecar.build_options.get("dla_core") is not None:
+        return None  # DLA targets (Jetson) are checked by TensorRT itself at load time
+    if not gpus:
+        return f"built for {sidecar.gpu_name} (compute {sidecar.compute_capability}); no GPU here"
+    level = sidecar.build_options.get("hardware_compatibility_level", "none")
+    wrong = [g for g in gpus if not _gpu_fits(sidecar.compute_capability, g, level)]
+    if not wrong:
+        return None
+    seen = ", ".join(f"{g.name} (compute {g.compute_capability})" for g in wrong)
+    return (
+        f"built for {sidecar.gpu_name} (compute {sidecar.compute_capability}, hardware "
+        f"compatibility {level}), but this server has {seen}"
+    )
+
+
+def _gpu_fits(built_cc: str, gpu: Gpu, level: object) -> bool:
+    if level == "ampere+":
+        return _version_tuple(gpu.compute_capability) >= (8, 0)
+    return gpu.compute_capability == built_cc
 
 
 def check_plans(

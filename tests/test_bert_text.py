@@ -120,15 +120,12 @@ def test_padding_length_does_not_change_the_embedding(tokenizer: Any) -> None:
 @pytest.mark.slow
 def test_random_shape_build_is_marked_loudly(tmp_path: Path) -> None:
     """bert-base with random weights: the warning is in the configs, the graph is bert-base."""
-    from build_engines import bert
-    from build_engines.cli import apply_family_defaults, build_parser
+    from build_engines.cli import build_from_argv
     from build_engines.repository import parse
 
     repo, work = str(tmp_path / "repo"), str(tmp_path / "work")
     argv = ["bert", "--shape", "bert-base", "--max-length", "32", "--name", "bert_base"]
-    args = build_parser().parse_args([*argv, "--output-repository", repo, "--work-dir", work])
-
-    bert.build(apply_family_defaults("bert", args))
+    build_from_argv([*argv, "--output-repository", repo, "--work-dir", work])
     config = parse((tmp_path / "repo" / "bert_base_model" / "config.pbtxt").read_text())
     assert config.parameters["random_weights"].string_value == "true"
     assert "RANDOM WEIGHTS" in config.parameters["WARNING"].string_value

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ K8S = ROOT / "deploy/k8s"
 OVERLAYS = ("gpu", "cpu")
 ADMIN_KEY = "test-admin-key"
 # Flags the embedded launcher sets itself (paths and loopback ports of this machine).
-LAUNCHER_FLAGS = ("--model-repository", "--http-port", "--grpc-port", "--metrics-port")
+LAUNCHER_FLAGS = ("--model-repository", "--http-port", "--grpc-port", "--metrics-port",
+                  "--model-control-mode", "--load-model")  # fmt: skip
 
 
 def _render(target: Path) -> list[dict[str, Any]]:
@@ -154,14 +156,39 @@ def test_services_reach_the_ports_triton_opens(rendered) -> None:
     assert _get(objects, "Service", "triton-grpc")["spec"]["clusterIP"] == "None"
 
 
+def pre_stop_drain(triton: dict[str, Any]) -> dict[str, str]:
+    """The preStop hook's server.drain options; asserts the hook runs the drain module."""
+    command = triton["lifecycle"]["preStop"]["exec"]["command"]
+    # -S: only the stdlib and PYTHONPATH (what the serving image copies), as the test runs it.
+    assert command[:4] == ["python3", "-S", "-m", "server.drain"], command
+    return _flags(command[4:])
+
+
+def test_pre_stop_drains_triton_before_the_sigterm(rendered) -> None:
+    """The hook unloads the entry models on Triton's own HTTP port, which needs explicit
+    model control with every model loaded, and the key the restriction flags name."""
+    _, objects = rendered
+    triton = _triton(objects)
+    flags, drain = _flags(triton["args"]), pre_stop_drain(_triton(objects))
+    url = urllib.parse.urlsplit(drain["--url"])
+    assert url.hostname == "127.0.0.1" and url.port == int(flags["--http-port"])
+    assert flags["--model-control-mode"] == "explicit" and flags["--load-model"] == "*"
+    assert "TRITON_KIT_API_KEY" in {e["name"] for e in triton["env"]}, "the drain's key"
+    assert "triton-kit-api-key=$(TRITON_KIT_API_KEY)" in flags["--http-restricted-api"]
+
+
 def test_graceful_termination_outlasts_the_drain(rendered) -> None:
+    """SIGKILL comes terminationGracePeriodSeconds after the hook starts: the pause, the
+    drain's wait and Triton's exit timeout after the SIGTERM must all fit in it."""
     _, objects = rendered
     pod = _pod(objects, "Deployment", "triton")
     triton = _container(pod, "triton")
     exit_timeout = int(_flags(triton["args"])["--exit-timeout-secs"])
-    pre_stop = triton["lifecycle"]["preStop"]["exec"]["command"]
-    assert pre_stop[0] == "sleep"
-    assert pod["terminationGracePeriodSeconds"] > exit_timeout + int(pre_stop[1])
+    drain = pre_stop_drain(triton)
+    pause, timeout = float(drain["--pause"]), float(drain["--timeout"])
+    assert pause >= 5, "endpoints need a few seconds to drop the pod"
+    assert timeout >= exit_timeout, "the drain may wait as long as Triton would"
+    assert pod["terminationGracePeriodSeconds"] > pause + timeout + exit_timeout
 
 
 def test_triton_runs_non_root_on_a_read_only_root_with_writable_tmp_and_shm(rendered) -> None:

@@ -7,14 +7,13 @@ so the export path is exercised on a checkpoint it has never seen.
 
 from __future__ import annotations
 
-import argparse
 import random
 from pathlib import Path
 
 import pytest
 import torch
 
-from build_engines.nmt import build, corpus
+from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.nmt.vocab import write_tokenizer
 from tests.nmt_reference import InProcess, hf_generate
@@ -23,21 +22,12 @@ pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremo
 
 
 def _build(checkpoint: Path, repository: Path, work: Path) -> None:
-    args = argparse.Namespace(
-        checkpoint=checkpoint,
-        train=False,
-        train_steps=None,
-        max_beam_size=16,
-        verify_sentences=8,
-        output_repository=repository,
-        work_dir=work,
-        max_batch_size=None,
-        instances=1,
-        threads=2,
-        precision="fp32",
-        engine="onnxruntime",
-    )
-    build(args)
+    from build_engines.cli import build_from_argv
+
+    argv = ["nmt", "--checkpoint", str(checkpoint), "--max-beam-size", "16"]
+    argv += ["--verify-sentences", "8", "--output-repository", str(repository)]
+    argv += ["--work-dir", str(work), "--instances", "1", "--threads", "2"]
+    build_from_argv(argv)
 
 
 def _load(checkpoint: Path, tmp: Path):

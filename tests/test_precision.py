@@ -7,7 +7,6 @@ activations are all exercised.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,8 @@ import onnx
 import pytest
 from onnx import TensorProto, numpy_helper
 
-from build_engines import engines
+from build_engines import engines, precision_step
+from build_engines.options import BuildOptions
 from build_engines.precision import CalibrationSettings, to_fp16, to_int8
 from build_engines.precision.int8 import FeedsReader, cache_path_for
 from build_engines.precision.report import (
@@ -178,18 +178,16 @@ def test_calibration_settings_validate() -> None:
 # -- the hook every family calls ----------------------------------------------------------
 
 
-def _args(tmp_path: Path, precision: str, **extra: object) -> argparse.Namespace:
+def _args(tmp_path: Path, precision: str, **extra: object) -> BuildOptions:
     values = {
         "precision": precision,
-        "engine": "onnxruntime",
         "work_dir": tmp_path / "build",
         "output_repository": tmp_path / "repo",
         "threads": 1,
-        "dry_run": False,
-        "calibration_size": 6,
+        "calibration": CalibrationSettings(size=6),
     }
     values.update(extra)
-    return argparse.Namespace(**values)
+    return BuildOptions(**values)
 
 
 def _config():
@@ -242,9 +240,9 @@ def test_metrics_are_right_on_known_values() -> None:
 
 def test_calibration_cache_key_follows_the_data(tiny_onnx: Path, tmp_path: Path) -> None:
     args = _args(tmp_path, "int8")
-    same = engines.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 4))
-    again = engines.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 4))
-    other = engines.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 5))
+    same = precision_step.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 4))
+    again = precision_step.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 4))
+    other = precision_step.calibration_cache(args, "tiny_model", tiny_onnx, lambda: _feeds(10, 5))
     assert same == again and same != other
 
 
@@ -278,7 +276,10 @@ def test_keep_float_nodes_get_no_qdq(tiny_onnx: Path, tmp_path: Path) -> None:
 
 def test_family_defaults_and_overrides_for_keep_float(tmp_path: Path) -> None:
     bert = _args(tmp_path, "int8", family="bert")
-    assert any("intermediate" in p for p in engines.keep_float(bert, "bert_model"))
-    none = _args(tmp_path, "int8", family="bert", int8_keep_float=["none", "x"])
-    assert engines.keep_float(none, "bert_model") == ("x",)
-    assert engines.keep_float(_args(tmp_path, "int8", family="resnet50"), "resnet50_model") == ()
+    assert any("intermediate" in p for p in precision_step.keep_float(bert, "bert_model"))
+    none = _args(tmp_path, "int8", family="bert", int8_keep_float=("none", "x"))
+    assert precision_step.keep_float(none, "bert_model") == ("x",)
+    assert (
+        precision_step.keep_float(_args(tmp_path, "int8", family="resnet50"), "resnet50_model")
+        == ()
+    )

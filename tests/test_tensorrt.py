@@ -8,7 +8,6 @@ Real builds are marked ``tensorrt``/``gpu`` and skip with the reason.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,9 +19,9 @@ from onnx import TensorProto, helper
 from tritonclient.grpc import model_config_pb2 as mc
 
 from build_engines import engines
+from build_engines.options import BuildOptions
 from build_engines.repository import Tensor, onnx_model_config, set_parameters, write_model
 from build_engines.tensorrt.config import tensorrt_plan_config
-from build_engines.tensorrt.device import Gpu, TensorRTRuntime, parse_nvidia_smi, release
 from build_engines.tensorrt.lazy import (
     TensorRTUnavailable,
     import_tensorrt,
@@ -37,10 +36,11 @@ from build_engines.tensorrt.profiles import (
     parse_shape_ranges,
     ranges_for,
 )
-from build_engines.tensorrt.sidecar import Sidecar
 from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
+from python_models.tensorrt_sidecar import Sidecar
 from server.errors import PlanMismatchError, ServerError
 from server.plan_check import check_plans, find_problems
+from server.tensorrt_device import Gpu, TensorRTRuntime, parse_nvidia_smi, release
 
 HAS_TENSORRT = tensorrt_available()
 HAS_GPU = shutil.which("nvidia-smi") is not None
@@ -238,7 +238,9 @@ def test_one_shape_triple_per_profile(family_onnx) -> None:
     assert len(mins) == len([c for c in command if c.startswith("--maxShapes=")]) == 4
 
 
-def _args(tmp_path: Path, **extra: object) -> argparse.Namespace:
+def _args(tmp_path: Path, **extra: object) -> BuildOptions:
+    """Build options as a family gets them; TensorRTOptions fields may be given flat."""
+    tensorrt = {k: extra.pop(k) for k in list(extra) if k in TensorRTOptions.__dataclass_fields__}
     values = {
         "precision": "int8",
         "engine": "tensorrt",
@@ -249,7 +251,7 @@ def _args(tmp_path: Path, **extra: object) -> argparse.Namespace:
         "threads": 1,
     }
     values.update(extra)
-    return argparse.Namespace(**values)
+    return BuildOptions(**values, tensorrt=TensorRTOptions(**tensorrt))
 
 
 @pytest.mark.parametrize("name", list(FAMILY_SPECS))

@@ -113,8 +113,8 @@ def test_tensorrt_version_build_arg_matches_four_part_pypi_versions() -> None:
 
 
 def test_four_part_build_version_matches_the_three_part_runtime(tmp_path, family_onnx) -> None:
-    from build_engines.tensorrt.device import TensorRTRuntime
     from server.plan_check import find_problems
+    from server.tensorrt_device import TensorRTRuntime
 
     sidecar = _sidecar(tensorrt_version="10.8.0.43")
     repo = _plan_repository(tmp_path, sidecar, family_onnx)
@@ -290,7 +290,7 @@ def test_fp32_on_dla_is_refused(tmp_path: Path, family_onnx) -> None:
 
 
 def test_runtime_version_comes_from_the_servers_libnvinfer(tmp_path: Path, monkeypatch) -> None:
-    from build_engines.tensorrt import device
+    from server import tensorrt_device as device
 
     backend = tmp_path / "tritonserver" / "backends" / "tensorrt"
     backend.mkdir(parents=True)
@@ -338,8 +338,8 @@ def test_cli_defaults_are_the_dataclass_defaults_and_the_rebuild_command_omits_t
 ) -> None:
     from dataclasses import asdict
 
-    from build_engines.cli import build_parser
-    from build_engines.engines import rebuild_command
+    from build_engines.cli import build_parser, family_options
+    from build_engines.options import BuildOptions, rebuild_command
     from build_engines.precision import CalibrationSettings
 
     args = build_parser().parse_args(["resnet50", "--precision", "int8", "--engine", "tensorrt"])
@@ -348,11 +348,13 @@ def test_cli_defaults_are_the_dataclass_defaults_and_the_rebuild_command_omits_t
             assert getattr(args, name) in (default, None), name
     for name, default in asdict(CalibrationSettings()).items():
         assert getattr(args, f"calibration_{name}") == default, name
-    assert rebuild_command(args, "resnet50_model") == (
+    options = family_options("resnet50", args)
+    assert isinstance(options, BuildOptions) and options.calibration == CalibrationSettings()
+    assert rebuild_command(options, "resnet50_model") == (
         "python -m build_engines resnet50 --engine tensorrt --precision int8"
     )
     changed = ["--workspace-gb", "2", "--sparsity", "--calibration-size", "8", "--dla-core", "0"]
     args = build_parser().parse_args(["bert", "--precision", "int8", *changed])
-    command = rebuild_command(args, "bert_model")
+    command = rebuild_command(family_options("bert", args), "bert_model")
     assert "--workspace-gb 2.0 --sparsity --dla-core 0" in command
     assert command.endswith("--calibration-size 8")

@@ -12,9 +12,14 @@ Runtime) and ``nmt`` (python BLS running the beam search) into the repository.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
+
+if TYPE_CHECKING:
+    from build_engines.options import BuildOptions
 
 DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
 ARCHITECTURES = ("transformer", "rnn")
@@ -22,18 +27,49 @@ ARCHITECTURES = ("transformer", "rnn")
 DEFAULT_MAX_BEAM_SIZE = 16
 
 
+@dataclass(frozen=True)
+class NmtOptions:
+    """The nmt flags, typed (defaults written only here)."""
+
+    architecture: str = "transformer"
+    checkpoint: Path | None = None  # None: the committed number model of the architecture
+    train: bool = False
+    train_steps: int | None = None  # None: the training settings' own
+    max_beam_size: int = DEFAULT_MAX_BEAM_SIZE
+    verify_sentences: int = 16
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        default = DEFAULT_RNN_CHECKPOINT if self.architecture == "rnn" else DEFAULT_CHECKPOINT
+        return Path(self.checkpoint or default)
+
+
+_DEFAULTS = NmtOptions()
+
+
+def options_from(args: argparse.Namespace) -> NmtOptions:
+    return NmtOptions(
+        architecture=args.architecture,
+        checkpoint=args.checkpoint,
+        train=args.train,
+        train_steps=args.train_steps,
+        max_beam_size=args.max_beam_size,
+        verify_sentences=args.verify_sentences,
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--architecture",
         choices=ARCHITECTURES,
-        default="transformer",
+        default=_DEFAULTS.architecture,
         help="transformer: Marian (writes nmt); rnn: GRU encoder-decoder with attention "
         "(writes nmt_rnn, served by the same search)",
     )
     parser.add_argument(
         "--checkpoint",
         type=Path,
-        default=None,
+        default=_DEFAULTS.checkpoint,
         help="checkpoint directory (default: the committed number model of --architecture; "
         f"transformer: {DEFAULT_CHECKPOINT.name}, rnn: {DEFAULT_RNN_CHECKPOINT.name})",
     )
@@ -42,22 +78,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="retrain the default number model into --checkpoint first (seeded; slow on CPU)",
     )
-    parser.add_argument("--train-steps", type=int, default=None, help="override training steps")
-    parser.add_argument("--max-beam-size", type=int, default=DEFAULT_MAX_BEAM_SIZE)
+    parser.add_argument(
+        "--train-steps", type=int, default=_DEFAULTS.train_steps, help="override training steps"
+    )
+    parser.add_argument("--max-beam-size", type=int, default=_DEFAULTS.max_beam_size)
     parser.add_argument(
         "--verify-sentences",
         type=int,
-        default=16,
+        default=_DEFAULTS.verify_sentences,
         help="sentences for the ONNX-vs-PyTorch check",
     )
 
 
-def build(args: argparse.Namespace) -> None:
-    rnn = getattr(args, "architecture", "transformer") == "rnn"
-    if args.checkpoint is None:
-        args.checkpoint = DEFAULT_RNN_CHECKPOINT if rnn else DEFAULT_CHECKPOINT
-    if rnn:
+def build(options: BuildOptions, model_options: NmtOptions) -> None:
+    if model_options.architecture == "rnn":
         from build_engines.nmt.rnn_pipeline import run
     else:
         from build_engines.nmt.pipeline import run
-    run(args)
+    run(options, model_options)

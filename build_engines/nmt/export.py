@@ -116,6 +116,19 @@ def cache_shape(model: nn.Module, rows: int, length: int) -> tuple[int, ...]:
     return (config.decoder_layers, 2, rows, heads, length, config.d_model // heads)
 
 
+# The ONNX inputs' axis names: the export's, and the dry run's before any export.
+ENCODER_AXES = {
+    "input_ids": {0: "batch", 1: "src_len"},
+    "attention_mask": {0: "batch", 1: "src_len"},
+}
+DECODER_AXES = {
+    "input_ids": {0: "rows"},
+    "encoder_attention_mask": {0: "rows", 1: "src_len"},
+    "cross_kv": {2: "rows", 4: "src_len"},
+    "past_kv": {2: "rows", 4: "past_len"},
+}
+
+
 def export_encoder(model: nn.Module, path: Path) -> Path:
     ids = torch.tensor([[5, 6, 7, 8, 0], [5, 6, 0, 0, 0]], dtype=torch.long)
     mask = (ids != 0).long()
@@ -127,8 +140,7 @@ def export_encoder(model: nn.Module, path: Path) -> Path:
         input_names=["input_ids", "attention_mask"],
         output_names=["last_hidden_state", "cross_kv"],
         dynamic_axes={
-            "input_ids": {0: "batch", 1: "src_len"},
-            "attention_mask": {0: "batch", 1: "src_len"},
+            **ENCODER_AXES,
             "last_hidden_state": {0: "batch", 1: "src_len"},
             "cross_kv": {2: "batch", 4: "src_len"},
         },
@@ -148,10 +160,7 @@ def export_decoder(model: nn.Module, path: Path) -> Path:
         input_names=["input_ids", "encoder_attention_mask", "cross_kv", "past_kv"],
         output_names=["logits", "present_kv"],
         dynamic_axes={
-            "input_ids": {0: "rows"},
-            "encoder_attention_mask": {0: "rows", 1: "src_len"},
-            "cross_kv": {2: "rows", 4: "src_len"},
-            "past_kv": {2: "rows", 4: "past_len"},
+            **DECODER_AXES,
             "logits": {0: "rows"},
             "present_kv": {2: "rows", 4: "present_len"},
         },

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from build_engines.engines import DryRun, serving_artifacts
 from build_engines.nmt import corpus
 from build_engines.nmt.export import export_decoder, export_encoder, load_model
 from build_engines.nmt.verify import TOLERANCE, Parity, compare
 from build_engines.repository import write_model
-from build_engines.steps import BuildError, StepLog, StepSkipped, info
+from build_engines.steps import BuildError, StepLog, info
 from python_models.nmt_decode import DecodeSettings
 from python_models.nmt_settings import Limits
+
+if TYPE_CHECKING:
+    from build_engines.nmt import NmtOptions
+    from build_engines.options import BuildOptions
 
 
 def decode_settings(model) -> DecodeSettings:
@@ -64,43 +69,46 @@ def verification_texts(checkpoint: Path, count: int) -> tuple[list[str], list[st
     return sources, sources
 
 
-def run(args: argparse.Namespace) -> None:
+def run(options: BuildOptions, model_options: NmtOptions) -> None:
     warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
-    checkpoint = Path(args.checkpoint)
-    out = Path(args.output_repository)
-    staging = Path(getattr(args, "work_dir", "build")) / "nmt"
-    dry_run = getattr(args, "dry_run", False)
-    if dry_run and args.train:
+    checkpoint = model_options.checkpoint_dir
+    out = options.output_repository
+    staging = options.work_dir / "nmt"
+    dry_run = options.dry_run
+    if dry_run and model_options.train:
         raise BuildError("nmt: --dry-run with --train: train first, then plan the engines")
-    log = StepLog("nmt", 5 if args.train else 4)
-    if args.train:
+    log = StepLog("nmt", (2 if dry_run else 4) + model_options.train)
+    if model_options.train:
         from build_engines.nmt.train import TrainSettings, train
 
         settings = (
-            TrainSettings() if args.train_steps is None else TrainSettings(steps=args.train_steps)
+            TrainSettings()
+            if model_options.train_steps is None
+            else TrainSettings(steps=model_options.train_steps)
         )
         log.run("train the number model", train, checkpoint, settings)
-    from transformers import MarianTokenizer
-
-    model = log.run("load checkpoint", load_model, checkpoint)
-    tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
     encoder_onnx, decoder_onnx = staging / "encoder.onnx", staging / "decoder.onnx"
-    log.run("export encoder + decoder ONNX", _export, model, encoder_onnx, decoder_onnx)
-    if dry_run:
-        info(f"dry run: the exports above (in {staging}) are the only files written")
-    sources, targets = verification_texts(checkpoint, args.verify_sentences)
-    log.run(
-        "verify ONNX vs PyTorch",
-        _verify_unless_dry_run,
-        dry_run,
-        model,
-        tokenizer,
-        (encoder_onnx, decoder_onnx),
-        (sources, targets),
-        args.threads,
-    )
+    if dry_run:  # the configs need only the checkpoint's settings: no weights, no export
+        model = log.run("read checkpoint config (dry run: no weights)", config_only, checkpoint)
+        info(f"dry run: {encoder_onnx} and {decoder_onnx} are not exported, nothing is written")
+    else:
+        from transformers import MarianTokenizer
+
+        model = log.run("load checkpoint", load_model, checkpoint)
+        tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
+        log.run("export encoder + decoder ONNX", _export, model, encoder_onnx, decoder_onnx)
+        sources, targets = verification_texts(checkpoint, model_options.verify_sentences)
+        log.run(
+            "verify ONNX vs PyTorch",
+            _verify,
+            model,
+            tokenizer,
+            (encoder_onnx, decoder_onnx),
+            (sources, targets),
+            options.threads,
+        )
     settings = decode_settings(model)
-    bounds = limits(model, args.max_beam_size)
+    bounds = limits(model, model_options.max_beam_size)
     log.run(
         "write model_repository entries",
         _write,
@@ -111,16 +119,22 @@ def run(args: argparse.Namespace) -> None:
         decoder_onnx,
         settings,
         bounds,
-        args,
+        options,
     )
     info(f"decode: {settings}")
     info(f"limits: {bounds}")
 
 
-def _verify_unless_dry_run(dry_run: bool, *args) -> Parity:
-    if dry_run:
-        raise StepSkipped("dry run")
-    return _verify(*args)
+def config_only(checkpoint: Path) -> SimpleNamespace:
+    """What :func:`decode_settings` and :func:`limits` read, without loading the weights."""
+    from transformers import GenerationConfig, MarianConfig
+
+    config = MarianConfig.from_pretrained(str(checkpoint))
+    try:
+        generation = GenerationConfig.from_pretrained(str(checkpoint))
+    except OSError:  # no generation_config.json: what from_pretrained derives for the model
+        generation = GenerationConfig.from_model_config(config)
+    return SimpleNamespace(config=config, generation_config=generation)
 
 
 def _verify(model, tokenizer, onnx: tuple[Path, Path], texts, threads: int) -> Parity:
@@ -140,34 +154,39 @@ def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
         info(f"{path.name}: {path.stat().st_size / 1e6:.1f} MB")
 
 
-def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds, args) -> None:
+def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds, options) -> None:
     """Encoder and decoder go through the shared precision/engine hook; then the BLS model."""
     from build_engines.nmt import repository
     from build_engines.nmt.calibration import calibration_sources
+    from build_engines.nmt.export import DECODER_AXES, ENCODER_AXES
 
     vocab = model.config.decoder_vocab_size or model.config.vocab_size
     configs = {
         repository.ENCODER: (
             encoder_onnx,
-            repository.encoder_config(settings, model.config.d_model, bounds, args),
+            repository.encoder_config(settings, model.config.d_model, bounds, options),
         ),
         repository.DECODER: (
             decoder_onnx,
-            repository.decoder_config(settings, vocab, bounds, args),
+            repository.decoder_config(settings, vocab, bounds, options),
         ),
     }
+    axes = {repository.ENCODER: ENCODER_AXES, repository.DECODER: DECODER_AXES}
     sources = calibration_sources(
         checkpoint, encoder_onnx, decoder_onnx, settings, bounds.max_source_length
     )
     artifacts, dry_run = {}, False
     for name, (onnx, config) in configs.items():
         try:
-            artifacts[name] = serving_artifacts(name, onnx, config, args, sources[name])
+            artifacts[name] = serving_artifacts(
+                name, onnx, config, options, sources[name], dynamic_axes=axes[name]
+            )
         except DryRun:
             dry_run = True  # describe every model before ending the step
     if dry_run:
         raise DryRun("dry run: nothing built or written for nmt")
     for config, files in artifacts.values():
         write_model(out, config, files)
-    repository.write_bls(out, checkpoint, settings, bounds, args)
-    info(f"wrote {out}/nmt, {out}/nmt_encoder, {out}/nmt_decoder ({args.precision}, {args.engine})")
+    repository.write_bls(out, checkpoint, settings, bounds, options)
+    engine = options.engine.value
+    info(f"wrote {out}/nmt, {out}/nmt_encoder, {out}/nmt_decoder ({options.precision}, {engine})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from build_engines.repository import (
     ModelConfig,
@@ -23,23 +24,28 @@ TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 DEFAULT_MAX_BATCH_SIZE = 32
 BATCH_DELAY_US = 0  # an idle search never waits; requests queued while it runs form its batch
 
+if TYPE_CHECKING:
+    from build_engines.options import BuildOptions
+
 
 def _cache(settings: DecodeSettings) -> tuple[int, ...]:
     layers, heads, head_dim = settings.cache_shape
     return (layers, 2, -1, heads, -1, head_dim)
 
 
-def shape_parameters(limits: Limits, args) -> dict[str, int]:
+def shape_parameters(limits: Limits, options: BuildOptions) -> dict[str, int]:
     """Recorded on the ONNX models so TensorRT profiles cover every shape the BLS can send."""
     return {
         "max_source_length": limits.max_source_length,
         "max_target_length": limits.max_target_length,
         "max_beam_size": limits.max_beam_size,
-        "max_batch": args.max_batch_size or DEFAULT_MAX_BATCH_SIZE,
+        "max_batch": options.max_batch_size or DEFAULT_MAX_BATCH_SIZE,
     }
 
 
-def encoder_config(settings: DecodeSettings, d_model: int, limits: Limits, args) -> ModelConfig:
+def encoder_config(
+    settings: DecodeSettings, d_model: int, limits: Limits, options: BuildOptions
+) -> ModelConfig:
     """max_batch_size 0: the BLS model sends whole padded batches itself."""
     config = onnx_model_config(
         ENCODER,
@@ -52,14 +58,16 @@ def encoder_config(settings: DecodeSettings, d_model: int, limits: Limits, args)
             Tensor("cross_kv", "FP32", _cache(settings)),
         ],
         max_batch_size=0,
-        instances=args.instances,
-        threads=args.threads,
+        instances=options.instances,
+        threads=options.threads,
     )
-    set_parameters(config, shape_parameters(limits, args))
+    set_parameters(config, shape_parameters(limits, options))
     return config
 
 
-def decoder_config(settings: DecodeSettings, vocab: int, limits: Limits, args) -> ModelConfig:
+def decoder_config(
+    settings: DecodeSettings, vocab: int, limits: Limits, options: BuildOptions
+) -> ModelConfig:
     config = onnx_model_config(
         DECODER,
         inputs=[
@@ -73,10 +81,10 @@ def decoder_config(settings: DecodeSettings, vocab: int, limits: Limits, args) -
             Tensor("present_kv", "FP32", _cache(settings)),
         ],
         max_batch_size=0,
-        instances=args.instances,
-        threads=args.threads,
+        instances=options.instances,
+        threads=options.threads,
     )
-    set_parameters(config, shape_parameters(limits, args))
+    set_parameters(config, shape_parameters(limits, options))
     return config
 
 
@@ -85,7 +93,7 @@ def write_bls(
     checkpoint: Path,
     settings: DecodeSettings,
     limits: Limits,
-    args,
+    options: BuildOptions,
     names: tuple[str, str, str] = (BLS, ENCODER, DECODER),
 ) -> Path:
     """Dynamic batching gathers concurrent requests into one execute call (one beam search).
@@ -96,7 +104,7 @@ def write_bls(
     parameters = {
         "encoder_model": encoder,
         "decoder_model": decoder,
-        "intra_op_thread_count": args.threads,  # of the in-process sessions
+        "intra_op_thread_count": options.threads,  # of the in-process sessions
     }
     parameters.update(to_parameters(settings, limits))
     config = python_model_config(
@@ -107,9 +115,9 @@ def write_bls(
             Tensor("MAX_LENGTH", "INT32", (1,), optional=True),
         ],
         outputs=[Tensor("TRANSLATION", "STRING", (1,))],
-        max_batch_size=args.max_batch_size or DEFAULT_MAX_BATCH_SIZE,
+        max_batch_size=options.max_batch_size or DEFAULT_MAX_BATCH_SIZE,
         parameters=parameters,
-        instances=args.instances,
+        instances=options.instances,
     )
     enable_dynamic_batching(config, BATCH_DELAY_US)
     files: dict[str, Path | str] = {"model.py": python_shim("python_models.nmt.NmtModel")}

@@ -45,6 +45,19 @@ def state_shape(model: RnnTranslator, rows: int) -> tuple[int, int, int, int]:
     return (model.config.layers, 1, rows, model.config.hidden)
 
 
+# The ONNX inputs' axis names: the export's, and the dry run's before any export.
+ENCODER_AXES = {
+    "input_ids": {0: "batch", 1: "src_len"},
+    "attention_mask": {0: "batch", 1: "src_len"},
+}
+DECODER_AXES = {
+    "input_ids": {0: "rows"},
+    "encoder_attention_mask": {0: "rows", 1: "src_len"},
+    "cross_kv": {2: "rows", 3: "src_len"},
+    "past_kv": {2: "rows"},
+}
+
+
 def export_encoder(model: RnnTranslator, path: Path) -> Path:
     ids = torch.tensor([[5, 6, 7, 8, 0], [5, 6, 0, 139, 139]], dtype=torch.long)
     mask = (ids != 139).long()
@@ -55,8 +68,7 @@ def export_encoder(model: RnnTranslator, path: Path) -> Path:
         input_names=["input_ids", "attention_mask"],
         output_names=["last_hidden_state", "cross_kv"],
         dynamic_axes={
-            "input_ids": {0: "batch", 1: "src_len"},
-            "attention_mask": {0: "batch", 1: "src_len"},
+            **ENCODER_AXES,
             "last_hidden_state": {0: "batch", 1: "src_len"},
             "cross_kv": {2: "batch", 3: "src_len"},
         },
@@ -76,10 +88,7 @@ def export_decoder(model: RnnTranslator, path: Path) -> Path:
         input_names=["input_ids", "encoder_attention_mask", "cross_kv", "past_kv"],
         output_names=["logits", "present_kv"],
         dynamic_axes={
-            "input_ids": {0: "rows"},
-            "encoder_attention_mask": {0: "rows", 1: "src_len"},
-            "cross_kv": {2: "rows", 3: "src_len"},
-            "past_kv": {2: "rows"},
+            **DECODER_AXES,
             "logits": {0: "rows"},
             "present_kv": {2: "rows"},
         },

@@ -7,13 +7,20 @@ with the Transformer checkpoint's tokenizer and generation rules.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from build_engines.engines import DryRun, serving_artifacts
 from build_engines.nmt import corpus, repository
-from build_engines.nmt.rnn_export import compare, export_decoder, export_encoder
-from build_engines.nmt.rnn_model import RnnTranslator, load
+from build_engines.nmt.rnn_export import (
+    DECODER_AXES,
+    ENCODER_AXES,
+    compare,
+    export_decoder,
+    export_encoder,
+)
+from build_engines.nmt.rnn_model import RnnConfig, RnnTranslator, load
 from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
 from build_engines.nmt.verify import TOLERANCE, Parity
 from build_engines.repository import (
@@ -23,9 +30,13 @@ from build_engines.repository import (
     set_parameters,
     write_model,
 )
-from build_engines.steps import StepLog, StepSkipped, info
+from build_engines.steps import BuildError, StepLog, info
 from python_models.nmt_decode import DecodeSettings
 from python_models.nmt_settings import Limits
+
+if TYPE_CHECKING:
+    from build_engines.nmt import NmtOptions
+    from build_engines.options import BuildOptions
 
 BLS, ENCODER, DECODER = "nmt_rnn", "nmt_rnn_encoder", "nmt_rnn_decoder"
 TOKENIZER_CHECKPOINT = DEFAULT_CHECKPOINT  # vocabularies, split and generation rules
@@ -67,7 +78,7 @@ def _cross(config) -> tuple[int, ...]:
     return (1, 2, -1, -1, config.hidden)
 
 
-def encoder_config(model: RnnTranslator, bounds: Limits, args) -> ModelConfig:
+def encoder_config(model: RnnTranslator, bounds: Limits, options: BuildOptions) -> ModelConfig:
     config = onnx_model_config(
         ENCODER,
         inputs=[
@@ -79,14 +90,14 @@ def encoder_config(model: RnnTranslator, bounds: Limits, args) -> ModelConfig:
             Tensor("cross_kv", "FP32", _cross(model.config)),
         ],
         max_batch_size=0,
-        instances=args.instances,
-        threads=args.threads,
+        instances=options.instances,
+        threads=options.threads,
     )
-    set_parameters(config, repository.shape_parameters(bounds, args))
+    set_parameters(config, repository.shape_parameters(bounds, options))
     return config
 
 
-def decoder_config(model: RnnTranslator, bounds: Limits, args) -> ModelConfig:
+def decoder_config(model: RnnTranslator, bounds: Limits, options: BuildOptions) -> ModelConfig:
     config = onnx_model_config(
         DECODER,
         inputs=[
@@ -100,10 +111,10 @@ def decoder_config(model: RnnTranslator, bounds: Limits, args) -> ModelConfig:
             Tensor("present_kv", "FP32", _state(model.config)),
         ],
         max_batch_size=0,
-        instances=args.instances,
-        threads=args.threads,
+        instances=options.instances,
+        threads=options.threads,
     )
-    set_parameters(config, repository.shape_parameters(bounds, args))
+    set_parameters(config, repository.shape_parameters(bounds, options))
     return config
 
 
@@ -116,31 +127,37 @@ def verification_ids(count: int) -> tuple[list[list[int]], list[list[int]]]:
     return sources, encode(tokenizer, [corpus.french(n) for n in numbers], True)
 
 
-def run(args: argparse.Namespace) -> None:
-    checkpoint = Path(args.checkpoint)
-    out = Path(args.output_repository)
-    staging = Path(getattr(args, "work_dir", "build")) / "nmt_rnn"
-    staging.mkdir(parents=True, exist_ok=True)
-    dry_run = getattr(args, "dry_run", False)
-    log = StepLog("nmt_rnn", 5 if args.train else 4)
-    if args.train:
+def run(options: BuildOptions, model_options: NmtOptions) -> None:
+    checkpoint = model_options.checkpoint_dir
+    out = options.output_repository
+    staging = options.work_dir / "nmt_rnn"
+    dry_run = options.dry_run
+    if dry_run and model_options.train:
+        raise BuildError("nmt: --dry-run with --train: train first, then plan the engines")
+    log = StepLog("nmt_rnn", (2 if dry_run else 4) + model_options.train)
+    if model_options.train:
         from build_engines.nmt.rnn_train import RnnTrainSettings, train
 
-        steps = args.train_steps or RnnTrainSettings.steps
+        steps = model_options.train_steps or RnnTrainSettings.steps
         log.run("train the recurrent model", train, checkpoint, RnnTrainSettings(steps=steps))
-    model = log.run("load checkpoint", load, checkpoint)
     encoder_onnx, decoder_onnx = staging / "encoder.onnx", staging / "decoder.onnx"
-    log.run("export encoder + decoder-step ONNX", _export, model, encoder_onnx, decoder_onnx)
-    log.run(
-        "verify ONNX vs PyTorch",
-        _verify,
-        dry_run,
-        model,
-        encoder_onnx,
-        decoder_onnx,
-        args.verify_sentences,
-    )
-    settings, bounds = decode_settings(model), limits(model, args.max_beam_size)
+    if dry_run:  # the configs need only the checkpoint's sizes: no weights, no export
+        config = log.run("read checkpoint config (dry run: no weights)", RnnConfig.load, checkpoint)
+        model = SimpleNamespace(config=config)
+        info(f"dry run: {encoder_onnx} and {decoder_onnx} are not exported, nothing is written")
+    else:
+        staging.mkdir(parents=True, exist_ok=True)
+        model = log.run("load checkpoint", load, checkpoint)
+        log.run("export encoder + decoder-step ONNX", _export, model, encoder_onnx, decoder_onnx)
+        log.run(
+            "verify ONNX vs PyTorch",
+            _verify,
+            model,
+            encoder_onnx,
+            decoder_onnx,
+            model_options.verify_sentences,
+        )
+    settings, bounds = decode_settings(model), limits(model, model_options.max_beam_size)
     log.run(
         "write model_repository entries",
         _write,
@@ -149,7 +166,7 @@ def run(args: argparse.Namespace) -> None:
         (encoder_onnx, decoder_onnx),
         settings,
         bounds,
-        args,
+        options,
     )
 
 
@@ -160,9 +177,7 @@ def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
         info(f"{path.name}: {path.stat().st_size / 1e6:.1f} MB")
 
 
-def _verify(dry_run: bool, model, encoder_onnx, decoder_onnx, count: int) -> Parity:
-    if dry_run:
-        raise StepSkipped("dry run")
+def _verify(model, encoder_onnx, decoder_onnx, count: int) -> Parity:
     parity = compare(model, encoder_onnx, decoder_onnx, *verification_ids(count))
     info(
         f"max abs diff: encoder {parity.encoder_max_abs_diff:.2e}, "
@@ -172,16 +187,21 @@ def _verify(dry_run: bool, model, encoder_onnx, decoder_onnx, count: int) -> Par
     return parity
 
 
-def _write(out: Path, model, onnx: tuple[Path, Path], settings, bounds, args) -> None:
+def _write(
+    out: Path, model, onnx: tuple[Path, Path], settings, bounds, options: BuildOptions
+) -> None:
     """Both graphs through the shared precision/engine hook (no INT8 calibration source)."""
     configs = {
-        ENCODER: (onnx[0], encoder_config(model, bounds, args)),
-        DECODER: (onnx[1], decoder_config(model, bounds, args)),
+        ENCODER: (onnx[0], encoder_config(model, bounds, options)),
+        DECODER: (onnx[1], decoder_config(model, bounds, options)),
     }
+    axes = {ENCODER: ENCODER_AXES, DECODER: DECODER_AXES}
     artifacts, dry_run = {}, False
     for name, (path, config) in configs.items():
         try:
-            artifacts[name] = serving_artifacts(name, path, config, args)
+            artifacts[name] = serving_artifacts(
+                name, path, config, options, dynamic_axes=axes[name]
+            )
         except DryRun:
             dry_run = True
     if dry_run:
@@ -193,7 +213,8 @@ def _write(out: Path, model, onnx: tuple[Path, Path], settings, bounds, args) ->
         TOKENIZER_CHECKPOINT,
         settings,
         bounds,
-        args,
+        options,
         names=(BLS, ENCODER, DECODER),
     )
-    info(f"wrote {out}/{BLS}, {out}/{ENCODER}, {out}/{DECODER} ({args.precision}, {args.engine})")
+    what = f"{options.precision}, {options.engine.value}"
+    info(f"wrote {out}/{BLS}, {out}/{ENCODER}, {out}/{DECODER} ({what})")

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from build_engines.engines import describe
+from build_engines.dry_run import describe
+from build_engines.flags import add_common_arguments, build_options
+from build_engines.registry import Engine
 from build_engines.repository import parse
 
 
@@ -29,19 +32,17 @@ def onnx_models(repository: Path, names: list[str]) -> list[tuple[str, Path, obj
 
 
 def main(argv: list[str] | None = None) -> int:
-    from build_engines.cli import add_common_arguments
-
     parser = argparse.ArgumentParser(prog="python -m build_engines.tensorrt", description=__doc__)
     add_common_arguments(parser)
     parser.add_argument("models", nargs="*", help="model names (default: every ONNX model)")
     args = parser.parse_args(argv)
-    args.engine, args.dry_run, args.family = "tensorrt", True, None
-    models = onnx_models(args.output_repository, args.models)
+    options = replace(build_options(args), engine=Engine.TENSORRT, dry_run=True, family=None)
+    models = onnx_models(options.output_repository, args.models)
     if not models:
-        print(f"no ONNX models in {args.output_repository}; build them first", file=sys.stderr)
+        print(f"no ONNX models in {options.output_repository}; build them first", file=sys.stderr)
         return 1
     for name, onnx_path, config in models:
-        print(describe(name, onnx_path, config, args), end="\n\n")
+        print(describe(name, onnx_path, config, options), end="\n\n")
     return 0
 
 

@@ -70,7 +70,7 @@ def build_plan(onnx_path: Path, profiles: Sequence[Profile], options: TensorRTOp
     if options.timing_cache is not None and cache is not None:
         options.timing_cache.parent.mkdir(parents=True, exist_ok=True)
         options.timing_cache.write_bytes(bytes(config.get_timing_cache().serialize()))
-    from build_engines.tensorrt.device import release
+    from server.tensorrt_device import release
 
     return BuiltPlan(bytes(serialized), release(str(trt.__version__)) or str(trt.__version__))
 
@@ -92,7 +92,7 @@ def network_from_onnx(trt, builder, logger, onnx_path: Path):
 
 def check_supported(options: TensorRTOptions, version: str) -> None:
     """Refuse options this TensorRT does not have, naming the release that has them."""
-    from build_engines.tensorrt.device import release
+    from server.tensorrt_device import release
 
     have = tuple(int(p) for p in (release(version) or "0.0.0").split(".")[:2])
     need = HARDWARE_LEVEL_SINCE[options.hardware_compatibility_level]

@@ -1,24 +1,26 @@
 """The TensorRT engine step: a strongly typed plan from the precision-lowered ONNX.
 
-Registered as ``Engine.TENSORRT`` in :mod:`build_engines.engines`; builds with
+Registered as ``Engine.TENSORRT`` in :mod:`build_engines.registry`; builds with
 :mod:`build_engines.tensorrt.builder`, writes the plan, its sidecar and a trtexec
 reproduce script, and describes all of it for ``--dry-run``.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
-from build_engines.engines import PLAN, family, rebuild_command
+from build_engines.options import BuildOptions, rebuild_command
 from build_engines.repository import ModelConfig, render
 from build_engines.steps import info
 
+PLAN = "model.plan"
+FROM_SOURCE = False  # compiles the ONNX
 
-def validate(precision: str, args: argparse.Namespace) -> None:
-    if getattr(args, "dla_core", None) is not None:
-        check_dla_precision(precision)
+
+def validate(options: BuildOptions) -> None:
+    if options.tensorrt.dla_core is not None:
+        check_dla_precision(options.precision)
 
 
 def check_available() -> None:
@@ -27,8 +29,8 @@ def check_available() -> None:
     import_tensorrt()
 
 
-def artifacts(name, onnx_path, config, args, precision):
-    return tensorrt_artifacts(name, onnx_path, config, args, precision)
+def artifacts(name: str, onnx_path: Path, config: ModelConfig, options: BuildOptions):
+    return tensorrt_artifacts(name, onnx_path, config, options)
 
 
 def check_dla_precision(precision: str) -> None:
@@ -39,7 +41,9 @@ def check_dla_precision(precision: str) -> None:
         )
 
 
-def tensorrt_profiles(name: str, onnx_path: Path, config: ModelConfig, args: argparse.Namespace):
+def tensorrt_profiles(
+    name: str, onnx_path: Path, config: ModelConfig, options: BuildOptions, dynamic_axes=None
+):
     """Profiles from the ONNX inputs (or the config's, before export) and the shape ranges."""
     from build_engines.tensorrt.profiles import (
         config_inputs,
@@ -50,70 +54,76 @@ def tensorrt_profiles(name: str, onnx_path: Path, config: ModelConfig, args: arg
         static_profiles,
     )
 
-    inputs = onnx_inputs(onnx_path) if Path(onnx_path).exists() else config_inputs(config)
-    overrides = parse_shape_ranges(getattr(args, "shape_range", None) or [])
-    ranges = ranges_for(family(args, name), config, overrides)
+    exported = Path(onnx_path).exists()
+    inputs = onnx_inputs(onnx_path) if exported else config_inputs(config, dynamic_axes)
+    overrides = parse_shape_ranges(list(options.shape_ranges))
+    ranges = ranges_for(options.family_of(name), config, overrides)
     profiles = derive_profiles(inputs, config.max_batch_size, ranges)
-    return profiles if getattr(args, "dla_core", None) is None else static_profiles(profiles)
+    return profiles if options.tensorrt.dla_core is None else static_profiles(profiles)
 
 
 def tensorrt_artifacts(
-    name: str, onnx_path: Path, config: ModelConfig, args: argparse.Namespace, precision: str
+    name: str, onnx_path: Path, config: ModelConfig, options: BuildOptions
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
     """Build the plan; return its config and model.plan, sidecar and reproduce script."""
     from build_engines.onnx_export import sha256
     from build_engines.tensorrt.builder import build_plan
     from build_engines.tensorrt.config import tensorrt_plan_config
-    from build_engines.tensorrt.device import visible_gpus
-    from build_engines.tensorrt.options import TensorRTOptions
-    from build_engines.tensorrt.sidecar import SIDECAR_NAME, Sidecar
+    from python_models.tensorrt_sidecar import SIDECAR_NAME, Sidecar
+    from server.tensorrt_device import visible_gpus
 
-    options = TensorRTOptions.from_args(args)
-    profiles = tensorrt_profiles(name, onnx_path, config, args)
-    built = build_plan(onnx_path, profiles, options)
+    profiles = tensorrt_profiles(name, onnx_path, config, options)
+    built = build_plan(onnx_path, profiles, options.tensorrt)
     gpus = visible_gpus()
     gpu = gpus[0] if gpus else None
     sidecar = Sidecar(
         model=name,
-        family=family(args, name),
+        family=options.family_of(name),
         tensorrt_version=built.tensorrt_version,
         gpu_name=gpu.name if gpu else "unknown",
         compute_capability=gpu.compute_capability if gpu else "unknown",
-        precision=precision,
+        precision=options.precision,
         onnx_sha256=sha256(onnx_path),
         profiles=[p.as_record() for p in profiles],
-        build_options=options.as_record(),
-        rebuild_command=rebuild_command(args, name),
+        build_options=options.tensorrt.as_record(),
+        rebuild_command=rebuild_command(options, name),
         built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
-    plan_config = tensorrt_plan_config(config, profiles, options, getattr(args, "instances", 1))
+    plan_config = tensorrt_plan_config(config, profiles, options.tensorrt, options.instances or 1)
     info(f"{name}: TensorRT {built.tensorrt_version} plan, {len(built.plan) / 2**20:.1f} MiB")
     return plan_config, {
         PLAN: built.plan,
         SIDECAR_NAME: sidecar.to_json(),
-        "reproduce.sh": _reproduce(name, onnx_path, profiles, options, args),
+        "reproduce.sh": _reproduce(name, onnx_path, profiles, options),
     }
 
 
-def _reproduce(name, onnx_path, profiles, options, args) -> str:
+def _reproduce(name: str, onnx_path: Path, profiles, options: BuildOptions) -> str:
     from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
 
-    plan_path = Path(getattr(args, "output_repository", "model_repository")) / name / "1" / PLAN
-    command = trtexec_command(onnx_path, plan_path, profiles, options)
+    plan_path = options.output_repository / name / "1" / PLAN
+    command = trtexec_command(onnx_path, plan_path, profiles, options.tensorrt)
     header = f"{name}: the plan beside this file, rebuilt with trtexec"
-    return reproduce_script(command, rebuild_command(args, name), header)
+    return reproduce_script(command, rebuild_command(options, name), header)
 
 
-def describe(name, onnx_path, served, config, args, repo) -> list[str]:
+def describe(
+    name: str,
+    onnx_path: Path,
+    served: Path,
+    config: ModelConfig,
+    options: BuildOptions,
+    dynamic_axes=None,
+) -> list[str]:
     """Dry run: profiles, options, the tensorrt_plan config and the trtexec command."""
     from build_engines.tensorrt.config import tensorrt_plan_config
     from build_engines.tensorrt.lazy import tensorrt_available
-    from build_engines.tensorrt.options import TensorRTOptions
     from build_engines.tensorrt.trtexec import render as render_command
     from build_engines.tensorrt.trtexec import trtexec_command
 
-    options = TensorRTOptions.from_args(args)
-    profiles = tensorrt_profiles(name, onnx_path, config, args)  # lowering keeps the inputs
+    repo = options.output_repository / name
+    # lowering keeps the inputs
+    profiles = tensorrt_profiles(name, onnx_path, config, options, dynamic_axes)
     lines = [
         "tensorrt: strongly typed network from the ONNX above (TensorRT "
         + ("found" if tensorrt_available() else "NOT installed here: the real build fails")
@@ -125,17 +135,18 @@ def describe(name, onnx_path, served, config, args, repo) -> list[str]:
                 f"  profile {index} {input_name}: min {_shape(shapes.min)} "
                 f"opt {_shape(shapes.opt)} max {_shape(shapes.max)}"
             )
-    lines.append(f"options: {options.as_record()}")
+    lines.append(f"options: {options.tensorrt.as_record()}")
     lines.append(
         f"write {repo}/1/{PLAN}, {repo}/1/model.plan.json (sidecar), {repo}/1/reproduce.sh"
     )
-    plan_config = tensorrt_plan_config(config, profiles, options, getattr(args, "instances", 1))
+    plan_config = tensorrt_plan_config(config, profiles, options.tensorrt, options.instances or 1)
     lines.append(f"{repo}/config.pbtxt:")
     lines += ["  " + line for line in render(plan_config).splitlines()]
     plan_path = repo / "1" / PLAN
     lines.append("trtexec equivalent:")
-    lines.append("  " + render_command(trtexec_command(served, plan_path, profiles, options)))
-    lines.append(f"kit command: {rebuild_command(args, name)}")
+    command = trtexec_command(served, plan_path, profiles, options.tensorrt)
+    lines.append("  " + render_command(command))
+    lines.append(f"kit command: {rebuild_command(options, name)}")
     return lines
 
 

@@ -1,8 +1,7 @@
-"""Build options for a TensorRT plan, from the command line, in one frozen value."""
+"""Build options for a TensorRT plan in one frozen value (defaults written only here)."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -41,20 +40,6 @@ class TensorRTOptions:
     @property
     def workspace_bytes(self) -> int:
         return int(self.workspace_gb * 2**30)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> TensorRTOptions:
-        """Options from ``args``; attributes a caller's namespace lacks take the defaults."""
-        default = cls()
-        timing_cache = getattr(args, "timing_cache", None)
-        if timing_cache is None:
-            timing_cache = Path(getattr(args, "work_dir", "build")) / "tensorrt" / "timing.cache"
-        values = {
-            name: getattr(args, name, getattr(default, name))
-            for name in asdict(default)
-            if name != "timing_cache"
-        }
-        return cls(**values, timing_cache=Path(timing_cache))
 
     def as_record(self) -> dict[str, object]:
         """JSON-ready, for the sidecar."""

@@ -168,15 +168,18 @@ def onnx_inputs(path: Path) -> list[InputSpec]:
     return specs
 
 
-def config_inputs(config) -> list[InputSpec]:
-    """Inputs from a Triton config where no ONNX exists yet (dry runs): -1 axes get
-    ``input.axis`` names, and the batch axis is prepended when the config batches."""
+def config_inputs(config, dynamic_axes=None) -> list[InputSpec]:
+    """Inputs from a Triton config where no ONNX exists yet (dry runs): -1 axes get the
+    export's names (``dynamic_axes``: input -> {axis: name}), else ``input.axis``; the batch
+    axis is prepended when the config batches."""
     specs = []
     for tensor in config.input:
         offset = 1 if config.max_batch_size > 0 else 0
         dims: list[Dim] = ["batch"] if offset else []
+        names = (dynamic_axes or {}).get(tensor.name, {})
         for axis, size in enumerate(tensor.dims):
-            dims.append(int(size) if size > 0 else f"{tensor.name}.{axis + offset}")
+            default = f"{tensor.name}.{axis + offset}"
+            dims.append(int(size) if size > 0 else names.get(axis + offset, default))
         specs.append(InputSpec(tensor.name, tuple(dims)))
     return specs
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +24,11 @@ def torch_artifacts(
     onnx_config: mc.ModelConfig,
     precision: str,
     work_dir: Path,
+    check_feeds: Sequence[dict[str, np.ndarray]] = (),
 ) -> tuple[mc.ModelConfig, dict[str, Path | bytes | str]]:
-    """Script ``module``, check it against the verified ONNX on ``feeds``, return config+files."""
+    """Script ``module`` (traced on ``feeds``), check it against the verified ONNX on ``feeds``
+    and every ``check_feeds`` (other shapes: a trace that baked one in fails here), return
+    config+files."""
     gpu = gpu_visible()
     device = "cuda" if gpu else "cpu"
     if precision == "fp16" and not gpu:
@@ -33,9 +37,12 @@ def torch_artifacts(
     path = script_module(
         module, example, Path(work_dir) / "torch" / name / "model.pt", precision, device
     )
-    diffs = check_parity(path, onnx_path, feeds, device)
-    info(f"{name}: TorchScript ({precision}, {device}) vs ONNX Runtime max abs diff {diffs}")
-    worst = max(diffs.values())
+    worst = 0.0
+    for check in (feeds, *check_feeds):
+        diffs = check_parity(path, onnx_path, check, device)
+        shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in check.items())
+        info(f"{name}: TorchScript ({precision}, {device}) vs ONNX Runtime on {shapes}: {diffs}")
+        worst = max(worst, *diffs.values())
     if worst > TOLERANCE[precision]:
         raise ValueError(f"{name}: TorchScript differs from ONNX by {worst:.3g}")
     return torch_config(onnx_config, gpu, precision), {"model.pt": path}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# On the lent GPU machine: the carried client wheels and trimmed nvidia-pytriton server go
-# into /tmp/site for the launcher and clients (the machine's numpy 2.5, torch, transformers),
+# On the lent GPU machine (carry made by scripts/gpu/prepare.sh): the clients and the trimmed
+# nvidia-pytriton server go into /tmp/site for the launcher and clients (the machine's numpy
+# 2.5, torch, transformers),
 # and the python stubs get their own venv with numpy 1.26 ahead of the machine's packages.
 #
 # Why: Triton 2.51's python stub ignores PYTHONPATH and takes sys.path from the venv of the
@@ -11,16 +12,34 @@
 set -euo pipefail
 carry=$1; out=$2; shift 2
 install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$@"; }
-clients=$(ls "$carry"/*.whl | grep -v /numpy-)
-install /tmp/site $clients
+mkdir -p /tmp/site
+tar -C /tmp/site -xJf "$carry/clients.tar.xz"
 tar -C /tmp/site -xJf "$carry/trimmed-server.tar.xz"
+if [[ -f "$carry/perf_analyzer.xz" ]]; then
+    # Its NEEDED names are the unrenamed ones; the trimmed server carries the same libraries.
+    mkdir -p /tmp/site/bin /tmp/site/pa-libs
+    xz -dc "$carry/perf_analyzer.xz" > /tmp/site/bin/perf_analyzer.real
+    chmod +x /tmp/site/bin/perf_analyzer.real
+    ln -sf /tmp/site/nvidia_pytriton.libs/libb64-*.so.0d /tmp/site/pa-libs/libb64.so.0d
+    ln -sf /tmp/site/nvidia_pytriton.libs/libcudart-*.so.12* /tmp/site/pa-libs/libcudart.so.12
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/site/pa-libs:/tmp/site/nvidia_pytriton.libs exec /tmp/site/bin/perf_analyzer.real "$@"\n' > /tmp/site/bin/perf_analyzer
+    chmod +x /tmp/site/bin/perf_analyzer
+    export PERF_ANALYZER=/tmp/site/bin/perf_analyzer
+fi
+# cuda-python 12.9 for tritonclient 2.51's CUDA shared memory, in its own folder on PYTHONPATH
+# (ahead of any cuda-python 13 of the machine's, which lacks `cuda.cudart`).
+mkdir -p /tmp/cuda-site
+if [[ -f "$carry/cuda-shm.tar.xz" ]]; then tar -C /tmp/cuda-site -xJf "$carry/cuda-shm.tar.xz"; fi
 venv=/tmp/stub-venv
 python3 -m venv --without-pip "$venv"
 stub_site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 install "$stub_site" "$carry"/numpy-*.whl
 python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$stub_site/zz-machine.pth"
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TRITON_KIT_STUB_PYTHON=$venv/bin/python3
+export PYTHONPATH=/tmp/site:/tmp/cuda-site:$PWD PYTHONUNBUFFERED=1 TRITON_KIT_STUB_PYTHON=$venv/bin/python3
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 "$venv/bin/python3" -c 'import numpy, torch; print("stub numpy", numpy.__version__, "torch", torch.__version__)' | tee "$out/versions.txt"
-if [[ $# -eq 0 ]]; then set -- benchmarks.gpu --out "$out"; fi
+python3 -c 'import tritonclient.utils.cuda_shared_memory; print("ok")' 2>&1 | tail -1 | sed 's/^/cuda shm import: /' | tee -a "$out/versions.txt" || true
+# Default: the whole benchmark (pass e.g. `benchmarks.gpu --out "$out" --quick` to change it;
+# keep --tokenizer for the MiniLM rows).
+if [[ $# -eq 0 ]]; then set -- benchmarks.gpu --out "$out" --tokenizer "$carry/tokenizer.json"; fi
 python3 -m "$@" 2>&1 | tee "$out/run.log"

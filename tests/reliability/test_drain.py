@@ -155,7 +155,7 @@ def test_entry_models_of_the_shipped_repository(triton_server: TritonServer) -> 
     require_models("resnet50", "bert", "bert_ensemble", "nmt", "nmt_rnn")
     drainer = Drainer(triton_server.http_url, triton_server.api_key)
     ready = [name for name, state in drainer.states().items() if state == "READY"]
-    expected = ["bert", "bert_ensemble", "nmt", "nmt_rnn", "resnet50"]
+    expected = ["bert", "bert_ensemble", "nmt", "nmt_rnn", "resnet50", "resnet50_uint8"]
     assert entry_models(drainer.configs(ready)) == expected
 
 

@@ -15,6 +15,7 @@ pinned buffer, and ``cudnn.benchmark`` stays off (it re-tunes for every batch si
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -72,8 +73,10 @@ class TritonPythonModel(PythonModel):
 
     @torch.inference_mode()
     def _run(self, group: list[Arrays]) -> list[Arrays]:
+        start = time.perf_counter()
         stacked = {name: np.concatenate([g[name] for g in group]) for name in self.input_names}
         rows = next(iter(stacked.values())).shape[0]
+        start = self.timed("stack", start)
         graph = self._graph_for(stacked, rows)
         if graph is not None:
             values = graph.run(stacked, rows)
@@ -82,6 +85,7 @@ class TritonPythonModel(PythonModel):
                 n: _to_device(a, self.input_dtypes[n], self.device) for n, a in stacked.items()
             }
             values = [v.float().cpu().numpy() for v in self._forward(tensors)]
+        start = self.timed("graph" if graph is not None else "eager", start)
         bounds = np.cumsum([g[self.input_names[0]].shape[0] for g in group])[:-1]
         split = [np.split(value, bounds) for value in values]
         return [

@@ -1,7 +1,8 @@
 """What TensorRT and GPUs this machine has, without needing TensorRT or CUDA Python packages.
 
 Plans only run on the TensorRT version and GPU compute capability that built
-them, so both the build (sidecar) and the server launcher (check) ask here.
+them, so both the server launcher (``plan_check``) and the build (sidecar) ask here:
+it lives on the server side so that ``server/`` never imports ``build_engines``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,180 @@
+"""benchmarks/nmt.md from the cells of one ``python -m benchmarks.nmt`` run."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
+CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
+
+# The tiny model's sent/s in the previous run (2026-11-23 morning, load 9-10): the search
+# looped over sentences in Python and copied the cache with np.take every step.
+# (beam, concurrency): (in-process, CTranslate2 fp32, CTranslate2 int8, Triton)
+BEFORE = {
+    (1, 1): (168, 450, 928, 253),
+    (1, 8): (441, 1699, 1399, 445),
+    (1, 32): (512, 726, 1236, 557),
+    (4, 1): (65.4, 336, 743, 119),
+    (4, 8): (116, 219, 516, 147),
+    (4, 32): (163, 261, 513, 172),
+}
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}"
+
+
+def _pivot(cells, table: Callable, before: bool) -> str:
+    by = {(c.engine, c.beam, c.concurrency): c for c in cells}
+    keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
+    engines = [IN_PROCESS, CT2_FP32, CT2_INT8, TRITON]
+    headers = ["beam", "conc."] + [f"{e} sent/s" for e in engines]
+    headers += ["Triton / in-process", "Triton / CT2 fp32", "Triton / CT2 int8"]
+    if before:
+        headers += ["before: T/in-proc", "before: T/CT2 fp32", "before: T/CT2 int8"]
+    rows = []
+    for beam, level in keys:
+        rate = {e: by[(e, beam, level)].sentences_per_s for e in engines}
+        row = [beam, level, *(round(rate[e], 1) for e in engines)]
+        row += [_ratio(rate[TRITON], rate[e]) for e in (IN_PROCESS, CT2_FP32, CT2_INT8)]
+        if before:
+            old = BEFORE.get((beam, level))
+            row += [_ratio(old[3], old[i]) for i in (0, 1, 2)] if old else ["", "", ""]
+        rows.append(row)
+    return table(headers, rows)
+
+
+def _phases(cells, table: Callable) -> str:
+    by = {(c.engine, c.beam, c.concurrency): c for c in cells}
+    keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
+    headers = [
+        "beam",
+        "conc.",
+        "in-proc batch",
+        "encoder ms/call",
+        "decoder ms/step",
+        "search ms/step",
+        "decoder / search / encoder share",
+        "in-proc ms/sentence",
+        "Triton batch",
+        "Triton queue ms/req",
+        "Triton compute ms/sentence",
+        "stub extra ms/sentence",
+    ]
+    rows = []
+    for beam, level in keys:
+        local, served = by[(IN_PROCESS, beam, level)].phases, by[(TRITON, beam, level)].phases
+        shares = "/".join(
+            f"{local[k]:.0%}" for k in ("decoder share", "search share", "encoder share")
+        )
+        rows.append(
+            [
+                beam,
+                level,
+                round(local["batch"], 1),
+                round(local["encoder ms/call"], 2),
+                round(local["decoder ms/step"], 2),
+                round(local["search ms/step"], 2),
+                shares,
+                round(local["ms/sentence"], 2),
+                round(served["batch"], 1),
+                round(served["queue ms/request"], 2),
+                round(served["ms/sentence"], 2),
+                round(served["ms/sentence"] - local["ms/sentence"], 2),
+            ]
+        )
+    return table(headers, rows)
+
+
+def _all(cells, table: Callable, score: str) -> str:
+    headers = ["engine", "beam", "conc.", "sentences", "sentences/s", "tokens/s"]
+    headers += ["p50 ms", "p99 ms", score]
+    rows = [
+        [
+            c.engine,
+            c.beam,
+            c.concurrency,
+            len(c.latencies_s),
+            round(c.sentences_per_s, 1),
+            round(c.tokens_per_s),
+            round(c.ms(50), 1),
+            round(c.ms(99), 1),
+            f"{c.exact:.3f}",
+        ]
+        for c in cells
+    ]
+    return table(headers, rows)
+
+
+def _suite(name: str, cells, table: Callable) -> list[str]:
+    large = name == "large"
+    title = (
+        "Large: random Marian of opus-mt-en-de's shape (speed only)"
+        if large
+        else "Tiny: the default number model"
+    )
+    score = "agreement with in-process" if large else "exact match"
+    return [
+        f"## {title}",
+        "",
+        "### Sentences/s side by side",
+        "",
+        _pivot(cells, table, before=not large),
+        "",
+        "### Where the time goes",
+        "",
+        "In-process: per decode call (the micro-batch) and per decoder step, from timers "
+        "around the StepModel calls; the search is the rest of `generate`. Triton: the `nmt` "
+        "model's statistics over the cell; `compute ms/sentence` is the executions' "
+        "compute_infer (batch_stats) / requests: tokenising, search and detokenising in the "
+        "stub, and the stub's IPC; `stub extra` is that minus the in-process ms/sentence "
+        "(the python backend's IPC and the stub process's own speed). Queue is the time a "
+        "request waits while the one instance runs an earlier batch (the micro-batcher's "
+        "requests wait alike).",
+        "",
+        _phases(cells, table),
+        "",
+        "### All measurements",
+        "",
+        _all(cells, table, score),
+        "",
+    ]
+
+
+def render(results: dict, *, machine, load, seconds, args: argparse.Namespace, table, date) -> str:
+    start, end = load
+    lines = [
+        "# NMT benchmark: in-process vs Triton vs CTranslate2",
+        "",
+        f"Generated by `python -m benchmarks.nmt` (`make bench-nmt`) on {date} in {seconds:.0f} s.",
+        "",
+        f"- Machine: {machine}.",
+        f"- Load average (1/5/15 min) at start {start[0]:.2f}/{start[1]:.2f}/{start[2]:.2f}, "
+        f"at the end {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f}. **The machine is shared** with "
+        "other helpers' jobs: absolute figures move from run to run; compare engines within "
+        "this run only (same sentences, same thread budget, measured back to back).",
+        f"- Budget: every engine gets {args.threads} intra-op thread(s) (written into the "
+        "served copies' configs too) and batches of at most 32 requests; closed loops, one "
+        "sentence a request; the in-process engines get a micro-batcher that gathers every "
+        "queued request into one call (what Triton's dynamic batcher gives the `nmt` model).",
+        "- in-process ORT: the served search (python_models/nmt_decode.py: one vectorised "
+        "top-k per beam size over every sentence, the decoder run with IO binding) on ONNX "
+        "Runtime sessions of the ONNX files Triton loads. Triton: the `nmt` python model "
+        "running the same search on the same files in its stub. CTranslate2 (PyPI "
+        "ctranslate2) converted from the same checkpoint, float32 and int8, `patience=2`, "
+        "`max_decoding_length` = HF `max_length` - 1.",
+        f"- Tiny: the default Marian number model (3+3 layers, d_model 128, 140-piece "
+        f"vocabulary), held-out English → French number phrases, exact match against "
+        f"num2words; {args.repeats} repeats of the matrix (engine order rotated), median row.",
+        f"- Large: a randomly initialised Marian of opus-mt-en-de's shape (6+6 layers, "
+        f"d_model 512, 8 heads, FFN 2048, vocabulary {args.large_vocab or 58101}; "
+        "benchmarks/nmt_large.py, nothing downloaded), the same English sources; random "
+        "weights never pick `</s>`, so every sentence runs to HF `max_length` 32 (31 target "
+        f"tokens); {args.large_sentences} sentences per cell, {args.large_repeats} repeat(s). "
+        "Speed only: the last column is agreement with the in-process output.",
+        "",
+    ]
+    for name, cells in results.items():
+        lines += _suite(name, cells, table)
+    return "\n".join(lines)

@@ -1,0 +1,197 @@
+"""The command-line flags every build shares, and the one conversion into :class:`BuildOptions`.
+
+Used by ``python -m build_engines`` (:mod:`build_engines.cli`) and ``python -m
+build_engines.tensorrt``; each default shown here is read from the option dataclasses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from build_engines.options import PRECISIONS, BuildOptions
+from build_engines.precision.int8 import METHODS, CalibrationSettings
+from build_engines.registry import ENGINE_NAMES
+from build_engines.tensorrt.options import HARDWARE_LEVELS, PROFILING_VERBOSITY, TensorRTOptions
+
+_BUILD = BuildOptions()
+_CALIBRATION = CalibrationSettings()
+_TENSORRT = TensorRTOptions()
+
+
+def build_options(args: argparse.Namespace, family: str | None = None) -> BuildOptions:
+    """The typed options from parsed flags: the only place a Namespace becomes values."""
+    tensorrt = {name: getattr(args, name) for name in TensorRTOptions.__dataclass_fields__}
+    return BuildOptions(
+        family=family,
+        precision=args.precision,
+        engine=args.engine,
+        dry_run=args.dry_run,
+        output_repository=args.output_repository,
+        work_dir=args.work_dir,
+        max_batch_size=args.max_batch_size,
+        instances=args.instances,
+        threads=args.threads,
+        calibration=CalibrationSettings(
+            method=args.calibration_method,
+            size=args.calibration_size,
+            percentile=args.calibration_percentile,
+        ),
+        int8_keep_float=tuple(args.int8_keep_float or ()),
+        tensorrt=TensorRTOptions(**tensorrt),
+        shape_ranges=tuple(args.shape_range or ()),
+    )
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    common = parser.add_argument_group("common options")
+    common.add_argument(
+        "--output-repository",
+        type=Path,
+        default=_BUILD.output_repository,
+        help=f"Triton model repository to write into (default: {_BUILD.output_repository})",
+    )
+    common.add_argument(
+        "--work-dir",
+        type=Path,
+        default=_BUILD.work_dir,
+        help="where intermediate files (ONNX exports, calibration caches) go "
+        f"(default: {_BUILD.work_dir})",
+    )
+    common.add_argument(
+        "--max-batch-size", type=int, default=None, help="max_batch_size (default: per family)"
+    )
+    common.add_argument(
+        "--instances",
+        type=int,
+        default=None,
+        help="model instances per model (default: per family; 1, or 2 for bert)",
+    )
+    common.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="ONNX Runtime intra-op threads per instance (default: per family; all cores "
+        f"({os.cpu_count()} here) split between the instances)",
+    )
+    common.add_argument(
+        "--precision",
+        choices=list(PRECISIONS),
+        default=_BUILD.precision,
+        help=f"numeric precision, applied on the ONNX graph (default: {_BUILD.precision})",
+    )
+    common.add_argument(
+        "--engine",
+        choices=ENGINE_NAMES,
+        default=_BUILD.engine.value,
+        help="serve the ONNX with onnxruntime, compile a TensorRT plan (needs TensorRT), or "
+        "serve TorchScript with the PyTorch backend (resnet50 and bert so far)",
+    )
+    common.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan of work (and trtexec command for --engine tensorrt) and write "
+        "nothing: no ONNX export, no repository files",
+    )
+    add_precision_arguments(parser)
+    add_tensorrt_arguments(parser)
+
+
+def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("precision (fp16/int8 on the ONNX graph)")
+    group.add_argument(
+        "--calibration-method",
+        choices=METHODS,
+        default=_CALIBRATION.method,
+        help="INT8 calibration method (default: %(default)s)",
+    )
+    group.add_argument(
+        "--calibration-size",
+        type=int,
+        default=_CALIBRATION.size,
+        help="INT8 calibration samples; ranges are cached per model/method/size "
+        "(default: %(default)s)",
+    )
+    group.add_argument(
+        "--int8-keep-float",
+        action="append",
+        metavar="REGEX",
+        help="keep nodes whose ONNX name matches in float (repeatable; 'none' drops the "
+        "family's defaults, e.g. BERT's feed-forward MatMuls)",
+    )
+    group.add_argument(
+        "--calibration-percentile",
+        type=float,
+        default=_CALIBRATION.percentile,
+        help="percentile for --calibration-method percentile (default: %(default)s)",
+    )
+
+
+def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("TensorRT (--engine tensorrt)")
+    group.add_argument(
+        "--workspace-gb",
+        type=float,
+        default=_TENSORRT.workspace_gb,
+        help="builder workspace (GiB)",
+    )
+    group.add_argument(
+        "--builder-optimization-level",
+        type=int,
+        choices=range(6),
+        default=_TENSORRT.builder_optimization_level,
+        metavar="0-5",
+        help="builder optimisation level (default: %(default)s)",
+    )
+    group.add_argument(
+        "--sparsity", action="store_true", help="allow 2:4 structured-sparse kernels"
+    )
+    group.add_argument(
+        "--version-compatible",
+        action="store_true",
+        help="plan loads on this and later TensorRT versions (slower start-up)",
+    )
+    group.add_argument(
+        "--hardware-compatibility-level",
+        choices=list(HARDWARE_LEVELS),
+        default=_TENSORRT.hardware_compatibility_level,
+        help="GPUs other than the building one that may run the plan (default: %(default)s; "
+        "same-compute-capability needs TensorRT 10.9+)",
+    )
+    group.add_argument(
+        "--dla-core",
+        type=int,
+        default=_TENSORRT.dla_core,
+        help="build for this DLA core, GPU fallback (Jetson)",
+    )
+    group.add_argument(
+        "--timing-cache",
+        type=Path,
+        default=_TENSORRT.timing_cache,
+        help="persistent timing cache (default: <work-dir>/tensorrt/timing.cache)",
+    )
+    group.add_argument(
+        "--profiling-verbosity",
+        choices=list(PROFILING_VERBOSITY),
+        default=_TENSORRT.profiling_verbosity,
+        help="layer detail kept in the plan for profilers and the engine inspector",
+    )
+    group.add_argument(
+        "--shape-range",
+        action="append",
+        metavar="AXIS=MIN:OPT:MAX[,...]",
+        help="range of a dynamic ONNX axis (repeatable; several ranges = several profiles)",
+    )
+    group.add_argument(
+        "--cuda-graphs", action="store_true", help="config: optimization { cuda { graphs: true } }"
+    )
+    group.add_argument(
+        "--gather-kernel-buffer-threshold",
+        type=int,
+        default=_TENSORRT.gather_kernel_buffer_threshold,
+        help="config: gather small input buffers in one kernel above this count (0: off)",
+    )
+    group.add_argument(
+        "--warmup", action="store_true", help="config: a zero-data warm-up request per instance"
+    )

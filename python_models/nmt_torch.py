@@ -1,0 +1,65 @@
+"""The decode loop's model calls on torch modules in-process: CUDA when available, else CPU.
+
+The same :mod:`nmt_decode` search drives it. The cross state and the KV cache stay torch
+tensors on the device from step to step (the search reorders them through :meth:`take`,
+an ``index_select`` on the device); only the token ids and mask go in and the logits come
+out through the host. Python 3.10 compatible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class TorchStepModel:
+    """``encode``/``step``/``take`` (see :class:`python_models.nmt_decode.StepModel`) over an
+    encoder module ``(input_ids, attention_mask) -> (hidden, cross_kv)`` and a decoder-step
+    module ``(input_ids, encoder_attention_mask, cross_kv, past_kv) -> (logits, present_kv)``
+    (the graphs the ONNX export traces, so both engines compute the same thing)."""
+
+    def __init__(
+        self,
+        encoder: torch.nn.Module,
+        decoder: torch.nn.Module,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        self.device = torch.device(device) if device is not None else default_device()
+        self.dtype = dtype
+        self.encoder = encoder.to(self.device, dtype).eval()
+        self.decoder = decoder.to(self.device, dtype).eval()
+
+    def _tensor(self, value: Any, floating: bool = False) -> torch.Tensor:
+        if isinstance(value, torch.Tensor):
+            return value
+        tensor = torch.from_numpy(np.ascontiguousarray(value))
+        if floating:
+            tensor = tensor.to(self.dtype)
+        return tensor.to(self.device, non_blocking=True)
+
+    @torch.inference_mode()
+    def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
+        return self.encoder(self._tensor(input_ids), self._tensor(attention_mask))[1]
+
+    @torch.inference_mode()
+    def step(self, input_ids, attention_mask, cross_kv, past_kv) -> tuple[np.ndarray, Any]:
+        logits, present = self.decoder(
+            self._tensor(input_ids),
+            self._tensor(attention_mask),
+            self._tensor(cross_kv, floating=True),
+            self._tensor(past_kv, floating=True),
+        )
+        return logits.float().cpu().numpy(), present
+
+    @torch.inference_mode()
+    def take(self, state: Any, index: np.ndarray) -> torch.Tensor:
+        """Rows ``index`` of a device state along axis 2 (beam reorder, finished rows out)."""
+        rows = torch.from_numpy(np.ascontiguousarray(index, dtype=np.int64)).to(self.device)
+        return self._tensor(state, floating=True).index_select(2, rows)

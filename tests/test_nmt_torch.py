@@ -1,0 +1,84 @@
+"""The torch step model drives the same search as ONNX Runtime, token for token (CPU here)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from build_engines.nmt import corpus
+from build_engines.nmt.pipeline import decode_settings, limits
+from build_engines.nmt.train import DEFAULT_CHECKPOINT
+from build_engines.torch_engine.nmt import step_model
+from python_models.nmt_decode import Job, generate
+from python_models.nmt_ort import OrtStepModel
+from python_models.nmt_text import MarianText
+from tests.conftest import MODEL_REPOSITORY, require_models
+
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
+
+@pytest.fixture(scope="module")
+def engines():
+    from transformers import MarianMTModel
+
+    require_models("nmt", "nmt_encoder", "nmt_decoder")
+    model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT), attn_implementation="eager")
+    ort_model = OrtStepModel(
+        MODEL_REPOSITORY / "nmt_encoder" / "1" / "model.onnx",
+        MODEL_REPOSITORY / "nmt_decoder" / "1" / "model.onnx",
+        threads=1,
+    )
+    torch_model = step_model(model.eval(), device="cpu")
+    text = MarianText(MODEL_REPOSITORY / "nmt" / "1", limits(model, 16).max_source_length)
+    return decode_settings(model), text, ort_model, torch_model
+
+
+def _jobs(text: MarianText, beams: list[int], max_lengths: list[int]) -> list[Job]:
+    split = corpus.Split.load(DEFAULT_CHECKPOINT / "split.json")
+    sources = [corpus.english(n) for n in split.test[: len(beams)]]
+    return [Job(text.encode(s), b, m) for s, b, m in zip(sources, beams, max_lengths, strict=True)]
+
+
+@pytest.mark.parametrize(
+    ("beams", "max_lengths", "length_penalty"),
+    [([1] * 24, [64] * 24, 1.0), ([4] * 24, [64] * 24, 1.0), ([1, 4, 3] * 8, [9, 64, 14] * 8, 0.6)],
+)
+def test_torch_matches_onnxruntime_token_for_token(engines, beams, max_lengths, length_penalty):
+    settings, text, ort_model, torch_model = engines
+    settings = dataclasses.replace(settings, length_penalty=length_penalty)
+    jobs = _jobs(text, beams, max_lengths)
+    expected = generate(ort_model, jobs, settings)
+    assert generate(torch_model, jobs, settings) == expected
+    assert len({len(row) for row in expected}) >= 3  # varied lengths: rows left at varied steps
+
+
+def test_torch_state_stays_a_device_tensor(engines):
+    """The cache is reordered by ``take`` on the device, never turned into numpy."""
+    settings, text, _, torch_model = engines
+    (job,) = _jobs(text, [1], [8])
+    ids = np.array([job.source_ids]), np.ones((1, len(job.source_ids)), dtype=np.int64)
+    cross = torch_model.encode(*ids)
+    layers, heads, head_dim = settings.cache_shape
+    past = np.zeros((layers, 2, 1, heads, 0, head_dim), np.float32)
+    start = np.array([[settings.decoder_start_token_id]])
+    logits, present = torch_model.step(start, ids[1], cross, past)
+    assert isinstance(cross, torch.Tensor) and isinstance(present, torch.Tensor)
+    assert isinstance(logits, np.ndarray) and present.shape[4] == 1
+    twice = torch_model.take(present, np.array([0, 0]))
+    assert isinstance(twice, torch.Tensor) and twice.shape[2] == 2
+    assert torch.equal(twice[:, :, 0], twice[:, :, 1])
+
+
+def test_gpu_benchmark_entry_point_runs_the_torch_engine(engines):
+    """benchmarks.nmt.step_model_throughput, which the H100 run calls, on CPU and small."""
+    from benchmarks.nmt import step_model_throughput
+
+    _, _, _, torch_model = engines
+    cells = step_model_throughput(lambda: torch_model, levels=(1, 4), sentences=8)
+    assert [c.concurrency for c in cells] == [1, 4]
+    for cell in cells:
+        assert cell.exact == 1.0 and len(cell.latencies_s) == 8
+        assert cell.phases["decoder ms/step"] > 0 and 0 < cell.phases["search share"] < 1
