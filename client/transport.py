@@ -43,6 +43,9 @@ GRPC_CHANNEL_ARGS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
+    # Each channel dials for itself: after _reset() the next attempt gets a fresh
+    # connection instead of the shared subchannel still waiting out its backoff.
+    ("grpc.use_local_subchannel_pool", 1),
     ("grpc.keepalive_time_ms", 2**31 - 1),
     ("grpc.keepalive_timeout_ms", 20000),
     ("grpc.keepalive_permit_without_calls", False),
