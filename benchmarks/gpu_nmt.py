@@ -1,16 +1,22 @@
-"""NMT beam 4 on the GPU (issue 10): the kit's search on torch step models, CUDA vs CPU.
+"""NMT beam 4 on the GPU (issue 10): the kit's search on torch step models, in-process and served.
 
 Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu_nmt --out OUT)::
 
     python -m benchmarks.gpu_nmt --out OUT_DIR [--sizes tiny,large] [--sentences 96]
 
-The search is python_models.nmt_decode's, the one the ``nmt`` model serves, running
-``build_engines.torch_engine.nmt.step_model`` (encoder and decoder step in-process, the
-cache kept on the device) with the micro-batcher of benchmarks/nmt.py at concurrency 1, 8
-and 32. ``tiny`` is the kit's trained English→French numbers model; ``large`` a randomly
-initialised Marian of opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabulary;
-speed only). The served ``nmt`` model still runs ONNX Runtime on CPU: a search with
-TorchStepModel inside the served model is not wired yet, so these rows are in-process.
+The search is python_models.nmt_decode's, the one the ``nmt`` model serves, with the
+micro-batcher of benchmarks/nmt.py at concurrency 1, 8 and 32. ``tiny`` is the kit's
+trained English→French numbers model; ``large`` a randomly initialised Marian of
+opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabulary; speed only).
+
+Rows per size:
+- ``eager <device>``: ``build_engines.torch_engine.nmt.step_model`` (the export's modules,
+  eager, in-process), on CUDA and on CPU;
+- ``torchscript cuda, in-process`` and ``served``: the repository written by
+  ``python -m build_engines nmt --engine torch`` (TorchScript encoder and decoder step),
+  its search run in-process and served by Triton (the ``nmt`` BLS model runs the same
+  TorchScript on the GPU, no Triton round trip per step), over gRPC; the ratio of the two
+  is the serving overhead.
 Writes gpu_nmt.md and gpu_nmt.json into OUT_DIR.
 """
 
@@ -27,6 +33,8 @@ from pathlib import Path
 
 from benchmarks.nmt import DEFAULT_CHECKPOINT, ROOT, step_model_throughput
 
+LEVELS = (1, 8, 32)
+
 
 @dataclass(frozen=True)
 class Options:
@@ -34,6 +42,8 @@ class Options:
     sizes: tuple[str, ...]
     sentences: int
     devices: tuple[str, ...]
+    precision: str = "fp32"
+    served: bool = True
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -42,9 +52,20 @@ def parse(argv: list[str] | None) -> Options:
     parser.add_argument("--sizes", default="tiny,large", help="tiny, large or both")
     parser.add_argument("--sentences", type=int, default=96, help="sentences per cell")
     parser.add_argument("--devices", default="cuda,cpu", help="torch devices to compare")
+    parser.add_argument(
+        "--precision", default="fp32", choices=("fp32", "fp16"), help="of the TorchScript build"
+    )
+    parser.add_argument("--no-served", action="store_true", help="skip the TorchScript rows")
     args = parser.parse_args(argv)
     split = lambda text: tuple(x for x in text.split(",") if x)  # noqa: E731
-    return Options(args.out, split(args.sizes), args.sentences, split(args.devices))
+    return Options(
+        args.out,
+        split(args.sizes),
+        args.sentences,
+        split(args.devices),
+        args.precision,
+        not args.no_served,
+    )
 
 
 def size_setup(size: str, work: Path) -> tuple[Path, Path]:
@@ -69,15 +90,19 @@ def run(options: Options) -> dict:
         except Exception:
             results[size] = {"error": traceback.format_exc()}
             continue
+        if options.served:
+            for key, cells in torchscript_rows(size, checkpoint, work, options).items():
+                results[key] = cells
+                print(key, json.dumps(cells)[:600], flush=True)
         for device in options.devices:
-            key = f"{size} torch {device}"
+            key = f"{size} eager {device}"
             print(f"== {key}", flush=True)
             try:
                 cells = step_model_throughput(
                     lambda device=device, checkpoint=checkpoint: step_model(checkpoint, device),
                     repository=repository,
                     beam=4,
-                    levels=(1, 8, 32),
+                    levels=LEVELS,
                     sentences=options.sentences,
                     checkpoint=checkpoint,
                 )
@@ -86,6 +111,80 @@ def run(options: Options) -> dict:
                 results[key] = {"error": traceback.format_exc()}
             print(key, json.dumps(results[key])[:600], flush=True)
     return results
+
+
+def torchscript_rows(size: str, checkpoint: Path, work: Path, options: Options) -> dict:
+    """In-process and served rows of one ``--engine torch`` repository (errors as rows)."""
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # where the build puts it
+    key = f"{size} torchscript {options.precision} {device}"
+    try:
+        repository = torch_repository(checkpoint, work / f"{size}-torch", options.precision)
+    except Exception:
+        return {f"{key}, build": {"error": traceback.format_exc()}}
+    rows: dict = {}
+    for label, measure in (("in-process", _in_process), ("served", _served)):
+        try:
+            rows[f"{key}, {label}"] = [
+                cell_summary(c) for c in measure(repository, checkpoint, options)
+            ]
+        except Exception:
+            rows[f"{key}, {label}"] = {"error": traceback.format_exc()}
+    return rows
+
+
+def torch_repository(checkpoint: Path, work: Path, precision: str) -> Path:
+    """``python -m build_engines nmt --engine torch`` of ``checkpoint``, copied for serving."""
+    from benchmarks.nmt import copy_models
+    from build_engines.cli import build_from_argv
+
+    built, served = work / "built", work / "repo"
+    argv = ["nmt", "--checkpoint", str(checkpoint), "--engine", "torch"]
+    argv += ["--precision", precision, "--max-beam-size", "16", "--verify-sentences", "2"]
+    argv += ["--output-repository", str(built), "--work-dir", str(work / "w"), "--instances", "1"]
+    build_from_argv(argv)
+    served.mkdir(parents=True, exist_ok=True)
+    copy_models(built, served, threads=1)  # and no queue timeout: a closed loop
+    return served
+
+
+def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
+    from python_models.nmt_torch import load_step_model
+    from python_models.sibling import sibling_device
+
+    def factory():  # as the served model loads it: the encoder's device, one CPU thread
+        return load_step_model(
+            repository / "nmt_encoder" / "1" / "model.pt",
+            repository / "nmt_decoder" / "1" / "model.pt",
+            sibling_device(repository / "nmt" / "1", "nmt_encoder"),
+            1,
+        )
+
+    return step_model_throughput(
+        factory,
+        repository=repository,
+        beam=4,
+        levels=LEVELS,
+        sentences=options.sentences,
+        checkpoint=checkpoint,
+    )
+
+
+def _served(repository: Path, checkpoint: Path, options: Options) -> list:
+    from benchmarks.nmt import count_tokens_for, held_out_pairs, measure_triton
+    from server.launcher import ServerConfig, TritonServer
+
+    pairs = held_out_pairs(with_references=(checkpoint / "split.json").exists())
+    count = count_tokens_for(repository)
+    log = options.out / f"tritonserver-nmt-{repository.parent.name}.log"
+    config = ServerConfig(
+        model_repository=repository, http_port=0, grpc_port=0, metrics_port=0, log_file=log
+    )
+    with TritonServer(config) as server:
+        return [
+            measure_triton(server, 4, level, pairs[: options.sentences], count) for level in LEVELS
+        ]
 
 
 def cell_summary(cell) -> dict:
@@ -98,8 +197,27 @@ def cell_summary(cell) -> dict:
     }
 
 
+def _ratio_note(results: dict) -> str:
+    """Served / in-process sentences/s of the same TorchScript, per size and concurrency."""
+    lines = ["Served / in-process, same TorchScript on the same device, same run:", ""]
+    lines += ["| row | c1 | c8 | c32 |", "|---|---|---|---|"]
+    for key, cells in results.items():
+        if not key.endswith(", served") or isinstance(cells, dict):
+            continue
+        local = results.get(key.replace(", served", ", in-process"))
+        if not isinstance(local, list):
+            continue
+        ratios = [
+            f"{s['sentences_per_s'] / max(i['sentences_per_s'], 1e-9):.2f}x"
+            for s, i in zip(cells, local, strict=True)
+        ]
+        lines.append(f"| {key.removesuffix(', served')} | " + " | ".join(ratios) + " |")
+    return "\n".join(lines)
+
+
 def markdown(results: dict, env: dict) -> str:
     lines = ["# NMT beam 4 on the GPU: the kit's search on torch step models", ""]
+    lines += [_ratio_note(results), ""]
     lines += [f"- {k}: {v}" for k, v in env.items()]
     lines += ["", "| model / device | concurrency | sentences/s | p50 ms | exact match |"]
     lines += ["|---|---|---|---|---|"]

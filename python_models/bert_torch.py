@@ -9,30 +9,17 @@ on the GPU is not moved to the CPU or the other way round. Python 3.10.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from python_models.base import Arrays
+from python_models.sibling import sibling_device
+
+__all__ = ["Encoder", "sibling_device", "torch_encoder"]
 
 Encoder = Callable[[Arrays], np.ndarray]
-_GPU_KIND = re.compile(r"kind:\s*KIND_GPU")
-
-
-def sibling_device(version_dir: Path, model: str) -> str:
-    """``cuda`` where the sibling's config asks for a GPU instance and one is visible."""
-    import torch
-
-    config = Path(version_dir).parent.parent / model / "config.pbtxt"
-    wants_gpu = config.is_file() and bool(_GPU_KIND.search(config.read_text()))
-    if wants_gpu and not torch.cuda.is_available():
-        raise RuntimeError(
-            f"{model} was built for a GPU (KIND_GPU) but no GPU is visible; rebuild it with "
-            "`python -m build_engines bert --engine torch` on this host"
-        )
-    return "cuda" if wants_gpu else "cpu"
 
 
 def torch_encoder(path: Path, device: str, input_names: Sequence[str], threads: int) -> Encoder:

@@ -38,7 +38,7 @@ from python_models.nmt_decode import Job, StepModel, generate
 from python_models.nmt_ort import SessionStepModel, session
 from python_models.nmt_settings import Limits, from_parameters
 from python_models.nmt_text import MarianText
-from python_models.sibling import sibling_onnx
+from python_models.sibling import sibling_device, sibling_onnx
 
 try:  # Present only inside Triton's python stub.
     import triton_python_backend_utils as pb_utils
@@ -69,12 +69,21 @@ class BlsStepModel:
 
 
 def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> StepModel:
-    """The sibling models' ONNX files run in-process, else BLS calls to those models.
+    """The sibling models' files run in-process, else BLS calls to those models.
 
-    In-process saves a Triton round trip per decoder step. Another engine (a TensorRT
-    plan on a GPU host, a torch module) plugs in as another :class:`StepModel`.
+    In-process saves a Triton round trip per decoder step: ONNX files through ONNX
+    Runtime sessions, TorchScript (``--engine torch``) through torch on the device the
+    encoder's instance group names, the KV cache kept there between steps. Another
+    engine (a TensorRT plan on a GPU host) plugs in as another :class:`StepModel`.
     """
-    paths = [sibling_onnx(version_dir, name) for name in (encoder, decoder)]
+    names = (encoder, decoder)
+    scripts = [sibling_onnx(version_dir, name, "model.pt") for name in names]
+    if None not in scripts:
+        from python_models.nmt_torch import load_step_model
+
+        device = sibling_device(version_dir, encoder)
+        return load_step_model(scripts[0], scripts[1], device, threads)
+    paths = [sibling_onnx(version_dir, name) for name in names]
     if None in paths:
         return BlsStepModel(encoder, decoder)
     return SessionStepModel(*(session(path, threads) for path in paths))

@@ -8,6 +8,7 @@ out through the host. Python 3.10 compatible.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,11 @@ import torch
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _placed(module: torch.nn.Module, device: torch.device, dtype: torch.dtype | None):
+    moved = module.to(device) if dtype is None else module.to(device, dtype)
+    return moved.eval()
 
 
 class TorchStepModel:
@@ -29,12 +35,14 @@ class TorchStepModel:
         encoder: torch.nn.Module,
         decoder: torch.nn.Module,
         device: torch.device | str | None = None,
-        dtype: torch.dtype = torch.float32,
+        dtype: torch.dtype | None = torch.float32,
     ) -> None:
+        """``dtype`` casts the modules and the states; ``None`` leaves the modules as they
+        are (a TorchScript built with FP16 inside takes and gives FP32)."""
         self.device = torch.device(device) if device is not None else default_device()
-        self.dtype = dtype
-        self.encoder = encoder.to(self.device, dtype).eval()
-        self.decoder = decoder.to(self.device, dtype).eval()
+        self.dtype = dtype or torch.float32
+        self.encoder = _placed(encoder, self.device, dtype)
+        self.decoder = _placed(decoder, self.device, dtype)
 
     def _tensor(self, value: Any, floating: bool = False) -> torch.Tensor:
         if isinstance(value, torch.Tensor):
@@ -63,3 +71,16 @@ class TorchStepModel:
         """Rows ``index`` of a device state along axis 2 (beam reorder, finished rows out)."""
         rows = torch.from_numpy(np.ascontiguousarray(index, dtype=np.int64)).to(self.device)
         return self._tensor(state, floating=True).index_select(2, rows)
+
+
+def load_step_model(encoder: Path, decoder: Path, device: str, threads: int) -> TorchStepModel:
+    """The served search's step model over the siblings' TorchScript (``--engine torch``).
+
+    The modules stay as built (FP16 inside where the build asked for it)."""
+    if device == "cpu" and threads > 0:
+        torch.set_num_threads(threads)
+
+    def load(path: Path) -> torch.nn.Module:
+        return torch.jit.load(str(path), map_location=device)
+
+    return TorchStepModel(load(encoder), load(decoder), device, dtype=None)

@@ -1,4 +1,4 @@
-"""Find the ONNX file that a sibling model of the same repository serves.
+"""Find the file that a sibling model of the same repository serves, and its device.
 
 Why: a python model that runs a graph in-process (``bert`` tokenises and encodes,
 ``nmt`` searches) saves a Triton round trip per call, and reading the sibling's
@@ -9,7 +9,10 @@ caller falls back to calling the sibling model through BLS.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+_GPU_KIND = re.compile(r"kind:\s*KIND_GPU")
 
 
 def sibling_onnx(version_dir: Path, model: str, filename: str = "model.onnx") -> Path | None:
@@ -25,3 +28,17 @@ def sibling_onnx(version_dir: Path, model: str, filename: str = "model.onnx") ->
         return None
     path = versions[-1][1] / filename  # Triton's default policy serves the highest version
     return path if path.is_file() else None
+
+
+def sibling_device(version_dir: Path, model: str) -> str:
+    """``cuda`` where the sibling's config asks for a GPU instance and one is visible."""
+    import torch
+
+    config = Path(version_dir).parent.parent / model / "config.pbtxt"
+    wants_gpu = config.is_file() and bool(_GPU_KIND.search(config.read_text()))
+    if wants_gpu and not torch.cuda.is_available():
+        raise RuntimeError(
+            f"{model} was built for a GPU (KIND_GPU) but no GPU is visible; rebuild it with "
+            "`python -m build_engines <family> --engine torch` on this host"
+        )
+    return "cuda" if wants_gpu else "cpu"

@@ -175,11 +175,18 @@ def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds,
     sources = calibration_sources(
         checkpoint, encoder_onnx, decoder_onnx, settings, bounds.max_source_length
     )
+    torch_sources = _torch_sources(model, options)
     artifacts, dry_run = {}, False
     for name, (onnx, config) in configs.items():
         try:
             artifacts[name] = serving_artifacts(
-                name, onnx, config, options, sources[name], dynamic_axes=axes[name]
+                name,
+                onnx,
+                config,
+                options,
+                sources[name],
+                torch_source=torch_sources.get(name),
+                dynamic_axes=axes[name],
             )
         except DryRun:
             dry_run = True  # describe every model before ending the step
@@ -190,3 +197,14 @@ def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds,
     repository.write_bls(out, checkpoint, settings, bounds, options)
     engine = options.engine.value
     info(f"wrote {out}/nmt, {out}/nmt_encoder, {out}/nmt_decoder ({options.precision}, {engine})")
+
+
+def _torch_sources(model, options: BuildOptions) -> dict:
+    """The PyTorch modules ``--engine torch`` scripts (none for a dry run or other engines)."""
+    from build_engines.registry import Engine
+
+    if options.engine is not Engine.TORCH or options.dry_run:
+        return {}
+    from build_engines.torch_engine.nmt import sources
+
+    return sources(model)

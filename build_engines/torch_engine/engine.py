@@ -39,8 +39,8 @@ def artifacts(
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
     if source is None:
         raise BuildError(
-            f"{name}: --engine torch needs the model's PyTorch source (resnet50 and bert have "
-            "it; a user-given ONNX has none)"
+            f"{name}: --engine torch needs the model's PyTorch source (resnet50, bert and nmt "
+            "have it; a user-given ONNX has none)"
         )
     from build_engines.torch_engine.artifacts import torch_artifacts
 

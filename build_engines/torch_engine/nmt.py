@@ -1,18 +1,23 @@
-"""The NMT torch engine for the search: the exported encoder/decoder-step modules in-process.
+"""The NMT torch engine: the exported encoder/decoder-step modules as TorchScript or in-process.
 
-``step_model`` wraps the same ``EncoderGraph``/``DecoderStepGraph`` the ONNX export traces
-in a :class:`python_models.nmt_torch.TorchStepModel`, so ``nmt_decode.generate`` runs the
-torch engine (CUDA when available) exactly as it runs ONNX Runtime.
+``sources`` gives the shared engine hook the PyTorch modules the ONNX export traces
+(``EncoderGraph``/``DecoderStepGraph``) with trace feeds and parity feeds of other shapes,
+so ``python -m build_engines nmt --engine torch`` writes ``nmt_encoder``/``nmt_decoder``
+as TorchScript checked against the verified ONNX. ``step_model`` wraps the same modules in
+a :class:`python_models.nmt_torch.TorchStepModel` for in-process benchmarks.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from build_engines.nmt.export import DecoderStepGraph, EncoderGraph, load_model
+from build_engines.nmt.export import DecoderStepGraph, EncoderGraph, cache_shape, load_model
 from python_models.nmt_torch import TorchStepModel
+
+Feeds = dict[str, np.ndarray]
 
 
 def step_model(
@@ -24,3 +29,45 @@ def step_model(
     if not isinstance(model, torch.nn.Module):
         model = load_model(Path(model))
     return TorchStepModel(EncoderGraph(model), DecoderStepGraph(model), device, dtype)
+
+
+def encoder_feeds(rows: int, length: int, pad: int = 0) -> Feeds:
+    """Token ids 5.. with the last rows padded (``pad`` trailing pads on the second row)."""
+    ids = np.arange(5, 5 + rows * length, dtype=np.int64).reshape(rows, length) % 50 + 5
+    mask = np.ones_like(ids)
+    if rows > 1 and pad:
+        ids[1, length - pad :] = 0
+        mask[1, length - pad :] = 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def decoder_feeds(model: torch.nn.Module, rows: int, src_len: int, past_len: int) -> Feeds:
+    rng = np.random.default_rng(rows * 100 + past_len)
+    mask = np.ones((rows, src_len), dtype=np.int64)
+    if rows > 1:
+        mask[-1, src_len // 2 :] = 0
+    return {
+        "input_ids": np.full((rows, 1), 7, dtype=np.int64),
+        "encoder_attention_mask": mask,
+        "cross_kv": rng.standard_normal(cache_shape(model, rows, src_len)).astype(np.float32),
+        "past_kv": rng.standard_normal(cache_shape(model, rows, past_len)).astype(np.float32),
+    }
+
+
+def sources(model: torch.nn.Module) -> dict[str, tuple[torch.nn.Module, Feeds, list[Feeds]]]:
+    """(module, trace feeds, parity feeds of other shapes) per served model name.
+
+    The parity feeds change every dynamic axis: a trace that baked one in fails the build.
+    """
+    return {
+        "nmt_encoder": (
+            EncoderGraph(model),
+            encoder_feeds(2, 6, pad=2),
+            [encoder_feeds(3, 11, pad=4), encoder_feeds(1, 3)],
+        ),
+        "nmt_decoder": (
+            DecoderStepGraph(model),
+            decoder_feeds(model, 3, 5, 4),
+            [decoder_feeds(model, 5, 9, 0), decoder_feeds(model, 1, 4, 12)],
+        ),
+    }

@@ -16,9 +16,12 @@ class _HalfInside(torch.nn.Module):
         super().__init__()
         self.module = module.half()
 
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+    def forward(self, *inputs: torch.Tensor):
         cast = [t.half() if t.is_floating_point() else t for t in inputs]
-        return self.module(*cast).float()
+        out = self.module(*cast)
+        if isinstance(out, tuple):  # NMT's graphs: (hidden, cross_kv), (logits, present_kv)
+            return tuple(t.float() for t in out)
+        return out.float()
 
 
 def script_module(
