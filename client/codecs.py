@@ -56,8 +56,8 @@ def image_bytes(image: ImageInput) -> bytes:
             ) from exc
     if isinstance(image, np.ndarray) or not callable(getattr(image, "save", None)):
         raise InvalidInputError(
-            f"unsupported image type {type(image).__name__}: pass encoded bytes, a file path "
-            "or a PIL image",
+            f"unsupported image type {type(image).__name__}: pass encoded bytes, a file path, "
+            "a PIL image or a uint8 RGB [height, width, 3] numpy array",
             "INVALID_ARGUMENT",
         )
     buffer = io.BytesIO()

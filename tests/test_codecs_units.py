@@ -68,7 +68,8 @@ def test_unsupported_type_is_invalid_input() -> None:
     with pytest.raises(InvalidInputError) as caught:
         image_bytes(12)  # type: ignore[arg-type]
     assert str(caught.value) == (
-        "unsupported image type int: pass encoded bytes, a file path or a PIL image"
+        "unsupported image type int: pass encoded bytes, a file path, a PIL image or a uint8 "
+        "RGB [height, width, 3] numpy array"
     )
     assert caught.value.status == "INVALID_ARGUMENT"
 
