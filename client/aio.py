@@ -87,7 +87,9 @@ class AsyncTritonClient(ClientBase):
         self, image: ImageInput, top_k: int = 5, *, timeout: float | Timeout | None = None
     ) -> Classification:
         """As ``TritonClient.classify``; raises the same errors."""
-        call = codecs.classify_call(image, top_k, self.models["classify"])
+        call = codecs.classify_call(
+            image, top_k, self.models["classify"], self.models["classify_uint8"]
+        )
         return codecs.parse_classification(await self._infer(call, timeout), top_k)
 
     async def classify_batch(

@@ -10,7 +10,8 @@ import numpy as np
 from client.codecs import Call
 from client.errors import ClientClosedError, ConfigurationError, TritonClientError
 from client.options import (
-    DEFAULT_MODELS,
+    DEFAULT_MODELS,  # noqa: F401  (the family -> method map, read from here by test_contracts)
+    MODEL_KEYS,
     TLS,
     ClientOptions,
     Retry,
@@ -36,15 +37,15 @@ def build_options(
     api_key: str | None = None,
 ) -> ClientOptions:
     """The twins' keyword arguments, validated into one frozen value."""
-    unknown = set(models or {}) - set(DEFAULT_MODELS)
+    unknown = set(models or {}) - set(MODEL_KEYS)
     if unknown:
         raise ConfigurationError(
-            f"models= keys must be among {sorted(DEFAULT_MODELS)}, got {sorted(unknown)}"
+            f"models= keys must be among {sorted(MODEL_KEYS)}, got {sorted(unknown)}"
         )
     return ClientOptions(
         timeout=Timeout.of(timeout, Timeout()),
         max_concurrency=max_concurrency,
-        models={**DEFAULT_MODELS, **(models or {})},
+        models={**MODEL_KEYS, **(models or {})},
         versions={name: str(v) for name, v in (versions or {}).items()},
         headers=dict(headers or {}),
         retry=Retry.of(retry),

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from client.errors import InvalidInputError
 from client.types import Classification, Prediction
@@ -21,7 +23,9 @@ from client.types import Classification, Prediction
 if TYPE_CHECKING:
     from PIL import Image
 
-ImageInput = Union[bytes, bytearray, str, "os.PathLike[str]", "Image.Image"]
+# Encoded (bytes, a file path) or decoded (RGB uint8 [height, width, 3], a PIL image).
+ImageInput = Union[bytes, bytearray, str, "os.PathLike[str]", "Image.Image", npt.NDArray[np.uint8]]
+CLASSIFY_OUTPUTS = ("CLASS_IDS", "SCORES", "LABELS")
 MAX_TOP_K = 5
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
@@ -50,10 +54,10 @@ def image_bytes(image: ImageInput) -> bytes:
                 f"cannot read image file {str(image)!r}: {exc.strerror or exc}",
                 "INVALID_ARGUMENT",
             ) from exc
-    if not callable(getattr(image, "save", None)):
+    if isinstance(image, np.ndarray) or not callable(getattr(image, "save", None)):
         raise InvalidInputError(
-            f"unsupported image type {type(image).__name__}: pass encoded bytes, a file path "
-            "or a PIL image",
+            f"unsupported image type {type(image).__name__}: pass encoded bytes, a file path, "
+            "a PIL image or a uint8 RGB [height, width, 3] numpy array",
             "INVALID_ARGUMENT",
         )
     buffer = io.BytesIO()
@@ -82,11 +86,63 @@ def _bytes_tensor(value: bytes) -> np.ndarray:
     return np.array([[value]], dtype=np.object_)
 
 
-def classify_call(image: ImageInput, top_k: int, model: str = "resnet50") -> Call:
+def is_pil_image(value: object) -> bool:
+    """A PIL image (PIL is imported only if the caller made one: no import here)."""
+    pil = sys.modules.get("PIL.Image")
+    return pil is not None and isinstance(value, pil.Image)
+
+
+def rgb_pixels(image: object) -> np.ndarray:
+    """A decoded image as the contiguous RGB uint8 [height, width, 3] array the server takes.
+
+    numpy arrays must already be that (nothing is guessed: no scaling of floats, no
+    channel reordering); PIL images of any mode are converted to RGB as the server
+    converts decoded files. Raises InvalidInputError naming what is wrong, before sending.
+    """
+    if is_pil_image(image):
+        try:
+            image = np.asarray(image.convert("RGB"))  # type: ignore[attr-defined]
+        except (OSError, ValueError) as exc:
+            raise InvalidInputError(
+                f"cannot convert the PIL image to RGB: {exc}", "INVALID_ARGUMENT"
+            ) from exc
+    if not isinstance(image, np.ndarray):
+        raise InvalidInputError(
+            f"expected a numpy array or a PIL image, got {type(image).__name__}",
+            "INVALID_ARGUMENT",
+        )
+    described = f"{image.dtype} ndarray of shape {image.shape}"
+    if image.dtype != np.uint8:
+        raise InvalidInputError(
+            f"an image array must have dtype uint8 (RGB values 0..255), got a {described}",
+            "INVALID_ARGUMENT",
+        )
+    if image.ndim != 3:
+        hint = "; pass one image per item of classify_batch" if image.ndim == 4 else ""
+        raise InvalidInputError(
+            f"an image array must be one RGB image [height, width, 3], got a {described}{hint}",
+            "INVALID_ARGUMENT",
+        )
+    if image.shape[2] != 3:
+        raise InvalidInputError(
+            f"an image array must have 3 channels (RGB) in its last axis, got a {described}",
+            "INVALID_ARGUMENT",
+        )
+    return np.ascontiguousarray(image)
+
+
+def classify_call(
+    image: ImageInput,
+    top_k: int,
+    model: str = "resnet50",
+    uint8_model: str = "resnet50_uint8",
+) -> Call:
+    """Encoded images go to ``model`` (IMAGE, BYTES); decoded ones to ``uint8_model``
+    (IMAGE_UINT8, uint8 [1, height, width, 3]), so the server does not decode them again."""
     check_int("top_k", top_k, 1, MAX_TOP_K)
-    return Call(
-        model, {"IMAGE": _bytes_tensor(image_bytes(image))}, ("CLASS_IDS", "SCORES", "LABELS")
-    )
+    if isinstance(image, np.ndarray) or is_pil_image(image):
+        return Call(uint8_model, {"IMAGE_UINT8": rgb_pixels(image)[None]}, CLASSIFY_OUTPUTS)
+    return Call(model, {"IMAGE": _bytes_tensor(image_bytes(image))}, CLASSIFY_OUTPUTS)
 
 
 def parse_classification(outputs: Mapping[str, np.ndarray], top_k: int) -> Classification:

@@ -12,6 +12,10 @@ from client.types import Timeout
 
 SharedMemoryKind = Literal["system", "cuda"]
 DEFAULT_MODELS = {"classify": "resnet50", "embed": "bert", "translate": "nmt"}
+# Models for another input form of a method: classify() sends decoded images (numpy uint8
+# RGB arrays, PIL images) as pixels to this one. Configured with models= like the others.
+INPUT_VARIANT_MODELS = {"classify_uint8": "resnet50_uint8"}
+MODEL_KEYS = {**DEFAULT_MODELS, **INPUT_VARIANT_MODELS}
 DEFAULT_MAX_CONCURRENCY = 16
 # Inputs at least this large travel through shared memory when it is on (1 MiB).
 DEFAULT_SHARED_MEMORY_THRESHOLD = 1 << 20
@@ -79,7 +83,7 @@ class ClientOptions:
 
     timeout: Timeout = field(default_factory=Timeout)
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    models: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_MODELS))
+    models: Mapping[str, str] = field(default_factory=lambda: dict(MODEL_KEYS))
     versions: Mapping[str, str] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
     retry: Retry = field(default_factory=Retry)

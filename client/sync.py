@@ -45,7 +45,8 @@ class TritonClient(ClientBase):
         url: ``grpc://host:8001``, ``grpcs://``, ``http://host:8000`` or ``https://``.
         timeout: seconds per call (or a ``Timeout``); sent to the server as the deadline.
         max_concurrency: requests in flight at once for a batch call.
-        models: another Triton model per SDK method, e.g. ``{"embed": "my_bert"}``.
+        models: another Triton model per SDK method, e.g. ``{"embed": "my_bert"}``; the key
+            ``"classify_uint8"`` names the model ``classify`` sends decoded images to.
         versions: a model version per Triton model name, e.g. ``{"bert": 2}``.
         headers: sent with every request (auth, and Triton's restricted-API key).
         retry: a ``Retry`` policy, or a number of retries (0: off) for connection failures
@@ -122,13 +123,23 @@ class TritonClient(ClientBase):
     def classify(
         self, image: ImageInput, top_k: int = 5, *, timeout: float | Timeout | None = None
     ) -> Classification:
-        """Top-k ImageNet classes for encoded image bytes, a file path or a PIL image.
+        """Top-k ImageNet classes for one image, encoded or already decoded.
 
-        Raises InvalidInputError (bad image, missing file, top_k out of 1..5),
+        Encoded bytes (JPEG, PNG, WebP) or a file path go to ``models["classify"]``
+        (``resnet50``), which decodes them. A decoded image, a numpy ``uint8`` RGB array of
+        shape ``[height, width, 3]`` or a PIL image (any mode, converted to RGB here), goes
+        as pixels to ``models["classify_uint8"]`` (``resnet50_uint8``): same recipe, same
+        results, no encoding or decoding on either side.
+
+        Raises InvalidInputError (an array that is not uint8, not 3-dimensional or not
+        3-channel, checked before sending; a PIL image that cannot be converted; a missing
+        file; top_k out of 1..5; a bad image or one under 8 pixels a side, from the server),
         ModelUnavailableError / ServerOverloadedError, DeadlineExceededError,
         ServerConnectionError, ServerError, ClientClosedError.
         """
-        call = codecs.classify_call(image, top_k, self.models["classify"])
+        call = codecs.classify_call(
+            image, top_k, self.models["classify"], self.models["classify_uint8"]
+        )
         return codecs.parse_classification(self._infer(call, timeout), top_k)
 
     def classify_batch(
@@ -139,7 +150,9 @@ class TritonClient(ClientBase):
         timeout: float | Timeout | None = None,
         return_exceptions: bool = False,
     ) -> list[Classification | TritonClientError]:
-        """``classify`` per image; ``return_exceptions`` returns failures in place.
+        """``classify`` per image, concurrently; encoded and decoded images may be mixed.
+
+        ``return_exceptions`` returns failures in place.
 
         Raises the first item's error as ``classify`` does, prefixed with "item N:".
         """

@@ -16,12 +16,19 @@ serves neither (a TensorRT plan on a GPU host), or torch is missing from the stu
 environment (the official container), the encoder is called through BLS, so one
 repository works on all of them.
 
+On a GPU the TorchScript encoder can replay one CUDA graph per (batch bucket, sequence
+bucket) (:mod:`python_models.bert_torch`): when the sibling's config says
+``optimization { cuda { graphs: true ... } }`` (Triton's own field) or this model's
+``cuda_graphs`` parameter is true. Off by default: this path has not yet run on a GPU.
+
 Parameters: those of :class:`python_models.text.BertTokenizerModel`, plus
-``encoder_model`` and ``intra_op_thread_count`` (threads of the in-process session).
+``encoder_model``, ``intra_op_thread_count`` (threads of the in-process session) and
+``cuda_graphs`` (default false).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -69,8 +76,30 @@ class BertEmbeddingModel(BertTokenizerModel):
         from python_models.bert_torch import sibling_device, torch_encoder
 
         device = sibling_device(self.version_dir, model)
-        self.logger.info("%s: encoder %s in-process on %s", self.model_name, script, device)
-        return torch_encoder(script, device, ("input_ids", "attention_mask"), threads)
+        graphs = self._graph_pairs(model) if device == "cuda" else []
+        start = time.perf_counter()
+        encoder = torch_encoder(script, device, ("input_ids", "attention_mask"), threads, graphs)
+        self.logger.info(
+            "%s: encoder %s in-process on %s; %d CUDA graphs (batch, length) in %.1f s: %s",
+            self.model_name, script, device, len(graphs), time.perf_counter() - start, graphs,
+        )  # fmt: skip
+        return encoder
+
+    def _graph_pairs(self, model: str) -> list[tuple[int, int]]:
+        """Graph shapes from the sibling's ``optimization.cuda`` (or the default grid), when
+        the sibling asks for graphs or ``cuda_graphs: true`` is among this model's parameters."""
+        from python_models.bert_torch import graph_pairs, sibling_config
+        from python_models.cuda_graphs import graphs_enabled
+
+        try:
+            config = sibling_config(self.version_dir, model)
+        except (ImportError, TypeError) as exc:  # no (or a mismatched) protobuf/tritonclient
+            self.logger.warning("%s: cannot read %s's graph_spec (%s)", self.model_name, model, exc)
+            config = None
+        wanted = self.params.bool("cuda_graphs", False) or bool(config and graphs_enabled(config))
+        if not wanted:
+            return []
+        return graph_pairs(config, max(self.max_batch_size, 1), self.buckets)
 
     def _bls_encoder(self, model: str) -> Encoder:
         return lambda feeds: bls.infer(model, feeds, [self.output_name])[0]
@@ -95,7 +124,9 @@ class BertEmbeddingModel(BertTokenizerModel):
             return np.zeros((0, 0), dtype=np.float32)
         out: np.ndarray | None = None
         for bucket, indices in group_by_bucket(rows, self.buckets).items():
+            start = time.perf_counter()
             values = self.encoder(pad_rows([rows[i] for i in indices], bucket))
+            self.timed(f"encoder_{getattr(self.encoder, 'mode', 'run')}", start)
             if out is None:
                 out = np.empty((len(rows), values.shape[1]), dtype=values.dtype)
             out[indices] = values

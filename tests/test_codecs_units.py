@@ -68,7 +68,8 @@ def test_unsupported_type_is_invalid_input() -> None:
     with pytest.raises(InvalidInputError) as caught:
         image_bytes(12)  # type: ignore[arg-type]
     assert str(caught.value) == (
-        "unsupported image type int: pass encoded bytes, a file path or a PIL image"
+        "unsupported image type int: pass encoded bytes, a file path, a PIL image or a uint8 "
+        "RGB [height, width, 3] numpy array"
     )
     assert caught.value.status == "INVALID_ARGUMENT"
 
@@ -222,7 +223,12 @@ def _options(**overrides: object):
 def test_build_options_defaults_and_overrides() -> None:
     options = _options()
     assert options.timeout == Timeout(request=60.0, connect=10.0)
-    assert options.models == {"classify": "resnet50", "embed": "bert", "translate": "nmt"}
+    assert options.models == {
+        "classify": "resnet50",
+        "classify_uint8": "resnet50_uint8",
+        "embed": "bert",
+        "translate": "nmt",
+    }
     assert options.versions == {} and options.headers == {} and options.api_key is None
     custom = _options(
         timeout=2.5, models={"embed": "bert_large"}, versions={"bert": 3}, headers={"h": "v"}
@@ -237,7 +243,8 @@ def test_build_options_refuses_unknown_model_keys() -> None:
     with pytest.raises(ConfigurationError) as caught:
         _options(models={"embed": "x", "translat": "y"})
     assert str(caught.value) == (
-        "models= keys must be among ['classify', 'embed', 'translate'], got ['translat']"
+        "models= keys must be among ['classify', 'classify_uint8', 'embed', 'translate'], "
+        "got ['translat']"
     )
 
 

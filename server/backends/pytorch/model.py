@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Any
 
 import numpy as np
 import torch
 
 from python_models.base import Arrays, InvalidInput, PythonModel
+from python_models.cuda_graphs import CudaGraph, graph_key, graph_shapes, graphs_enabled, pick
 
 
 class TritonPythonModel(PythonModel):
@@ -47,10 +47,10 @@ class TritonPythonModel(PythonModel):
         self.input_dtypes = {
             spec["name"]: _TORCH_DTYPES[spec["data_type"]] for spec in self.model_config["input"]
         }
-        self.graphs: dict[tuple, _Graph] = {}
-        if self.device.type == "cuda" and _cuda_options(self.model_config).get("graphs"):
+        self.graphs: dict[tuple, CudaGraph] = {}
+        if self.device.type == "cuda" and graphs_enabled(self.model_config):
             for shapes in graph_shapes(self.model_config):
-                self.graphs[_key(shapes)] = _Graph(self._forward, shapes, self.input_dtypes)
+                self.graphs[graph_key(shapes)] = CudaGraph(self._forward, shapes, self.input_dtypes)
 
     def _forward(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
         result = self.module(*(inputs[name] for name in self.input_names))
@@ -93,37 +93,10 @@ class TritonPythonModel(PythonModel):
             for i in range(len(group))
         ]
 
-    def _graph_for(self, stacked: Arrays, rows: int) -> _Graph | None:
+    def _graph_for(self, stacked: Arrays, rows: int) -> CudaGraph | None:
         """The smallest captured graph with these non-batch shapes and at least ``rows`` rows."""
         shapes = {name: array.shape[1:] for name, array in stacked.items()}
-        fitting = [g for g in self.graphs.values() if g.inner_shapes == shapes and g.batch >= rows]
-        return min(fitting, key=lambda g: g.batch) if fitting else None
-
-
-class _Graph:
-    """One captured CUDA graph: static pinned host and device inputs, static outputs."""
-
-    def __init__(self, forward, shapes: dict[str, tuple[int, ...]], dtypes) -> None:
-        self.batch = next(iter(shapes.values()))[0]
-        self.inner_shapes = {name: tuple(shape[1:]) for name, shape in shapes.items()}
-        self.host = {n: torch.zeros(s, dtype=dtypes[n]).pin_memory() for n, s in shapes.items()}
-        self.static = {n: t.cuda() for n, t in self.host.items()}
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream), torch.inference_mode():
-            for _ in range(3):  # warm-up outside the graph, as torch.cuda.graphs advises
-                forward(self.static)
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph), torch.inference_mode():
-            self.outputs = [o.float() for o in forward(self.static)]
-
-    def run(self, stacked: Arrays, rows: int) -> list[np.ndarray]:
-        for name, array in stacked.items():
-            self.host[name][:rows].copy_(torch.from_numpy(np.ascontiguousarray(array)))
-            self.static[name].copy_(self.host[name], non_blocking=True)
-        self.graph.replay()
-        return [out[:rows].cpu().numpy() for out in self.outputs]
+        return pick(self.graphs.values(), shapes, rows)
 
 
 def _to_device(array: np.ndarray, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -131,31 +104,6 @@ def _to_device(array: np.ndarray, dtype: torch.dtype, device: torch.device) -> t
     if device.type == "cuda":
         return tensor.pin_memory().to(device, non_blocking=True)
     return tensor
-
-
-def _cuda_options(config: dict[str, Any]) -> dict[str, Any]:
-    return config.get("optimization", {}).get("cuda", {})
-
-
-def graph_shapes(config: dict[str, Any]) -> list[dict[str, tuple[int, ...]]]:
-    """Full input shapes (batch first) of each ``graph_spec``; config dims fill the rest."""
-    dims = {spec["name"]: [int(d) for d in spec["dims"]] for spec in config["input"]}
-    result = []
-    for spec in _cuda_options(config).get("graph_spec", []):
-        batch = int(spec.get("batch_size", 0)) or 1
-        shapes = {}
-        for name, own in dims.items():
-            given = spec.get("input", {}).get(name, {}).get("dim")
-            inner = [int(d) for d in given] if given else own
-            if any(d < 0 for d in inner):
-                raise ValueError(f"graph_spec for batch {batch} leaves '{name}' dims {inner} open")
-            shapes[name] = (batch, *inner)
-        result.append(shapes)
-    return result
-
-
-def _key(shapes: dict[str, tuple[int, ...]]) -> tuple:
-    return tuple(sorted(shapes.items()))
 
 
 _TORCH_DTYPES = {
