@@ -98,6 +98,9 @@ def _graphed(module, host):
 # -- served ------------------------------------------------------------------------------
 
 
+WORKER_GRACE_S = 180.0  # spawn + imports + region setup on a loaded machine
+
+
 @dataclass(frozen=True)
 class Load:
     """What every served call sends and checks."""
@@ -119,10 +122,19 @@ def served_load(url: str, load: Load, concurrency: int, settings: Settings) -> d
     processes = max(1, min(settings.processes, concurrency))
     share = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
     ctx = mp.get_context("spawn")
-    with ctx.Pool(processes) as pool:
-        parts = pool.map(
-            _worker, [(url, load, c, settings.seconds, i) for i, c in enumerate(share)]
-        )
+    tasks = [(url, load, c, settings.seconds, i) for i, c in enumerate(share)]
+    with ctx.Pool(processes) as pool:  # leaving the block terminates the workers
+        # A worker that dies mid-task never delivers its result and a plain map() waits
+        # forever (seen once under heavy load in the CPU smoke run): bound the wait.
+        try:
+            parts = pool.map_async(_worker, tasks).get(
+                timeout=WORKER_GRACE_S + 2 * settings.seconds
+            )
+        except mp.TimeoutError as exc:
+            raise RuntimeError(
+                f"load workers gave no result within {WORKER_GRACE_S + 2 * settings.seconds:.0f} s "
+                "(a worker process died?)"
+            ) from exc
     latencies = [x for _, lat, _ in parts for x in lat]
     errors = sum(e for e, _, _ in parts)
     first_error = next((m for _, _, m in parts if m), "")
