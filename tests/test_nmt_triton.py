@@ -91,6 +91,35 @@ def test_concurrent_requests_with_their_own_beam_and_length(
     assert [r.as_numpy("TRANSLATION")[0, 0].decode() for r in results] == expected
 
 
+def test_a_lone_request_does_not_wait_in_the_queue(triton_server, held_out: list[int]) -> None:
+    """Closed loop at concurrency 1: the instance is idle whenever a request arrives, so
+    Triton's queue time (statistics: enqueue to execute) must be near zero. Responses sent
+    from inside ``execute`` let the next request arrive while the instance is still busy;
+    with a queue policy (no prefetching) Triton's batcher then slept its default 500 ms."""
+    texts = [corpus.english(n) for n in held_out[:40]]
+    client = grpcclient.InferenceServerClient(triton_server.grpc_url.removeprefix("grpc://"))
+    _infer_one(client, texts[0])  # warm-up
+    before = _queue_stats(client)
+    for text in texts:
+        _infer_one(client, text)
+    after = _queue_stats(client)
+    client.close()
+    requests = after[0] - before[0]
+    queue_ms = (after[1] - before[1]) / requests / 1e6
+    assert requests == len(texts)
+    assert queue_ms < 5, f"{queue_ms:.1f} ms queue per request at concurrency 1"
+
+
+def _infer_one(client: grpcclient.InferenceServerClient, text: str) -> None:
+    client.infer("nmt", _inputs(text.encode(), 1, None))
+
+
+def _queue_stats(client: grpcclient.InferenceServerClient) -> tuple[int, int]:
+    stats = client.get_inference_statistics("nmt", as_json=True)["model_stats"][0]
+    inference = stats["inference_stats"]
+    return int(inference["success"].get("count", 0)), int(inference["queue"].get("ns", 0))
+
+
 def test_one_request_with_several_rows(triton_server, in_process: InProcess) -> None:
     texts = ["seven", SAMPLE, "nine hundred and ninety-nine thousand, nine hundred and ninety-nine"]
     client = grpcclient.InferenceServerClient(triton_server.grpc_url.removeprefix("grpc://"))
