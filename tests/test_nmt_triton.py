@@ -111,6 +111,43 @@ def test_a_lone_request_does_not_wait_in_the_queue(triton_server, held_out: list
     assert queue_ms < 5, f"{queue_ms:.1f} ms queue per request at concurrency 1"
 
 
+def test_a_request_sent_during_a_batch_starts_when_the_batch_ends(triton_server) -> None:
+    """A short request answered early from a batch with a long one: its client's next request
+    arrives while that batch still runs, and must start when the batch ends, not 500 ms later
+    (what the batcher did with a queue policy, which turns its prefetching off)."""
+    url = triton_server.grpc_url.removeprefix("grpc://")
+    client = grpcclient.InferenceServerClient(url)
+    done: queue.Queue = queue.Queue()
+    long_text = b"nine hundred and ninety-nine thousand, nine hundred and ninety" * 2
+    requests = {
+        "blocker": (long_text, 16, 128),
+        "long": (long_text, 16, 128),
+        "short": (b"seven", 1, 8),
+    }
+    for name, (text, beam, length) in requests.items():  # long and short queue behind blocker
+        client.async_infer("nmt", _inputs(text, beam, length), partial(_finished, done, name))
+    finished: dict[str, float] = {}
+    _wait_for(done, finished, "short")
+    sent = time.monotonic()
+    _infer_one(client, "seven")
+    answered = time.monotonic()
+    _wait_for(done, finished, "long")
+    client.close()
+    waited = answered - max(sent, finished["long"])  # after the batch that held it ended
+    assert waited < 0.3, f"the next request ended {waited * 1e3:.0f} ms after the batch"
+
+
+def _finished(done: queue.Queue, name: str, result, error) -> None:
+    done.put((name, time.monotonic(), error))
+
+
+def _wait_for(done: queue.Queue, finished: dict[str, float], name: str) -> None:
+    while name not in finished:
+        other, at, error = done.get(timeout=120)
+        assert error is None, f"{other}: {error}"
+        finished[other] = at
+
+
 def _infer_one(client: grpcclient.InferenceServerClient, text: str) -> None:
     client.infer("nmt", _inputs(text.encode(), 1, None))
 
