@@ -459,9 +459,6 @@ def copy_models(source: Path, target: Path, threads: int) -> None:
         config.parameters["intra_op_thread_count"].string_value = str(threads)
         if name != "nmt":
             config.parameters["inter_op_thread_count"].string_value = "1"
-        else:  # a closed loop is its own back-pressure; the large model's beam-4 batches of
-            # 32 outlast the served 5 s queue timeout, which would fail requests, not time them
-            config.dynamic_batching.default_queue_policy.default_timeout_microseconds = 0
         config_file.write_text(render_config(config))
 
 

@@ -160,6 +160,12 @@ class NmtModel(PythonModel):
         )
 
     def execute(self, requests: list[Any]) -> None:
+        """Answers each request as its sentences finish, while the search goes on.
+
+        Its client's next request then arrives while this call still runs: the config must
+        let Triton prefetch it (no queue policy, build_engines/nmt/repository.py), or the
+        dynamic batcher waits 500 ms before scheduling it.
+        """
         jobs: list[Job] = []
         pending: list[_Pending] = []
         owner: list[_Pending] = []

@@ -8,6 +8,7 @@ across requests, BLS transfers, response routing).
 from __future__ import annotations
 
 import queue
+import time
 from functools import partial
 
 import numpy as np
@@ -89,6 +90,79 @@ def test_concurrent_requests_with_their_own_beam_and_length(
     inputs = [_inputs(t.encode(), b, m) for t, (b, m) in zip(texts, settings, strict=True)]
     results = _infer_concurrently(triton_server.grpc_url, inputs)
     assert [r.as_numpy("TRANSLATION")[0, 0].decode() for r in results] == expected
+
+
+def test_a_lone_request_does_not_wait_in_the_queue(triton_server, held_out: list[int]) -> None:
+    """Closed loop at concurrency 1: the instance is idle whenever a request arrives, so
+    Triton's queue time (statistics: enqueue to execute) must be near zero. A response sent
+    while ``execute`` still runs lets the next request arrive during the execute; with a queue
+    policy (no prefetching) Triton's batcher then slept its 500 ms slot timeout."""
+    texts = [corpus.english(n) for n in held_out[:40]]
+    client = grpcclient.InferenceServerClient(triton_server.grpc_url.removeprefix("grpc://"))
+    count, _ = _queue_stats(client)
+    _infer_one(client, texts[0])  # warm-up
+    before = _queue_stats(client, at_least=count + 1)
+    for text in texts:
+        _infer_one(client, text)
+    after = _queue_stats(client, at_least=before[0] + len(texts))
+    client.close()
+    queue_ms = (after[1] - before[1]) / len(texts) / 1e6
+    assert after[0] - before[0] == len(texts)
+    assert queue_ms < 5, f"{queue_ms:.1f} ms queue per request at concurrency 1"
+
+
+def test_a_request_sent_during_a_batch_starts_when_the_batch_ends(triton_server) -> None:
+    """A short request answered early from a batch with a long one: its client's next request
+    arrives while that batch still runs, and must start when the batch ends, not 500 ms later
+    (what the batcher did with a queue policy, which turns its prefetching off)."""
+    url = triton_server.grpc_url.removeprefix("grpc://")
+    client = grpcclient.InferenceServerClient(url)
+    done: queue.Queue = queue.Queue()
+    long_text = b"nine hundred and ninety-nine thousand, nine hundred and ninety" * 2
+    requests = {
+        "blocker": (long_text, 16, 128),
+        "long": (long_text, 16, 128),
+        "short": (b"seven", 1, 8),
+    }
+    for name, (text, beam, length) in requests.items():  # long and short queue behind blocker
+        client.async_infer("nmt", _inputs(text, beam, length), partial(_finished, done, name))
+    finished: dict[str, float] = {}
+    _wait_for(done, finished, "short")
+    sent = time.monotonic()
+    _infer_one(client, "seven")
+    answered = time.monotonic()
+    _wait_for(done, finished, "long")
+    client.close()
+    waited = answered - max(sent, finished["long"])  # after the batch that held it ended
+    assert waited < 0.3, f"the next request ended {waited * 1e3:.0f} ms after the batch"
+
+
+def _finished(done: queue.Queue, name: str, result, error) -> None:
+    done.put((name, time.monotonic(), error))
+
+
+def _wait_for(done: queue.Queue, finished: dict[str, float], name: str) -> None:
+    while name not in finished:
+        other, at, error = done.get(timeout=120)
+        assert error is None, f"{other}: {error}"
+        finished[other] = at
+
+
+def _infer_one(client: grpcclient.InferenceServerClient, text: str) -> None:
+    client.infer("nmt", _inputs(text.encode(), 1, None))
+
+
+def _queue_stats(client: grpcclient.InferenceServerClient, at_least: int = 0) -> tuple[int, int]:
+    """(successful requests, summed queue ns) of ``nmt``, once ``at_least`` requests are in:
+    a request's statistics land when its execute ends, which can be after its response."""
+    deadline = time.monotonic() + 10
+    while True:
+        stats = client.get_inference_statistics("nmt", as_json=True)["model_stats"][0]
+        inference = stats["inference_stats"]
+        count = int(inference["success"].get("count", 0))
+        if count >= at_least or time.monotonic() > deadline:
+            return count, int(inference["queue"].get("ns", 0))
+        time.sleep(0.01)
 
 
 def test_one_request_with_several_rows(triton_server, in_process: InProcess) -> None:

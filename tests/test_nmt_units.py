@@ -155,3 +155,21 @@ def test_short_requests_finish_before_long_ones(text) -> None:
 def _served_parameters() -> dict:
     config = parse((MODEL_REPOSITORY / "nmt" / "config.pbtxt").read_text())
     return {k: {"string_value": v.string_value} for k, v in config.parameters.items()}
+
+
+def test_the_search_model_lets_triton_prefetch(tmp_path) -> None:
+    """No queue policy field on the BLS model: any of them turns off Triton's prefetching,
+    and a request that arrives while an execute finishes then waits 500 ms (see
+    build_engines/nmt/repository.py and test_a_lone_request_does_not_wait_in_the_queue)."""
+    require_models("nmt")
+    from build_engines.nmt.repository import write_bls
+    from build_engines.options import BuildOptions
+
+    parameters = ModelParameters.from_config({"parameters": _served_parameters()})
+    settings, limits = from_parameters(parameters)
+    options = BuildOptions(instances=1, threads=1)
+    model_dir = write_bls(tmp_path, DEFAULT_CHECKPOINT, settings, limits, options)
+    config = parse((model_dir / "config.pbtxt").read_text())
+    batching = config.dynamic_batching
+    assert config.HasField("dynamic_batching") and batching.max_queue_delay_microseconds == 0
+    assert not batching.HasField("default_queue_policy") and not batching.priority_levels
