@@ -108,7 +108,9 @@ def test_a_lone_request_does_not_wait_in_the_queue(triton_server, held_out: list
     client.close()
     queue_ms = (after[1] - before[1]) / len(texts) / 1e6
     assert after[0] - before[0] == len(texts)
-    assert queue_ms < 5, f"{queue_ms:.1f} ms queue per request at concurrency 1"
+    # 0.2 ms measured after the fix, 140-240 ms before (a quarter of the requests waited
+    # 500 ms): 20 ms leaves room for a loaded CI machine and still catches the stall.
+    assert queue_ms < 20, f"{queue_ms:.1f} ms queue per request at concurrency 1"
 
 
 def test_a_request_sent_during_a_batch_starts_when_the_batch_ends(triton_server) -> None:
