@@ -137,6 +137,26 @@ def test_int8_is_qdq_per_channel_and_symmetric(tiny_onnx: Path, tmp_path: Path) 
         assert inits[dq.input[0]].dtype == np.int8
 
 
+# x86 CPUs without VNNI (AVX2, AVX-512F/BW) run ONNX Runtime's INT8 Gemm/MatMul/Conv with
+# VPMADDUBSW: unsigned 8-bit activations times signed 8-bit weights, two adjacent products
+# summed into a saturating int16. The sum cannot saturate when 2 * 255 * |w| <= 32767.
+U8_MAX, INT16_MAX = 255, 32767
+
+
+def test_int8_weights_cannot_saturate_u8s8_pair_sums(tiny_onnx: Path, tmp_path: Path) -> None:
+    model = onnx.load(str(_int8(tiny_onnx, tmp_path).path))
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    weights = [
+        inits[n.input[0]]
+        for n in model.graph.node
+        if n.op_type == "DequantizeLinear" and n.input[0] in inits
+    ]
+    assert weights, "no quantised weights"
+    for weight in weights:
+        largest = int(np.abs(weight.astype(np.int32)).max())
+        assert 2 * U8_MAX * largest <= INT16_MAX, f"|w| reaches {largest}: pair sums saturate"
+
+
 @pytest.mark.parametrize("method", ["minmax", "entropy", "percentile"])
 def test_int8_accuracy_per_method(tiny_onnx: Path, tmp_path: Path, method: str) -> None:
     result = _int8(tiny_onnx, tmp_path, method)
