@@ -142,6 +142,8 @@ class _Group:
     def _process(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
         """HF's logits processors, in place, on rows of [n, width, vocab] scores."""
         settings = self.settings
+        if not logits.flags.writeable:  # a read-only view of the engine's output buffer
+            logits = logits.copy()
         if settings.suppressed_token_ids:
             logits[:, :, list(settings.suppressed_token_ids)] = -np.inf
         if settings.forced_eos:

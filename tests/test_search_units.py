@@ -214,3 +214,20 @@ def test_length_normalisation_divides_by_the_generated_length() -> None:
         (START, B, A): {EOS: 1.0},
     }
     assert _decode([Job([5], beam_size=2, max_length=10)], tree=tree)[0] == [[B, A, EOS]]
+
+
+class ReadOnlyLogits(TreeModel):
+    """Logits the search may not write into: ONNX Runtime's IO-bound outputs are read-only
+    views for some graphs (the INT8 decoder in benchmarks/precision.py)."""
+
+    def step(self, input_ids, attention_mask, cross_kv, past_kv):
+        logits, present = super().step(input_ids, attention_mask, cross_kv, past_kv)
+        logits.flags.writeable = False
+        return logits, present
+
+
+@pytest.mark.parametrize("beam", [1, 2])
+def test_read_only_logits_are_not_written(beam: int) -> None:
+    settings = DecodeSettings(START, EOS, START, (1, 1, 1), suppressed_token_ids=(A,))
+    got = generate(ReadOnlyLogits(), [Job([5], beam_size=beam, max_length=10)], settings)
+    assert got == [[B, EOS]]  # as test_suppressed_tokens_are_never_chosen, from read-only rows
