@@ -5,7 +5,8 @@ output channel) and quantises each activation at run time from its own range
 (``DynamicQuantizeLinear`` + ``MatMulInteger``, fused by ONNX Runtime's optimiser). No
 calibration data, nothing to drift: the standard CPU recipe for transformers, and the
 scheme CTranslate2's ``int8`` uses. The graph is ONNX Runtime's own ops: TensorRT cannot
-build it (use ``--precision int8``, Q/DQ, there).
+build it (use ``--precision int8``, Q/DQ, there). An activation's scale is one per
+tensor, from the whole batch: a row's output can change slightly with its batch mates.
 """
 
 from __future__ import annotations
