@@ -22,6 +22,7 @@ benchmark's torch engine: ``build_engines.torch_engine.nmt.step_model``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime as dt
 import itertools
@@ -55,6 +56,10 @@ MAX_BATCH = 32
 IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
 CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
 ENGINES = (IN_PROCESS, CT2_FP32, CT2_INT8, TRITON)
+# The same search on the build's ``--precision int8-dynamic`` ONNX files (sizes in --int8-sizes)
+IN_PROCESS_INT8, TRITON_INT8 = "in-process ORT int8", "Triton int8 (gRPC)"
+INT8_ENGINES = (IN_PROCESS_INT8, TRITON_INT8)
+INT8_PRECISION = "int8-dynamic"
 
 PLACEHOLDER = re.compile(r"<x\d+>")
 
@@ -85,6 +90,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="tiny: measure the matrix this many times (engine order rotated); keep medians",
     )
     parser.add_argument("--large-repeats", type=int, default=1)
+    parser.add_argument(
+        "--int8-sizes",
+        default="large",
+        help="sizes also measured on a --precision int8-dynamic build, in process and served "
+        "('' for none)",
+    )
     parser.add_argument(
         "--large-vocab", type=int, default=None, help="default: opus-mt-en-de's 58,101"
     )
@@ -436,13 +447,13 @@ class TritonStats:
         }
 
 
-def measure_triton(server, beam: int, level: int, pairs, count_tokens) -> Cell:
+def measure_triton(server, beam: int, level: int, pairs, count_tokens, name: str = TRITON) -> Cell:
     clients: list = []
     stats = TritonStats(server.http_url)
     before: list[dict[str, float]] = []
     factory = triton_factory(server.grpc_url, beam, clients)
     cell = measure(
-        TRITON, factory, beam, level, pairs, count_tokens, lambda: before.append(stats.snapshot())
+        name, factory, beam, level, pairs, count_tokens, lambda: before.append(stats.snapshot())
     )
     cell = _with_phases(cell, TritonStats.phases(before[0], stats.snapshot()))
     for triton in clients:
@@ -474,10 +485,32 @@ class Suite:
     levels: list[int]
     repeats: int
     sentences: Callable[[int], int]  # per cell, from the concurrency
+    int8_repository: Path | None = None  # the --precision int8-dynamic build, if measured
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        return ENGINES + (INT8_ENGINES if self.int8_repository is not None else ())
+
+
+def int8_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
+    """The build's ``--precision int8-dynamic`` models of the checkpoint, threads as above."""
+    from benchmarks import nmt_large
+
+    built = nmt_large.build_repository(
+        checkpoint,
+        workdir / f"{size}-built-int8",
+        workdir / f"{size}-work-int8",
+        threads,
+        precision=INT8_PRECISION,
+    )
+    repository = workdir / f"repository-{size}-int8"
+    copy_models(built, repository, threads)
+    return repository
 
 
 def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
     beams = [int(b) for b in args.beams.split(",")]
+    int8_sizes = [s for s in args.int8_sizes.split(",") if s]
     found = []
     for size in args.sizes.split(","):
         repository = workdir / f"repository-{size}"
@@ -489,8 +522,21 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
             def count(level: int) -> int:
                 return max(args.min_sentences, level * args.sentences_per_client)
 
+            int8 = None
+            if size in int8_sizes:
+                int8 = int8_repository(args.checkpoint, workdir, size, args.threads)
             found.append(
-                Suite(size, repository, args.checkpoint, pairs, beams, levels, args.repeats, count)
+                Suite(
+                    size,
+                    repository,
+                    args.checkpoint,
+                    pairs,
+                    beams,
+                    levels,
+                    args.repeats,
+                    count,
+                    int8,
+                )
             )
         elif size == "large":
             from benchmarks import nmt_large
@@ -501,6 +547,9 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                 checkpoint, workdir / "large-built", workdir / "large-work", args.threads
             )
             copy_models(built, repository, args.threads)
+            int8 = None
+            if size in int8_sizes:
+                int8 = int8_repository(checkpoint, workdir, size, args.threads)
             levels = [int(c) for c in args.large_concurrency.split(",")]
             pairs = held_out_pairs(with_references=False)
             found.append(
@@ -513,6 +562,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     levels,
                     args.large_repeats,
                     lambda _level: args.large_sentences,
+                    int8,
                 )
             )
         else:
@@ -531,29 +581,44 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
         CT2_FP32: ctranslate2_engine(suite.checkpoint, "float32", workdir, threads, max_length),
         CT2_INT8: ctranslate2_engine(suite.checkpoint, "int8", workdir, threads, max_length),
     }
+    timers = {IN_PROCESS: timer}
+    repositories = {TRITON: suite.repository}
+    if suite.int8_repository is not None:
+        int8 = Served.load(suite.int8_repository)
+        step_model = ort_step_model(suite.int8_repository, threads)
+        engines[IN_PROCESS_INT8], timers[IN_PROCESS_INT8] = search_engine(step_model, int8)
+        repositories[TRITON_INT8] = suite.int8_repository
     count_tokens = count_tokens_for(suite.repository)
-    config = ServerConfig(
-        model_repository=suite.repository, http_port=0, grpc_port=0, metrics_port=0
-    )
     runs: dict[tuple[str, int, int], list[Cell]] = {}
-    with TritonServer(config) as server:
+    engine_names = suite.engines
+    with contextlib.ExitStack() as stack:
+        servers = {
+            name: stack.enter_context(
+                TritonServer(
+                    ServerConfig(model_repository=path, http_port=0, grpc_port=0, metrics_port=0)
+                )
+            )
+            for name, path in repositories.items()
+        }
         for repeat in range(suite.repeats):
-            order = ENGINES[repeat % len(ENGINES) :] + ENGINES[: repeat % len(ENGINES)]
+            shift = repeat % len(engine_names)
+            order = engine_names[shift:] + engine_names[:shift]
             for beam, level in itertools.product(suite.beams, suite.levels):
                 pairs = suite.pairs[: suite.sentences(level)]
                 for name in order:
-                    if name == TRITON:
-                        cell = measure_triton(server, beam, level, pairs, count_tokens)
+                    if name in servers:
+                        cell = measure_triton(servers[name], beam, level, pairs, count_tokens, name)
                     else:
-                        timer.reset()
+                        for each in timers.values():
+                            each.reset()
                         cell = measure_local(name, engines[name], beam, level, pairs, count_tokens)
-                        if name == IN_PROCESS:
-                            cell = _with_phases(cell, timer.phases())
+                        if name in timers:
+                            cell = _with_phases(cell, timers[name].phases())
                     runs.setdefault((name, beam, level), []).append(_report(suite.name, cell))
     cells = [
         median_cell(runs[(name, beam, level)])
         for beam, level in itertools.product(suite.beams, suite.levels)
-        for name in ENGINES
+        for name in engine_names
     ]
     return cells if suite.pairs[0][1] is not None else _with_agreement(cells)
 

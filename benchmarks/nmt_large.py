@@ -64,11 +64,14 @@ def write_checkpoint(directory: Path, vocab_size: int = OPUS_MT_EN_DE_VOCAB) -> 
     return directory
 
 
-def build_repository(checkpoint: Path, repository: Path, work: Path, threads: int) -> Path:
+def build_repository(
+    checkpoint: Path, repository: Path, work: Path, threads: int, precision: str = "fp32"
+) -> Path:
     """``nmt``, ``nmt_encoder`` and ``nmt_decoder`` of the checkpoint, through the real build."""
     from build_engines.cli import build_from_argv
 
     argv = ["nmt", "--checkpoint", str(checkpoint), "--max-beam-size", "16"]
+    argv += ["--precision", precision]
     argv += ["--verify-sentences", "2", "--output-repository", str(repository)]
     argv += ["--work-dir", str(work), "--instances", "1", "--threads", str(threads)]
     build_from_argv(argv)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 from collections.abc import Callable
 
 IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
 CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
+IN_PROCESS_INT8, TRITON_INT8 = "in-process ORT int8", "Triton int8 (gRPC)"
+ORDER = (IN_PROCESS, CT2_FP32, CT2_INT8, TRITON, IN_PROCESS_INT8, TRITON_INT8)
+# (served, its in-process twin) per precision, for the ratio and phase columns
+PAIRS = (("", TRITON, IN_PROCESS), ("int8 ", TRITON_INT8, IN_PROCESS_INT8))
 
 # The tiny model's sent/s in the previous run (2026-11-23 morning, load 9-10): the search
 # looped over sentences in Python and copied the cache with np.take every step.
@@ -20,37 +25,63 @@ BEFORE = {
     (4, 32): (163, 261, 513, 172),
 }
 
+# The large model's ratios in the run before the queue fix (2026-11-23, `nmt` with a queue
+# policy, fp32 only): (beam, concurrency): Triton / (in-process, CT2 fp32, CT2 int8).
+BEFORE_LARGE = {
+    (1, 8): ("1.31", "1.55", "0.51"),
+    (1, 32): ("0.76", "1.02", "0.68"),
+    (4, 8): ("0.82", "1.38", "0.60"),
+    (4, 32): ("1.08", "1.16", "0.63"),
+}
+
 
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}"
 
 
-def _pivot(cells, table: Callable, before: bool) -> str:
+def _pivot(cells, table: Callable, before: dict) -> str:
     by = {(c.engine, c.beam, c.concurrency): c for c in cells}
     keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
-    engines = [IN_PROCESS, CT2_FP32, CT2_INT8, TRITON]
+    present = {c.engine for c in cells}
+    engines = [e for e in ORDER if e in present]
+    pairs = [(label, s, i) for label, s, i in PAIRS if s in present]
     headers = ["beam", "conc."] + [f"{e} sent/s" for e in engines]
-    headers += ["Triton / in-process", "Triton / CT2 fp32", "Triton / CT2 int8"]
+    for label, _, _ in pairs:
+        served = f"Triton {label}"
+        headers += [f"{served}/ in-process {label}".strip()]
+        headers += [f"{served}/ CT2 fp32", f"{served}/ CT2 int8"]
     if before:
         headers += ["before: T/in-proc", "before: T/CT2 fp32", "before: T/CT2 int8"]
     rows = []
     for beam, level in keys:
         rate = {e: by[(e, beam, level)].sentences_per_s for e in engines}
         row = [beam, level, *(round(rate[e], 1) for e in engines)]
-        row += [_ratio(rate[TRITON], rate[e]) for e in (IN_PROCESS, CT2_FP32, CT2_INT8)]
+        for _, served, local in pairs:
+            row += [_ratio(rate[served], rate[e]) for e in (local, CT2_FP32, CT2_INT8)]
         if before:
-            old = BEFORE.get((beam, level))
-            row += [_ratio(old[3], old[i]) for i in (0, 1, 2)] if old else ["", "", ""]
+            row += list(_before(before.get((beam, level))))
         rows.append(row)
     return table(headers, rows)
+
+
+def _before(old: tuple | None) -> tuple[str, ...]:
+    """Ratios as printed then, or computed from the sent/s then."""
+    if old is None:
+        return ("", "", "")
+    if isinstance(old[0], str):
+        return old
+    return tuple(_ratio(old[3], old[i]) for i in (0, 1, 2))
 
 
 def _phases(cells, table: Callable) -> str:
     by = {(c.engine, c.beam, c.concurrency): c for c in cells}
     keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
+    present = {c.engine for c in cells}
+    pairs = [(label, s, i) for label, s, i in PAIRS if s in present]
     headers = [
         "beam",
         "conc.",
+        "graphs",
         "in-proc batch",
         "encoder ms/call",
         "decoder ms/step",
@@ -63,8 +94,9 @@ def _phases(cells, table: Callable) -> str:
         "stub extra ms/sentence",
     ]
     rows = []
-    for beam, level in keys:
-        local, served = by[(IN_PROCESS, beam, level)].phases, by[(TRITON, beam, level)].phases
+    for (beam, level), (label, served_name, local_name) in itertools.product(keys, pairs):
+        local = by[(local_name, beam, level)].phases
+        served = by[(served_name, beam, level)].phases
         shares = "/".join(
             f"{local[k]:.0%}" for k in ("decoder share", "search share", "encoder share")
         )
@@ -72,6 +104,7 @@ def _phases(cells, table: Callable) -> str:
             [
                 beam,
                 level,
+                label.strip() or "fp32",
                 round(local["batch"], 1),
                 round(local["encoder ms/call"], 2),
                 round(local["decoder ms/step"], 2),
@@ -120,7 +153,7 @@ def _suite(name: str, cells, table: Callable) -> list[str]:
         "",
         "### Sentences/s side by side",
         "",
-        _pivot(cells, table, before=not large),
+        _pivot(cells, table, before=BEFORE_LARGE if large else BEFORE),
         "",
         "### Where the time goes",
         "",
@@ -173,8 +206,15 @@ def render(results: dict, *, machine, load, seconds, args: argparse.Namespace, t
         "weights never pick `</s>`, so every sentence runs to HF `max_length` 32 (31 target "
         f"tokens); {args.large_sentences} sentences per cell, {args.large_repeats} repeat(s). "
         "Speed only: the last column is agreement with the in-process output.",
-        "",
     ]
+    if args.int8_sizes:
+        lines.append(
+            f"- int8 ({args.int8_sizes}): the same search on the build's `--precision "
+            "int8-dynamic` files (ONNX Runtime `quantize_dynamic`: INT8 per-channel MatMul/Gemm "
+            "weights, activations quantised at run time), in process and served by a second "
+            "Triton server; agreement is with the fp32 in-process output."
+        )
+    lines.append("")
     for name, cells in results.items():
         lines += _suite(name, cells, table)
     return "\n".join(lines)

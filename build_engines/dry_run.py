@@ -47,6 +47,13 @@ def _describe_precision(name, onnx_path, served, options, calibration) -> list[s
             f"check: FP16 vs FP32 on {CHECK_SAMPLES} held-out samples -> "
             f"{served.with_suffix('.accuracy.json')}",
         ]
+    if precision == "int8-dynamic":
+        return [
+            f"precision: INT8 weights (per channel) and run-time activation scales with "
+            f"onnxruntime quantize_dynamic on MatMul/Gemm, no calibration: {onnx_path} -> {served}",
+            f"check: INT8 vs FP32 on {CHECK_SAMPLES} samples -> "
+            f"{served.with_suffix('.accuracy.json')}",
+        ]
     settings = options.calibration
     source = "the family's calibration source" if calibration else "NO calibration source"
     cached = Path(onnx_path).exists() and calibration_cache(options, name, onnx_path, calibration)

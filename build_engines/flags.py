@@ -79,7 +79,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--precision",
         choices=list(PRECISIONS),
         default=_BUILD.precision,
-        help=f"numeric precision, applied on the ONNX graph (default: {_BUILD.precision})",
+        help="numeric precision, applied on the ONNX graph: fp16 casts, int8 Q/DQ from "
+        "calibration, int8-dynamic INT8 weights and run-time activation scales (ONNX "
+        f"Runtime CPU only, no calibration) (default: {_BUILD.precision})",
     )
     common.add_argument(
         "--engine",

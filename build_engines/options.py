@@ -16,7 +16,9 @@ from build_engines.registry import Engine
 from build_engines.tensorrt.options import TensorRTOptions
 from python_models.contracts import family_of
 
-PRECISIONS = ("fp32", "fp16", "int8")
+PRECISIONS = ("fp32", "fp16", "int8", "int8-dynamic")
+# ONNX Runtime's own integer ops (no Q/DQ): only its engine can run them.
+ONNXRUNTIME_ONLY = ("int8-dynamic",)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class BuildOptions:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision {self.precision!r} is not one of {PRECISIONS}")
         object.__setattr__(self, "engine", Engine(self.engine))
+        if self.precision in ONNXRUNTIME_ONLY and self.engine is not Engine.ONNXRUNTIME:
+            raise ValueError(
+                f"precision {self.precision} is ONNX Runtime's dynamic quantisation: "
+                f"--engine onnxruntime only (TensorRT takes --precision int8, Q/DQ)"
+            )
         object.__setattr__(self, "output_repository", Path(self.output_repository))
         object.__setattr__(self, "work_dir", Path(self.work_dir))
         if self.tensorrt.timing_cache is None:  # the one place the cache's default is derived

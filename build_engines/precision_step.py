@@ -80,6 +80,11 @@ def lower_precision(
     if precision == "fp16":
         to_fp16(onnx_path, target)
         info(f"{name}: FP16 graph (FP32 I/O, norms/softmax/reductions FP32) -> {target}")
+    elif precision == "int8-dynamic":
+        from build_engines.precision.int8_dynamic import to_int8_dynamic
+
+        to_int8_dynamic(onnx_path, target)
+        info(f"{name}: INT8 weights, run-time activation scales (no calibration) -> {target}")
     else:
         cache = calibration_cache(options, name, onnx_path, calibration)
         keep = keep_float(options, name)
@@ -89,7 +94,8 @@ def lower_precision(
         if result.kept_float:
             info(f"{name}: {len(result.kept_float)} nodes kept float (patterns {list(keep)})")
     info(f"{name}: lowered to {precision} in {time.perf_counter() - start:.1f} s")
-    report = check_accuracy(onnx_path, target, calibration, settings.size, options.threads or 0)
+    skip = 0 if precision == "int8-dynamic" else settings.size  # saw no samples
+    report = check_accuracy(onnx_path, target, calibration, skip, options.threads or 0)
     report_path = target.with_suffix(".accuracy.json")
     write_report({"model": name, "precision": precision, **report}, report_path)
     return Lowered(target, report_path)
