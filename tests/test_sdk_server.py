@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import io
 
 import numpy as np
@@ -20,6 +19,7 @@ from client import (
     TritonClientError,
 )
 from server import free_port
+from tests.shm_regions import own_regions
 
 BAD_UTF8 = b"\xff\xfe"
 
@@ -112,8 +112,8 @@ def test_system_shared_memory_gives_the_same_result_and_is_released(
     ) as client:
         assert client.classify(image) == expected
         assert client.classify(image) == expected  # the region is reused
-        assert glob.glob("/dev/shm/tkclient_*"), "the input did not go through shared memory"
-    assert not glob.glob("/dev/shm/tkclient_*"), "close() left regions behind"
+        assert own_regions(), "the input did not go through shared memory"
+    assert not own_regions(), "close() left regions behind"
 
 
 def test_shared_memory_without_the_key_is_refused(server_url: str) -> None:

@@ -7,7 +7,6 @@ naming the option and the alternative, for both twins.
 
 from __future__ import annotations
 
-import glob
 import io
 
 import numpy as np
@@ -18,6 +17,7 @@ from PIL import Image
 from client import AsyncTritonClient, ConfigurationError, TritonClient
 from server import TritonServer
 from tests.conftest import require_models
+from tests.shm_regions import own_regions
 
 NO_GPU = not torch.cuda.is_available()
 
@@ -60,5 +60,5 @@ async def test_async_system_shared_memory_round_trips_and_is_released(
     ) as client:
         assert await client.classify(image) == expected
         assert await client.classify(image) == expected  # the region is reused
-        assert glob.glob("/dev/shm/tkclient_*"), "the input did not go through shared memory"
-    assert not glob.glob("/dev/shm/tkclient_*"), "close() left regions behind"
+        assert own_regions(), "the input did not go through shared memory"
+    assert not own_regions(), "close() left regions behind"
