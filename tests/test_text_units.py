@@ -17,7 +17,14 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processor
 
 from python_models.base import InvalidInput
 from python_models.parameters import ModelParameters, ParameterError
-from python_models.text import BertTokenizerModel, TextLimits, load_tokenizer
+from python_models.text import (
+    BertTokenizerModel,
+    TextLimits,
+    bucket_for,
+    bucket_lengths,
+    decode_text,
+    load_tokenizer,
+)
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "the", "cat", "##s"]
 PAD, UNK, CLS, SEP, HELLO, WORLD, THE, CAT, S = range(len(VOCAB))
@@ -189,3 +196,27 @@ def test_a_flat_text_tensor_is_read_too(tmp_path: Path) -> None:
     flat = {"TEXT": np.array([b"hello", b"cat"], dtype=np.object_)}
     [feeds] = model.process_batch([flat])
     assert feeds["input_ids"].tolist() == [[CLS, HELLO, SEP, PAD], [CLS, CAT, SEP, PAD]]
+
+
+# ---- the pure helpers' edges (test_bert_text.py covers their ordinary cases) -----------
+
+
+def test_bucket_lengths_edges() -> None:
+    assert bucket_lengths([16], 2) == (2,)  # [CLS] [SEP] is the shortest useful length
+    assert bucket_lengths([0, -4, 1, 16], 32) == (1, 16, 32)  # only positive buckets
+    assert bucket_lengths([16, 32, 48], 32) == (16, 32)  # max_length once, last
+    with pytest.raises(ValueError, match=r"^max_length must be at least 2 \(for \[CLS\]"):
+        bucket_lengths([16], 1)
+
+
+def test_bucket_for_names_the_largest_bucket() -> None:
+    with pytest.raises(ValueError) as caught:
+        bucket_for(300, (16, 32, 256))
+    assert str(caught.value) == "300 tokens exceed the largest bucket 256"
+
+
+def test_a_text_of_exactly_the_byte_limit_is_accepted() -> None:
+    assert decode_text(b"ab" * 50, TextLimits(max_bytes=100)) == "ab" * 50
+    assert decode_text("é" * 50, TextLimits(max_bytes=100)) == "é" * 50  # 2 bytes each
+    with pytest.raises(InvalidInput, match="TEXT is 102 bytes; the limit is 100 bytes"):
+        decode_text("é" * 51, TextLimits(max_bytes=100))
