@@ -90,4 +90,5 @@ def test_cuda_without_cuda_python_or_a_gpu_says_what_to_do() -> None:
     message = str(caught.value)
     assert message.startswith("shared_memory='cuda'")
     assert HINT in message
+    assert f"GPU{HINT}" in message or f"GPU(s){HINT}" in message  # the hint follows the need
     assert "pip install 'tritonclient[cuda]'" in message or "CUDA GPU(s)" in message
