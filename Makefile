@@ -90,9 +90,10 @@ bench-nmt-rnn: models ## Benchmark the recurrent NMT (nmt_rnn) beside the Transf
 bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision
 
+# GEVENT_RESOLVER=block: gevent's threadpool DNS resolver hangs in a forked mutant child.
 mutation: models ## Mutation score over python_models, client, loadtest summary/recorder, server/backends (slow; not in CI)
 	rm -rf mutants
-	MODEL_REPOSITORY=$(CURDIR)/$(REPO) $(VENV)/bin/mutmut run --max-children 2 $(MUTATION_SELECT)
+	GEVENT_RESOLVER=block MODEL_REPOSITORY=$(CURDIR)/$(REPO) $(VENV)/bin/mutmut run --max-children 2 $(MUTATION_SELECT)
 	$(VENV)/bin/mutmut results
 
 plans-dry-run: models ## TensorRT plan of work and trtexec command for every ONNX model (no TensorRT needed)

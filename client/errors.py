@@ -257,13 +257,14 @@ def _grpc_connection_reason(lowered: str) -> str | None:
 
 def _deadline(detail: str, context: CallContext, raw: str | None) -> DeadlineExceededError:
     limit = f"its {context.timeout:g} s deadline" if context.timeout else "its deadline"
-    return DeadlineExceededError(
+    error = DeadlineExceededError(
         f"{context.prefix()}: no answer within {limit} ({detail})",
         "DEADLINE_EXCEEDED",
         url=context.url,
         model=context.model,
-        raw_status=raw,
     )
+    error.raw_status = raw  # None when no protocol gave a status (a local timeout)
+    return error
 
 
 def _connection(
@@ -273,11 +274,12 @@ def _connection(
     status: str | None = "UNAVAILABLE",
     raw: str | None = None,
 ) -> ServerConnectionError:
-    return ServerConnectionError(
+    error = ServerConnectionError(
         f"cannot reach {context.url}: {detail}",
         status or "UNAVAILABLE",
         reason=reason,
         url=context.url,
         model=context.model,
-        raw_status=raw,
     )
+    error.raw_status = raw  # None when no protocol gave a status (a socket, DNS or TLS error)
+    return error
