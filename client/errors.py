@@ -283,3 +283,12 @@ def _connection(
     )
     error.raw_status = raw  # None when no protocol gave a status (a socket, DNS or TLS error)
     return error
+
+
+def not_ready(url: str, timeout: float) -> DeadlineExceededError:
+    """``wait_until_ready`` ran out of time: the client's own limit, so no ``raw_status``."""
+    error = DeadlineExceededError(
+        f"{url} not ready within {timeout:g} s", "DEADLINE_EXCEEDED", url=url
+    )
+    error.raw_status = None
+    return error

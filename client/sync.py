@@ -20,7 +20,7 @@ from client.base import (
     stack_embeddings,
 )
 from client.codecs import Call, ImageInput
-from client.errors import DeadlineExceededError, TritonClientError
+from client.errors import TritonClientError, not_ready
 from client.options import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_SHARED_MEMORY_THRESHOLD,
@@ -281,9 +281,7 @@ class TritonClient(ClientBase):
             ):
                 return
             time.sleep(min(0.25, max(left, 0.0)))
-        raise DeadlineExceededError(
-            f"{self.url} not ready within {timeout:g} s", "DEADLINE_EXCEEDED", url=self.url
-        )
+        raise not_ready(self.url, timeout)
 
     def close(self) -> None:
         """Release connections and shared memory; later calls raise ClientClosedError."""

@@ -97,6 +97,7 @@ def test_nothing_listening_is_a_deadline_naming_url_and_limit(protocol: str, twi
     elapsed = time.monotonic() - started
     assert str(caught.value) == f"{url} not ready within 0.6 s"
     assert caught.value.status == "DEADLINE_EXCEEDED" and caught.value.url == url
+    assert caught.value.raw_status is None  # a local limit: no protocol gave a status
     assert 0.6 <= elapsed < 2.0, elapsed
 
 
