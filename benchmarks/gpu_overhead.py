@@ -64,9 +64,6 @@ dynamic_batching {{ max_queue_delay_microseconds: 100 }}
 """
 
 
-QUEUE = 4096  # above any concurrency measured: rejections would hide the throughput
-
-
 @dataclass(frozen=True)
 class Options:
     out: Path
@@ -99,16 +96,6 @@ def write_echo(repo: Path, name: str, instances: int) -> None:
     (repo / name / "1").mkdir(parents=True, exist_ok=True)
     (repo / name / "1" / "model.py").write_text(ECHO_MODEL)
     (repo / name / "config.pbtxt").write_text(ECHO_CONFIG.format(name=name, instances=instances))
-
-
-def raise_queue_bound(config_path: Path) -> None:
-    """The kit's bounded queue (128) would reject part of 256 concurrent clients."""
-    from google.protobuf import text_format
-    from tritonclient.grpc import model_config_pb2
-
-    config = text_format.Parse(config_path.read_text(), model_config_pb2.ModelConfig())
-    config.dynamic_batching.default_queue_policy.max_queue_size = QUEUE
-    config_path.write_text(text_format.MessageToString(config))
 
 
 def server_stats(url: str, model: str) -> dict[str, float]:
@@ -208,7 +195,6 @@ def run(options: Options) -> dict:
     for count in options.instances:
         spec = replace(RESNET, name=f"resnet50_i{count}", instances=count)
         write_torch_model(repo, spec, module, 256, options.settings, RESNET.output[1])
-        raise_queue_bound(repo / spec.name / "config.pbtxt")
     del module
     gc.collect()
     torch.cuda.empty_cache()

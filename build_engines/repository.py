@@ -76,7 +76,11 @@ def enable_dynamic_batching(
 
 
 def apply_queue_policy(config: mc.ModelConfig, queue: QueuePolicy) -> None:
-    """Bounded queue, default timeout that rejects, client deadlines honoured."""
+    """Bounded queue, default timeout that rejects, client deadlines honoured; an ``off``
+    policy writes none (python_models/serving_policy.py says why that is the default)."""
+    if queue.off:
+        config.dynamic_batching.ClearField("default_queue_policy")
+        return
     policy = config.dynamic_batching.default_queue_policy
     policy.timeout_action = mc.ModelQueuePolicy.REJECT
     policy.default_timeout_microseconds = queue.default_timeout_us

@@ -1,17 +1,21 @@
-"""Queue policy every dynamically batched model gets: defined once, written by the build.
+"""The queue policy dynamically batched models get: defined once, written by the build.
 
-Without a bound, a model past capacity queues forever and p99 grows with the
-client count. With it, Triton rejects work that cannot start within the
-timeout (UNAVAILABLE, "Request timeout expired" / "Exceeds maximum queue size")
-at once, so accepted requests keep a bounded latency and clients can back off.
+A bounded queue (``max_queue_size``, a default timeout that rejects, client deadlines
+honoured through ``allow_timeout_override``) turns excess work away at once (UNAVAILABLE,
+"Exceeds maximum queue size" / "Request timeout expired") instead of queueing it forever.
 
-Exception: ``nmt`` and ``nmt_rnn`` have no queue policy. In Triton 2.51 any policy field
-turns off the dynamic batcher's prefetching (``PriorityQueue::SupportPrefetching``); a
-request that arrives while the only instance still runs then waits for the batcher's
-500 ms poll, and the search answers each request from inside its execute, so a lone
-client's next request always arrives then (133-173 ms mean queue time at concurrency
-1; ``tests/test_nmt_triton.py::test_a_lone_request_does_not_wait_in_the_queue``). Their
-work per request is bounded instead (``max_beam_tokens``, ``max_text_bytes``).
+**Off by default on Triton 2.51.** Any of those fields turns off the dynamic batcher's
+prefetching (``PriorityQueue::SupportPrefetching`` in Triton core); a request that
+arrives while the only instance is still finishing an execute then waits for the
+batcher's 500 ms poll, because nothing wakes it when the instance becomes free (later
+Triton releases wake it). Measured on 2 quiet cores with the policy on, at concurrency 1:
+``resnet50_model`` p95 534 ms (p50 33 ms) and 0.38x in-process throughput, 0.81x at
+saturation; without it p95 35 ms, 0.88x and 0.96x (``benchmarks/resnet50.md``); ``nmt``
+133-173 ms mean queue time per request (``benchmarks/nmt.md``). With prefetching on, the
+bound is the client's deadline and each model's per-request work limits (image pixels,
+text bytes, ``max_beam_tokens``). ``BOUNDED_QUEUE_POLICY`` is the bound to write where a
+Triton without that stall serves the repository (or where rejecting fast matters more
+than latency at low load): ``tests/reliability/test_overload.py`` shows what it does.
 """
 
 from __future__ import annotations
@@ -21,14 +25,20 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class QueuePolicy:
-    """Triton's ``dynamic_batching.default_queue_policy`` plus ``max_queue_size``."""
+    """Triton's ``dynamic_batching.default_queue_policy`` plus ``max_queue_size``; all zero
+    (``off``) writes no policy, which keeps Triton's prefetching on."""
 
-    max_queue_size: int = 128
-    # A queued request that has not started after this long is rejected (5 s: NMT beam
-    # batches take seconds on 2 CPU cores; clients can ask for less, see below).
-    default_timeout_us: int = 5_000_000
+    max_queue_size: int = 0
+    # A queued request that has not started after this long is rejected.
+    default_timeout_us: int = 0
     # Lets a client's own deadline (tritonclient's ``timeout=``, microseconds) reach the queue.
-    allow_timeout_override: bool = True
+    allow_timeout_override: bool = False
+
+    @property
+    def off(self) -> bool:
+        return not (self.max_queue_size or self.default_timeout_us or self.allow_timeout_override)
 
 
-DEFAULT_QUEUE_POLICY = QueuePolicy()
+# 5 s: NMT beam batches take seconds on 2 CPU cores; clients can ask for less.
+BOUNDED_QUEUE_POLICY = QueuePolicy(128, 5_000_000, True)
+DEFAULT_QUEUE_POLICY = QueuePolicy()  # off: see the module docstring

@@ -20,7 +20,7 @@ from python_models.nmt_settings import (
 )
 from python_models.ort_session import SessionSettings, session_options, threaded
 from python_models.parameters import ModelParameters, ParameterError
-from python_models.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
+from python_models.serving_policy import BOUNDED_QUEUE_POLICY, DEFAULT_QUEUE_POLICY, QueuePolicy
 from python_models.sibling import sibling_onnx
 
 SETTINGS = DecodeSettings(
@@ -162,4 +162,8 @@ def test_sibling_onnx_picks_the_highest_numeric_version(tmp_path: Path) -> None:
 
 
 def test_queue_policy_defaults() -> None:
-    assert QueuePolicy(128, 5_000_000, True) == DEFAULT_QUEUE_POLICY
+    assert QueuePolicy(0, 0, False) == DEFAULT_QUEUE_POLICY and DEFAULT_QUEUE_POLICY.off
+    assert QueuePolicy(128, 5_000_000, True) == BOUNDED_QUEUE_POLICY
+    assert not BOUNDED_QUEUE_POLICY.off and not QueuePolicy(max_queue_size=1).off
+    assert not QueuePolicy(default_timeout_us=1).off
+    assert not QueuePolicy(allow_timeout_override=True).off

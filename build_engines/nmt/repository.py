@@ -88,21 +88,6 @@ def decoder_config(
     return config
 
 
-def without_queue_policy(config: ModelConfig) -> None:
-    """No queue policy on the search model, so that Triton's dynamic batcher prefetches.
-
-    Any policy field (max_queue_size, a default timeout, allow_timeout_override) turns
-    prefetching off in Triton 2.51 (core ``PriorityQueue::SupportPrefetching``). The batcher
-    then takes a request only while the instance waits for work, and nothing wakes it when
-    the instance gets there: a request that arrives while an execute is finishing waits the
-    batcher's 500 ms slot timeout. The search answers each request as its sentences finish
-    (python_models/nmt.py), so that client's next request arrives during the execute: 40 %
-    of closed-loop requests waited 500 ms at concurrency 1 (benchmarks/nmt.md). The cost:
-    no server-side queue bound or timeout for this model; clients set their own deadline.
-    """
-    config.dynamic_batching.ClearField("default_queue_policy")
-
-
 def write_bls(
     repository: Path,
     checkpoint: Path,
@@ -135,7 +120,6 @@ def write_bls(
         instances=options.instances,
     )
     enable_dynamic_batching(config, BATCH_DELAY_US)
-    without_queue_policy(config)
     files: dict[str, Path | str] = {"model.py": python_shim("python_models.nmt.NmtModel")}
     files.update({name: checkpoint / name for name in TOKENIZER_FILES})
     if (checkpoint / TARGET_VOCAB).exists():

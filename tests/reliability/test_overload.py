@@ -12,8 +12,8 @@ import tritonclient.http as httpclient
 from google.protobuf import text_format
 from tritonclient.utils import InferenceServerException
 
-from build_engines.repository import parse
-from python_models.serving_policy import DEFAULT_QUEUE_POLICY
+from build_engines.repository import apply_queue_policy, parse
+from python_models.serving_policy import BOUNDED_QUEUE_POLICY, QueuePolicy
 from server import TritonServer
 from tests.reliability.conftest import tiny_config, write_echo
 
@@ -23,11 +23,10 @@ CLIENTS = 48
 
 
 def _shrink_queue(repo: Path, size: int, timeout_us: int) -> None:
-    """The build's policy, with a queue small enough to overflow in a second."""
+    """The build's bounded policy, with a queue small enough to overflow in a second."""
     path = repo / "echo" / "config.pbtxt"
     config = parse(path.read_text())
-    config.dynamic_batching.default_queue_policy.max_queue_size = size
-    config.dynamic_batching.default_queue_policy.default_timeout_microseconds = timeout_us
+    apply_queue_policy(config, QueuePolicy(size, timeout_us, allow_timeout_override=True))
     path.write_text(text_format.MessageToString(config))
 
 
@@ -43,12 +42,19 @@ def _one(url: str) -> tuple[bool, float, str]:
         return False, time.perf_counter() - start, f"{exc.status()} {exc.message()}"
 
 
-def test_every_batched_model_gets_a_bounded_queue(tmp_path: Path) -> None:
-    policy = parse((write_echo(tmp_path, True) / "echo/config.pbtxt").read_text())
-    queue = policy.dynamic_batching.default_queue_policy
-    assert queue.max_queue_size == DEFAULT_QUEUE_POLICY.max_queue_size > 0
-    assert queue.default_timeout_microseconds == DEFAULT_QUEUE_POLICY.default_timeout_us > 0
-    assert queue.allow_timeout_override
+def test_the_default_keeps_prefetching_and_the_bound_is_written_when_asked(
+    tmp_path: Path,
+) -> None:
+    """Off by default (Triton 2.51 stops prefetching under any policy field, see
+    python_models/serving_policy.py); BOUNDED_QUEUE_POLICY writes every field."""
+    config = parse((write_echo(tmp_path, True) / "echo/config.pbtxt").read_text())
+    assert config.HasField("dynamic_batching")
+    assert not config.dynamic_batching.HasField("default_queue_policy")
+    apply_queue_policy(config, BOUNDED_QUEUE_POLICY)
+    queue = config.dynamic_batching.default_queue_policy
+    assert queue.max_queue_size == BOUNDED_QUEUE_POLICY.max_queue_size > 0
+    assert queue.default_timeout_microseconds == BOUNDED_QUEUE_POLICY.default_timeout_us > 0
+    assert queue.allow_timeout_override and queue.timeout_action == queue.REJECT
 
 
 def test_overload_is_rejected_fast_and_accepted_p99_stays_bounded(tmp_path: Path) -> None:

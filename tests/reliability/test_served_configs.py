@@ -1,4 +1,4 @@
-"""What the served repository shows a client: no build paths, bounded queues (items 6, 14)."""
+"""What the served repository shows a client: no build paths (item 14), prefetching queues."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from tests.conftest import require_models
 
 pytestmark = pytest.mark.reliability
 MODELS = ("resnet50", "bert", "nmt")
-# A queue policy turns off Triton's prefetching, and these models' early responses then
-# cost a 500 ms batcher stall per request (build_engines/nmt/repository.py).
-PREFETCHING = {"nmt", "nmt_rnn"}
 
 
 def _strings(value: object):
@@ -47,17 +44,15 @@ def test_no_served_config_leaks_an_absolute_path(triton_server) -> None:
             ), (name, text)
 
 
-def test_every_dynamically_batched_model_has_a_bounded_queue(triton_server) -> None:
+def test_every_dynamically_batched_model_keeps_prefetching(triton_server) -> None:
+    """No queue-policy field: any of them stops Triton 2.51's prefetching and a lone
+    client's requests then wait up to 500 ms (python_models/serving_policy.py)."""
     require_models(*MODELS)
     batched = {n: c for n, c in _served_configs(triton_server).items() if c.get("dynamic_batching")}
     assert {"bert_model", "resnet50_model", "nmt"} <= set(batched)
     for name, config in batched.items():
         policy = config["dynamic_batching"].get("default_queue_policy", {})
-        if name in PREFETCHING:  # Triton may show the policy's defaults: all must be off
-            assert int(policy.get("max_queue_size", 0)) == 0, name
-            assert int(policy.get("default_timeout_microseconds", 0)) == 0, name
-            assert not policy.get("allow_timeout_override", False), name
-            continue
-        assert int(policy.get("max_queue_size", 0)) > 0, name
-        assert int(policy.get("default_timeout_microseconds", 0)) > 0, name
-        assert policy.get("allow_timeout_override") is True, name
+        # Triton may show the policy's defaults: all must be off
+        assert int(policy.get("max_queue_size", 0)) == 0, name
+        assert int(policy.get("default_timeout_microseconds", 0)) == 0, name
+        assert not policy.get("allow_timeout_override", False), name
