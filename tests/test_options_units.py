@@ -79,7 +79,12 @@ def test_client_option_defaults() -> None:
     options = ClientOptions()
     assert options.timeout == Timeout(request=60.0, connect=10.0)
     assert options.max_concurrency == 16
-    assert dict(options.models) == {"classify": "resnet50", "embed": "bert", "translate": "nmt"}
+    assert dict(options.models) == {
+        "classify": "resnet50",
+        "classify_uint8": "resnet50_uint8",  # decoded images (numpy arrays, PIL)
+        "embed": "bert",
+        "translate": "nmt",
+    }
     assert dict(options.versions) == {} and dict(options.headers) == {}
     assert options.retry == Retry(attempts=3, backoff=0.05, max_backoff=1.0)
     assert options.tls is None and options.compression is None
