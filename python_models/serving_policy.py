@@ -11,9 +11,10 @@ batcher's 500 ms poll, because nothing wakes it when the instance becomes free (
 Triton releases wake it). Measured on 2 quiet cores with the policy on, at concurrency 1:
 ``resnet50_model`` p95 534 ms (p50 33 ms) and 0.38x in-process throughput, 0.81x at
 saturation; without it p95 35 ms, 0.88x and 0.96x (``benchmarks/resnet50.md``); ``nmt``
-133-173 ms mean queue time per request (``benchmarks/nmt.md``). With prefetching on, the
-bound is the client's deadline and each model's per-request work limits (image pixels,
-text bytes, ``max_beam_tokens``). ``BOUNDED_QUEUE_POLICY`` is the bound to write where a
+133-173 ms mean queue time per request (``benchmarks/nmt.md``). With prefetching on, what
+bounds work is each model's per-request limits (image pixels, text bytes,
+``max_beam_tokens``); a client's deadline ends its call, but Triton no longer drops a
+queued request whose deadline passed, so under overload the queue grows. ``BOUNDED_QUEUE_POLICY`` is the bound to write where a
 Triton without that stall serves the repository (or where rejecting fast matters more
 than latency at low load): ``tests/reliability/test_overload.py`` shows what it does.
 """
