@@ -14,8 +14,9 @@ saturation; without it p95 35 ms, 0.88x and 0.96x (``benchmarks/resnet50.md``); 
 133-173 ms mean queue time per request (``benchmarks/nmt.md``). With prefetching on, what
 bounds work is each model's per-request limits (image pixels, text bytes,
 ``max_beam_tokens``); a client's deadline ends its call, but Triton no longer drops a
-queued request whose deadline passed, so under overload the queue grows. ``BOUNDED_QUEUE_POLICY`` is the bound to write where a
-Triton without that stall serves the repository (or where rejecting fast matters more
+queued request whose deadline passed, so under overload the queue grows.
+``BOUNDED_QUEUE_POLICY`` is the bound to write where a Triton without that stall serves
+the repository (or where rejecting fast matters more
 than latency at low load): ``tests/reliability/test_overload.py`` shows what it does.
 """
 

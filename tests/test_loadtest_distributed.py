@@ -63,7 +63,9 @@ def test_master_and_two_workers_count_requests_and_failures(
         log = (tmp_path / "master.log").read_text(errors="replace")
         assert code == 0, log[-3000:]
         workers_log = "".join((tmp_path / f"worker-{i}.log").read_text()[-2000:] for i in (1, 2))
-        assert one.wait(timeout=15) == 0 and two.wait(timeout=15) == 0, workers_log
+        # 45 s: once in a full suite run a worker that had logged its exit (code 0) was still
+        # alive 15 s later (interpreter shutdown); not reproduced alone (issue 13 note).
+        assert one.wait(timeout=45) == 0 and two.wait(timeout=45) == 0, workers_log
 
     # Each worker wrote its own samples; the master (no users) wrote none.
     worker_files = sorted(tmp_path.glob("raw.worker-*.npz"))
