@@ -210,7 +210,8 @@ def minilm_batches(settings: Settings) -> tuple[int, ...]:
 
 def minilm_in_process(repo: Path, settings: Settings) -> dict:
     """What one ``bert`` execute does, without Triton: tokenise, bucket, encode per bucket."""
-    from python_models.bert_torch import sibling_device, torch_encoder
+    from python_models.bert_torch import torch_encoder
+    from python_models.sibling import sibling_device
     from python_models.text import (
         DEFAULT_BUCKETS,
         bucket_lengths,

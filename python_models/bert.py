@@ -73,7 +73,8 @@ class BertEmbeddingModel(BertTokenizerModel):
         return lambda feeds: ort_session.run([self.output_name], feeds)[0]
 
     def _torch_encoder(self, model: str, script, threads: int) -> Encoder:
-        from python_models.bert_torch import sibling_device, torch_encoder
+        from python_models.bert_torch import torch_encoder
+        from python_models.sibling import sibling_device
 
         device = sibling_device(self.version_dir, model)
         graphs = self._graph_pairs(model) if device == "cuda" else []

@@ -32,9 +32,6 @@ from python_models.cuda_graphs import (
     pick,
     row_chunks,
 )
-from python_models.sibling import sibling_device
-
-__all__ = ["Encoder", "sibling_device", "torch_encoder"]
 
 Encoder = Callable[[Arrays], np.ndarray]
 GraphPair = tuple[int, int]  # (batch rows, sequence length)
