@@ -31,7 +31,14 @@ from client.errors import (
 )
 from client.options import API_KEY_HEADER, GRPC_HEADER_PREFIX, ClientOptions
 from client.retry import RetryLoop
-from client.shm import Region, RegionPool, input_bytes
+from client.shm import (
+    Region,
+    RegionPool,
+    input_bytes,
+    still_in_use,
+    still_registered,
+    unregister_pauses,
+)
 from client.types import Timeout
 
 DEFAULT_PORTS = {"grpc": 8001, "http": 8000, "https": 443}
@@ -413,10 +420,7 @@ class Transport(_Base):
                 with contextlib.suppress(Exception):
                     client = self._client(self.options.timeout.request)
                     for region in regions:
-                        with contextlib.suppress(Exception):
-                            getattr(client, self.unregister_name())(
-                                region.name, headers=self.headers()
-                            )
+                        self._unregister(getattr(client, self.unregister_name()), region)
                 for region in regions:
                     with contextlib.suppress(Exception):
                         self.pool.destroy(region)
@@ -424,6 +428,20 @@ class Transport(_Base):
             with contextlib.suppress(Exception):
                 client.close()
         self._clients.clear()
+
+    def _unregister(self, unregister: Callable[..., Any], region: Region) -> None:
+        """Unregister, waiting out Triton's "in use" just after a call (client/shm.py)."""
+        refusal: BaseException | None = None
+        for pause in unregister_pauses():
+            time.sleep(pause)
+            try:
+                unregister(region.name, headers=self.headers())
+                return
+            except Exception as exc:
+                if not still_in_use(exc):
+                    return  # server gone or region unknown: nothing left to release
+                refusal = exc
+        still_registered(region.name, refusal)
 
 
 class _Probe(Exception):
@@ -533,12 +551,24 @@ class AsyncTransport(_Base):
         if self.pool is not None:
             regions = self.pool.drain()
             if regions and self._instance is not None:
+                unregister = getattr(self._instance, self.unregister_name())
                 for region in regions:
-                    with contextlib.suppress(Exception):
-                        await getattr(self._instance, self.unregister_name())(
-                            region.name, headers=self.headers()
-                        )
+                    await self._unregister(unregister, region)
             for region in regions:
                 with contextlib.suppress(Exception):
                     self.pool.destroy(region)
         await self._reset()
+
+    async def _unregister(self, unregister: Callable[..., Any], region: Region) -> None:
+        """The sync twin's ``_unregister``, with the pauses awaited."""
+        refusal: BaseException | None = None
+        for pause in unregister_pauses():
+            await asyncio.sleep(pause)
+            try:
+                await unregister(region.name, headers=self.headers())
+                return
+            except Exception as exc:
+                if not still_in_use(exc):
+                    return
+                refusal = exc
+        still_registered(region.name, refusal)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -114,6 +115,66 @@ def test_system_shared_memory_gives_the_same_result_and_is_released(
         assert client.classify(image) == expected  # the region is reused
         assert own_regions(), "the input did not go through shared memory"
     assert not own_regions(), "close() left regions behind"
+
+
+CHURN = 100  # clients opened and closed in a row; gRPC left ~6 % of regions before the fix
+
+
+def _registered_here(triton_server) -> list[str]:
+    """This process's SDK regions the server still has registered (system shared memory)."""
+    import tritonclient.grpc as grpcclient
+
+    from server.security import api_key_headers
+
+    raw = grpcclient.InferenceServerClient(triton_server.grpc_url.removeprefix("grpc://"))
+    try:
+        status = raw.get_system_shared_memory_status(
+            headers=api_key_headers(triton_server.api_key, "grpc"), as_json=True
+        )
+    finally:
+        raw.close()
+    prefix = f"tkclient_{os.getpid()}_"
+    return sorted(name for name in status.get("regions", {}) if name.startswith(prefix))
+
+
+def test_close_right_after_a_call_unregisters_on_the_server(server_url: str, triton_server) -> None:
+    """Triton holds an input region until it releases the request, which can come just after
+    the response: an unregister sent at once is refused "in use". close() must wait that out,
+    or every churned client leaves a registration (and its mapping) on the server for good."""
+    require_models("resnet50")
+    image = _png(64)
+    before = _registered_here(triton_server)
+    for _ in range(CHURN):
+        with TritonClient(
+            server_url,
+            timeout=120,
+            shared_memory="system",
+            shared_memory_threshold=0,
+            api_key=triton_server.api_key,
+        ) as client:
+            client.classify(image)
+    assert not own_regions()
+    assert set(_registered_here(triton_server)) - set(before) == set()
+
+
+async def test_async_close_right_after_a_call_unregisters_on_the_server(triton_server) -> None:
+    require_models("resnet50")
+    image = _png(64)
+    before = _registered_here(triton_server)
+    for _ in range(CHURN):
+        client = AsyncTritonClient(
+            triton_server.grpc_url,
+            timeout=120,
+            shared_memory="system",
+            shared_memory_threshold=0,
+            api_key=triton_server.api_key,
+        )
+        try:
+            await client.classify(image)
+        finally:
+            await client.close()
+    assert not own_regions()
+    assert set(_registered_here(triton_server)) - set(before) == set()
 
 
 def test_shared_memory_without_the_key_is_refused(server_url: str) -> None:

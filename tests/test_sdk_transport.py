@@ -9,9 +9,11 @@ streams). tests/test_sdk_server.py checks the same contract against the real Tri
 
 from __future__ import annotations
 
+import itertools
 import socket
 import ssl
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,8 @@ from client import (
     TritonClient,
     TritonClientError,
 )
+from client.shm import UNREGISTER_WAIT_S, unregister_pauses
+from tests.shm_regions import own_regions
 
 URL = {"grpc": "grpc://10.9.8.7:8001", "http": "http://10.9.8.7:8000"}
 EMBEDDING = np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8)
@@ -257,6 +261,61 @@ def test_system_shared_memory_registers_with_headers_and_releases_on_close() -> 
     assert register["headers"] == {"triton-access-key": "k"}
     client.close()
     assert [name for name, _ in calls][-1] == "unregister_system_shared_memory"
+
+
+IN_USE = "Cannot unregister shared memory region 'r', it is currently in use."
+
+
+class RefusingUnregister(FakeTritonClient):
+    """Refuses the first ``refusals`` unregisters with ``error`` (Triton's "in use" by default)."""
+
+    def __init__(self, calls: list, refusals: int, error: str = IN_USE) -> None:
+        super().__init__([], calls)
+        self.refusals, self.error = refusals, error
+
+    def unregister_system_shared_memory(self, name: str = "", **kwargs: Any) -> None:
+        super().unregister_system_shared_memory(name, **kwargs)
+        if self.refusals:
+            self.refusals -= 1
+            raise ise(self.error, "StatusCode.INTERNAL")
+
+
+def _closed_after(refusals: int, error: str = IN_USE) -> int:
+    calls: list = []
+    fake = RefusingUnregister(calls, refusals, error)
+    client = TritonClient(
+        URL["grpc"], shared_memory="system", shared_memory_threshold=0,
+        client_factory=lambda spec: fake,
+    )  # fmt: skip
+    client.embed("a sentence")
+    client.close()
+    assert not own_regions(), "the local region outlives close()"
+    return [name for name, _ in calls].count("unregister_system_shared_memory")
+
+
+def test_close_waits_out_a_region_still_in_use() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        assert _closed_after(refusals=2) == 3
+
+
+def test_close_warns_when_the_server_never_lets_the_region_go() -> None:
+    with pytest.warns(ResourceWarning, match="still registered on the server"):
+        attempts = _closed_after(refusals=10_000)
+    assert 5 <= attempts <= 12  # 0, 5 ms, 10 ms ... within client/shm.UNREGISTER_WAIT_S
+
+
+def test_close_does_not_retry_other_unregister_failures() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        assert _closed_after(refusals=1, error="failed to connect to all addresses") == 1
+
+
+def test_unregister_pauses_double_within_the_budget() -> None:
+    pauses = list(unregister_pauses())
+    assert pauses[:3] == [0.0, 0.005, 0.01]
+    assert all(b == 2 * a for a, b in itertools.pairwise(pauses[1:]))
+    assert sum(pauses) <= UNREGISTER_WAIT_S < sum(pauses) + 2 * pauses[-1]
 
 
 def test_readiness_is_false_only_while_the_server_is_not_up() -> None:
