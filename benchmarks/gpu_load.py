@@ -164,8 +164,13 @@ def served_sequential(url: str, load: Load, settings: Settings, count: int = 300
 
 
 def _worker(args, limit: int | None = None) -> tuple[int, list[float], str]:
+    """Never raises: an exception sent back through the pool may not unpickle (tritonclient's
+    do not), and that kills the pool's result thread, so served_load would wait it out."""
     url, load, concurrency, seconds, index = args
-    return asyncio.run(_worker_async(url, load, concurrency, seconds, index, limit))
+    try:
+        return asyncio.run(_worker_async(url, load, concurrency, seconds, index, limit))
+    except Exception as exc:
+        return concurrency, [], f"{type(exc).__name__}: {exc}"
 
 
 async def _worker_async(url, load: Load, concurrency, seconds, index, limit):
@@ -179,7 +184,12 @@ async def _worker_async(url, load: Load, concurrency, seconds, index, limit):
 
     async def user(number: int) -> None:
         nonlocal errors, first_error
-        regions = await _Regions.open(client, load, f"bench_{index}_{number}")
+        try:
+            regions = await _Regions.open(client, load, f"bench_{index}_{number}")
+        except Exception as exc:
+            errors += 1
+            first_error = first_error or f"registering shared memory: {type(exc).__name__}: {exc}"
+            return
         try:
             call = 0
             while time.perf_counter() < end and (limit is None or len(latencies) < limit):
@@ -196,7 +206,11 @@ async def _worker_async(url, load: Load, concurrency, seconds, index, limit):
                     errors += 1
                     first_error = first_error or f"{type(exc).__name__}: {exc}"
         finally:
-            await regions.close()
+            try:
+                await regions.close()
+            except Exception as exc:
+                errors += 1
+                first_error = first_error or f"releasing shared memory: {type(exc).__name__}: {exc}"
 
     await asyncio.gather(*(user(n) for n in range(concurrency)))
     await client.close()
@@ -263,11 +277,24 @@ class _Regions:
         return tensors
 
     async def close(self) -> None:
+        """Unregister (waiting out Triton's "in use" right after a call), then destroy."""
+        from client.shm import still_in_use, unregister_pauses
+
+        if not self.handles:
+            return
+        unregister = getattr(self.client, f"unregister_{self.load.shm}_shared_memory")
         for region, handle, _ in self.handles.values():
-            kind = self.load.shm
             try:
-                unregister = getattr(self.client, f"unregister_{kind}_shared_memory")
-                await unregister(region, headers=self.headers)
+                for pause in unregister_pauses():
+                    await asyncio.sleep(pause)
+                    try:
+                        await unregister(region, headers=self.headers)
+                        break
+                    except Exception as exc:
+                        if not still_in_use(exc):
+                            raise
+                else:
+                    raise RuntimeError(f"region {region} still in use on the server")
             finally:
                 self.module.destroy_shared_memory_region(handle)
 

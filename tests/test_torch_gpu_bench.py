@@ -48,3 +48,21 @@ def test_smoke_run_measures_every_row(tmp_path: Path) -> None:
     report = (out / "gpu.md").read_text()
     for title in ("## resnet50", "## bert-large", "JPEG (nvJPEG", "shared memory", "MiniLM-L6"):
         assert title in report
+
+
+def test_a_failing_load_worker_is_a_row_with_errors_not_a_hang(tmp_path: Path) -> None:
+    """A worker's exception must not reach multiprocessing: tritonclient's exceptions do not
+    unpickle (``msg`` is keyword-only in their args), which killed the pool's result thread
+    and left served_load waiting for its grace period (the CI failure of the smoke run)."""
+    import numpy as np
+
+    from benchmarks.gpu_load import Load, served_load
+    from benchmarks.gpu_settings import Settings
+    from server import free_port
+
+    url = f"127.0.0.1:{free_port()}"  # nothing listens: registering the region fails
+    load = Load("m", [{"IMAGE": np.zeros((1, 4), np.uint8)}], "logits", shm="system")
+    settings = Settings(out=tmp_path, device="cpu", seconds=0.2, processes=2, smoke=True)
+    row = served_load(url, load, 2, settings)
+    assert row["requests"] == 0 and row["errors"] == 2, row
+    assert "UNAVAILABLE" in row["first_error"] or "connect" in row["first_error"], row
