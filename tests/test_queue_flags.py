@@ -78,6 +78,13 @@ def test_help_states_the_trade_off(family: str, capsys) -> None:
     assert "Triton 2.51" in text and "500 ms" in text and "prefetch" in text
 
 
+def test_the_top_level_help_points_at_the_flag(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--queue-policy bounded" in text and "500 ms" in text
+
+
 def test_the_rebuild_command_carries_the_queue_and_parses_back() -> None:
     options = replace(BuildOptions(family="bert"), queue=QueuePolicy(7, 250_000, True))
     command = rebuild_command(options, "bert_model")
