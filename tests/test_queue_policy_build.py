@@ -19,7 +19,10 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from build_engines.cli import build_from_argv
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses"),
+]
 
 BATCHED = {
     "resnet50": {

@@ -72,3 +72,26 @@ def test_overload_is_rejected_fast_and_accepted_p99_stays_bounded(tmp_path: Path
         bound = timeout_s + 2 * SERVICE_S + 0.6
         assert accepted and np.percentile(accepted, 99) < bound, np.percentile(accepted, 99)
         assert server.is_ready()
+
+
+@pytest.mark.slow  # a model build
+@pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+def test_a_family_built_with_the_flags_serves_with_its_bound(tmp_path: Path) -> None:
+    """``nmt --architecture rnn`` (seconds to build) with a bound: Triton loads it, shows the
+    policy in the served config, and translates."""
+    from build_engines.cli import build_from_argv
+    from client import TritonClient
+
+    repo = tmp_path / "repo"
+    flags = ["--queue-policy", "bounded", "--max-queue-size", "3", "--queue-timeout-ms", "2000"]
+    paths = ["--output-repository", str(repo), "--work-dir", str(tmp_path / "work")]
+    build_from_argv(["nmt", "--architecture", "rnn", "--instances", "1", *paths, *flags])
+    with TritonServer(tiny_config(repo, tmp_path)) as server:
+        with httpclient.InferenceServerClient(server.http_url.removeprefix("http://")) as http:
+            policy = http.get_model_config("nmt_rnn")["dynamic_batching"]["default_queue_policy"]
+        assert int(policy["max_queue_size"]) == 3 and policy["allow_timeout_override"]
+        assert int(policy["default_timeout_microseconds"]) == 2_000_000
+        assert policy["timeout_action"] == "REJECT"
+        with TritonClient(server.grpc_url, timeout=60) as client:
+            (french,) = client.translate(["twelve"], beam_size=2, model="nmt_rnn")
+        assert french == "douze"
