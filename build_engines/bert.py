@@ -384,6 +384,7 @@ def preprocess_model(
         },
         instances=options.instances,
         dynamic_batching_delay_us=model_options.queue_delay_us,
+        queue=options.queue,
     )
     files = {
         "model.py": python_shim("python_models.text.BertTokenizerModel"),
@@ -438,6 +439,7 @@ def write_repository(
         instances=options.instances,
         threads=options.threads,
         dynamic_batching_delay_us=model_options.queue_delay_us,
+        queue=options.queue,
     )
     notes = provenance(source, diff, buckets)
     set_parameters(model_config, notes)

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from build_engines.flags import add_common_arguments, build_options
+from build_engines.flags import add_common_arguments, build_options, parse_build_args
 from build_engines.options import BuildOptions
 from build_engines.steps import BuildError
 
@@ -38,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Export models to ONNX, check them against their PyTorch source, lower "
         "precision on the ONNX graph, optionally compile TensorRT plans, and write a Triton "
         "model repository.",
+        epilog="FAMILY --help lists every option, among them --queue-policy bounded: a "
+        "bounded queue that rejects excess requests at once on every dynamically batched "
+        "model (off by default: on Triton 2.51 it stops the batcher's prefetching, and a lone "
+        "request can wait 500 ms).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     sub = parser.add_subparsers(dest="family", required=True, metavar="FAMILY")
@@ -87,13 +91,13 @@ def run_family(family: str, args: argparse.Namespace) -> None:
 def build_from_argv(argv: list[str]) -> None:
     """``python -m build_engines FAMILY ...`` in-process, for tests and benchmarks: one family,
     BuildError on failure."""
-    args = build_parser().parse_args(argv)
+    args = parse_build_args(build_parser(), argv)
     run_family(args.family, args)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_build_args(parser, argv)
     families = ALL_ORDER if args.family == "all" else [args.family]
     try:
         for family in families:

@@ -10,7 +10,13 @@ import argparse
 import os
 from pathlib import Path
 
-from build_engines.options import PRECISIONS, BuildOptions
+from build_engines.options import (
+    PRECISIONS,
+    QUEUE_POLICIES,
+    BuildOptions,
+    queue_policy,
+    queue_policy_name,
+)
 from build_engines.precision.int8 import METHODS, CalibrationSettings
 from build_engines.registry import ENGINE_NAMES
 from build_engines.tensorrt.options import HARDWARE_LEVELS, PROFILING_VERBOSITY, TensorRTOptions
@@ -18,6 +24,20 @@ from build_engines.tensorrt.options import HARDWARE_LEVELS, PROFILING_VERBOSITY,
 _BUILD = BuildOptions()
 _CALIBRATION = CalibrationSettings()
 _TENSORRT = TensorRTOptions()
+_BOUNDED = QUEUE_POLICIES["bounded"]
+
+
+def parse_build_args(
+    parser: argparse.ArgumentParser, argv: list[str] | None = None
+) -> argparse.Namespace:
+    """Parse, then check the flags convert into :class:`BuildOptions`: an inconsistent
+    combination is a usage error (exit 2) before any work, not a traceback."""
+    args = parser.parse_args(argv)
+    try:
+        build_options(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return args
 
 
 def build_options(args: argparse.Namespace, family: str | None = None) -> BuildOptions:
@@ -41,6 +61,7 @@ def build_options(args: argparse.Namespace, family: str | None = None) -> BuildO
         int8_keep_float=tuple(args.int8_keep_float or ()),
         tensorrt=TensorRTOptions(**tensorrt),
         shape_ranges=tuple(args.shape_range or ()),
+        queue=queue_policy(args.queue_policy, args.max_queue_size, args.queue_timeout_ms),
     )
 
 
@@ -96,8 +117,45 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="print the plan of work (and trtexec command for --engine tensorrt) and write "
         "nothing: no ONNX export, no repository files",
     )
+    add_queue_arguments(parser)
     add_precision_arguments(parser)
     add_tensorrt_arguments(parser)
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def add_queue_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("queue of every dynamically batched model")
+    group.add_argument(
+        "--queue-policy",
+        choices=list(QUEUE_POLICIES),
+        default=queue_policy_name(_BUILD.queue),
+        help="bounded: a queue of --max-queue-size requests and a --queue-timeout-ms default "
+        "timeout (a client's deadline may shorten it) that rejects excess requests at once "
+        "(UNAVAILABLE, the SDK's ServerOverloadedError); but on Triton 2.51 any queue policy "
+        "stops the dynamic batcher's prefetching, so a lone request arriving while the "
+        "instance finishes a batch can wait 500 ms. off writes no policy: prefetching stays "
+        "on and, under overload, the queue grows (default: %(default)s)",
+    )
+    group.add_argument(
+        "--max-queue-size",
+        type=_non_negative,
+        metavar="N",
+        help="with --queue-policy bounded: requests queued per model before new ones are "
+        f"rejected (default: {_BOUNDED.max_queue_size}; 0: no size limit)",
+    )
+    group.add_argument(
+        "--queue-timeout-ms",
+        type=_non_negative,
+        metavar="MS",
+        help="with --queue-policy bounded: a request not started after MS is rejected "
+        f"(default: {_BOUNDED.default_timeout_us // 1000}; 0: only clients' deadlines)",
+    )
 
 
 def add_precision_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,10 +15,17 @@ from build_engines.precision.int8 import CalibrationSettings
 from build_engines.registry import Engine
 from build_engines.tensorrt.options import TensorRTOptions
 from python_models.contracts import family_of
+from python_models.serving_policy import BOUNDED_QUEUE_POLICY, DEFAULT_QUEUE_POLICY, QueuePolicy
 
 PRECISIONS = ("fp32", "fp16", "int8", "int8-dynamic")
 # ONNX Runtime's own integer ops (no Q/DQ): only its engine can run them.
 ONNXRUNTIME_ONLY = ("int8-dynamic",)
+# --queue-policy: the queue every dynamically batched model gets (python_models/serving_policy).
+QUEUE_POLICIES = {"off": DEFAULT_QUEUE_POLICY, "bounded": BOUNDED_QUEUE_POLICY}
+QUEUE_NUMBERS_NEED_BOUNDED = (
+    "--max-queue-size and --queue-timeout-ms need --queue-policy bounded "
+    "(the default, off, writes no queue policy)"
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class BuildOptions:
     int8_keep_float: tuple[str, ...] = ()  # as given; "none" drops the family's patterns
     tensorrt: TensorRTOptions = field(default_factory=TensorRTOptions)
     shape_ranges: tuple[str, ...] = ()  # --shape-range AXIS=MIN:OPT:MAX[,...]
+    queue: QueuePolicy = DEFAULT_QUEUE_POLICY  # of every dynamically batched model
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -64,6 +72,38 @@ class BuildOptions:
         return replace(self, instances=instances, threads=threads)
 
 
+def queue_policy(
+    name: str, max_queue_size: int | None = None, timeout_ms: int | None = None
+) -> QueuePolicy:
+    """``--queue-policy NAME`` with ``--max-queue-size``/``--queue-timeout-ms`` overriding the
+    bounded values; ValueError if the numbers come without ``bounded`` or are negative."""
+    policy = QUEUE_POLICIES[name]
+    given = {"max_queue_size": max_queue_size, "default_timeout_us": timeout_ms}
+    given = {key: value for key, value in given.items() if value is not None}
+    if given and policy.off:
+        raise ValueError(QUEUE_NUMBERS_NEED_BOUNDED)
+    if any(value < 0 for value in given.values()):
+        raise ValueError("--max-queue-size and --queue-timeout-ms must be >= 0")
+    if "default_timeout_us" in given:
+        given["default_timeout_us"] *= 1000
+    return replace(policy, **given)
+
+
+def queue_policy_name(policy: QueuePolicy) -> str:
+    return "off" if policy.off else "bounded"
+
+
+def queue_flags(policy: QueuePolicy) -> list[str]:
+    """The flags that give ``policy`` (none for the default)."""
+    if policy == BuildOptions.queue:
+        return []
+    parts = ["--queue-policy", queue_policy_name(policy)]
+    if not policy.off:
+        parts += ["--max-queue-size", str(policy.max_queue_size)]
+        parts += ["--queue-timeout-ms", str(policy.default_timeout_us // 1000)]
+    return parts
+
+
 def rebuild_command(options: BuildOptions, name: str) -> str:
     """The ``python -m build_engines`` line that rebuilds this plan (for sidecars and errors):
     the options that differ from the dataclass defaults, the only place defaults live."""
@@ -74,6 +114,7 @@ def rebuild_command(options: BuildOptions, name: str) -> str:
         parts += _changed(options.calibration, CalibrationSettings(), "calibration_")
     for item in options.shape_ranges:
         parts += ["--shape-range", item]
+    parts += queue_flags(options.queue)
     if options.output_repository != BuildOptions.output_repository:
         parts += ["--output-repository", str(options.output_repository)]
     return shlex.join(parts)

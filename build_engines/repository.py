@@ -97,8 +97,10 @@ def onnx_model_config(
     threads: int = 0,
     dynamic_batching_delay_us: int | None = None,
     preferred_batch_sizes: Iterable[int] = (),
+    queue: QueuePolicy = DEFAULT_QUEUE_POLICY,
 ) -> mc.ModelConfig:
-    """An ONNX model: the native backend in the container, the Python one here."""
+    """An ONNX model: the native backend in the container, the Python one here; ``queue``
+    applies only with dynamic batching (``dynamic_batching_delay_us`` given)."""
     config = mc.ModelConfig(name=name, platform="onnxruntime_onnx", max_batch_size=max_batch_size)
     config.default_model_filename = "model.onnx"
     add_inputs(config, inputs)
@@ -107,7 +109,7 @@ def onnx_model_config(
     if threads:
         set_parameters(config, {"intra_op_thread_count": threads, "inter_op_thread_count": 1})
     if dynamic_batching_delay_us is not None:
-        enable_dynamic_batching(config, dynamic_batching_delay_us, preferred_batch_sizes)
+        enable_dynamic_batching(config, dynamic_batching_delay_us, preferred_batch_sizes, queue)
     return config
 
 
@@ -119,6 +121,7 @@ def python_model_config(
     parameters: Mapping[str, object] | None = None,
     instances: int = 1,
     dynamic_batching_delay_us: int | None = None,
+    queue: QueuePolicy = DEFAULT_QUEUE_POLICY,
 ) -> mc.ModelConfig:
     config = mc.ModelConfig(name=name, backend="python", max_batch_size=max_batch_size)
     add_inputs(config, inputs)
@@ -126,7 +129,7 @@ def python_model_config(
     set_instances(config, instances)
     set_parameters(config, parameters or {})
     if dynamic_batching_delay_us is not None:
-        enable_dynamic_batching(config, dynamic_batching_delay_us)
+        enable_dynamic_batching(config, dynamic_batching_delay_us, queue=queue)
     return config
 
 

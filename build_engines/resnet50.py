@@ -234,6 +234,7 @@ def write_repository(
         instances=options.instances,
         threads=options.threads,
         dynamic_batching_delay_us=model_options.queue_delay_us,
+        queue=options.queue,
     )
     set_parameters(model_config, provenance)
     model_config, files = serving_artifacts(
@@ -256,6 +257,7 @@ def write_repository(
             max_batch,
             parameters={"top_k": 5, "labels_file": "labels.txt"},
             dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
+            queue=options.queue,
         ),
         {
             "model.py": python_shim("python_models.image.TopKPostprocessor"),
@@ -314,6 +316,7 @@ def preprocess_models(
             parameters=parameters,
             instances=options.instances,
             dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
+            queue=options.queue,
         )
         if _gpu_preprocessing(options):
             set_instances(config, options.instances, "KIND_GPU")

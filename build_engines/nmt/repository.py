@@ -119,7 +119,7 @@ def write_bls(
         parameters=parameters,
         instances=options.instances,
     )
-    enable_dynamic_batching(config, BATCH_DELAY_US)
+    enable_dynamic_batching(config, BATCH_DELAY_US, queue=options.queue)
     files: dict[str, Path | str] = {"model.py": python_shim("python_models.nmt.NmtModel")}
     files.update({name: checkpoint / name for name in TOKENIZER_FILES})
     if (checkpoint / TARGET_VOCAB).exists():

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from build_engines.dry_run import describe
-from build_engines.flags import add_common_arguments, build_options
+from build_engines.flags import add_common_arguments, build_options, parse_build_args
 from build_engines.registry import Engine
 from build_engines.repository import parse
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m build_engines.tensorrt", description=__doc__)
     add_common_arguments(parser)
     parser.add_argument("models", nargs="*", help="model names (default: every ONNX model)")
-    args = parser.parse_args(argv)
+    args = parse_build_args(parser, argv)
     options = replace(build_options(args), engine=Engine.TENSORRT, dry_run=True, family=None)
     models = onnx_models(options.output_repository, args.models)
     if not models:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from build_engines.repository import Tensor, python_model_config, write_model
+from python_models.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
 from server import ServerConfig
 
 ECHO_MODEL = """
@@ -29,14 +30,20 @@ def tiny_repository(tmp_path: Path) -> Path:
     return write_echo(tmp_path / "repo")
 
 
-def write_echo(root: Path, dynamic_batching: bool = False, max_batch_size: int = 8) -> Path:
-    """``echo`` with the build's own dynamic batching (and so its queue policy) if asked."""
+def write_echo(
+    root: Path,
+    dynamic_batching: bool = False,
+    max_batch_size: int = 8,
+    queue: QueuePolicy = DEFAULT_QUEUE_POLICY,
+) -> Path:
+    """``echo`` with the build's own dynamic batching (and ``queue``, its policy) if asked."""
     config = python_model_config(
         "echo",
         [Tensor("X", "FP32", (1,))],
         [Tensor("Y", "FP32", (1,))],
         max_batch_size,
         dynamic_batching_delay_us=0 if dynamic_batching else None,
+        queue=queue,
     )
     write_model(root, config, {"model.py": ECHO_MODEL})
     return root

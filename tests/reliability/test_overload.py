@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
-from google.protobuf import text_format
 from tritonclient.utils import InferenceServerException
 
-from build_engines.repository import apply_queue_policy, parse
-from python_models.serving_policy import BOUNDED_QUEUE_POLICY, QueuePolicy
+from build_engines.cli import build_parser, family_options
+from build_engines.repository import parse
+from python_models.serving_policy import QueuePolicy
 from server import TritonServer
 from tests.reliability.conftest import tiny_config, write_echo
 
@@ -22,12 +22,10 @@ SERVICE_S = 0.2  # one batch of up to 4
 CLIENTS = 48
 
 
-def _shrink_queue(repo: Path, size: int, timeout_us: int) -> None:
-    """The build's bounded policy, with a queue small enough to overflow in a second."""
-    path = repo / "echo" / "config.pbtxt"
-    config = parse(path.read_text())
-    apply_queue_policy(config, QueuePolicy(size, timeout_us, allow_timeout_override=True))
-    path.write_text(text_format.MessageToString(config))
+def _queue_flags(*flags: str) -> QueuePolicy:
+    """The policy ``python -m build_engines FAMILY --queue-policy bounded ...`` writes."""
+    args = build_parser().parse_args(["resnet50", "--queue-policy", "bounded", *flags])
+    return family_options("resnet50", args).queue
 
 
 def _one(url: str) -> tuple[bool, float, str]:
@@ -46,21 +44,20 @@ def test_the_default_keeps_prefetching_and_the_bound_is_written_when_asked(
     tmp_path: Path,
 ) -> None:
     """Off by default (Triton 2.51 stops prefetching under any policy field, see
-    python_models/serving_policy.py); BOUNDED_QUEUE_POLICY writes every field."""
-    config = parse((write_echo(tmp_path, True) / "echo/config.pbtxt").read_text())
+    python_models/serving_policy.py); ``--queue-policy bounded`` writes every field."""
+    config = parse((write_echo(tmp_path / "off", True) / "echo/config.pbtxt").read_text())
     assert config.HasField("dynamic_batching")
     assert not config.dynamic_batching.HasField("default_queue_policy")
-    apply_queue_policy(config, BOUNDED_QUEUE_POLICY)
-    queue = config.dynamic_batching.default_queue_policy
-    assert queue.max_queue_size == BOUNDED_QUEUE_POLICY.max_queue_size > 0
-    assert queue.default_timeout_microseconds == BOUNDED_QUEUE_POLICY.default_timeout_us > 0
+    bounded = write_echo(tmp_path / "bounded", True, queue=_queue_flags())
+    queue = parse((bounded / "echo/config.pbtxt").read_text()).dynamic_batching.default_queue_policy
+    assert (queue.max_queue_size, queue.default_timeout_microseconds) == (128, 5_000_000)
     assert queue.allow_timeout_override and queue.timeout_action == queue.REJECT
 
 
 def test_overload_is_rejected_fast_and_accepted_p99_stays_bounded(tmp_path: Path) -> None:
-    repo = write_echo(tmp_path / "repo", dynamic_batching=True, max_batch_size=4)
-    timeout_s = 0.5
-    _shrink_queue(repo, size=4, timeout_us=int(timeout_s * 1e6))
+    timeout_s = 0.5  # and a queue of 4: small enough to overflow in a second
+    queue = _queue_flags("--max-queue-size", "4", "--queue-timeout-ms", str(int(timeout_s * 1e3)))
+    repo = write_echo(tmp_path / "repo", dynamic_batching=True, max_batch_size=4, queue=queue)
     with TritonServer(tiny_config(repo, tmp_path)) as server:
         url = server.http_url.removeprefix("http://")
         with ThreadPoolExecutor(CLIENTS) as pool:
@@ -75,3 +72,26 @@ def test_overload_is_rejected_fast_and_accepted_p99_stays_bounded(tmp_path: Path
         bound = timeout_s + 2 * SERVICE_S + 0.6
         assert accepted and np.percentile(accepted, 99) < bound, np.percentile(accepted, 99)
         assert server.is_ready()
+
+
+@pytest.mark.slow  # a model build
+@pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+def test_a_family_built_with_the_flags_serves_with_its_bound(tmp_path: Path) -> None:
+    """``nmt --architecture rnn`` (seconds to build) with a bound: Triton loads it, shows the
+    policy in the served config, and translates."""
+    from build_engines.cli import build_from_argv
+    from client import TritonClient
+
+    repo = tmp_path / "repo"
+    flags = ["--queue-policy", "bounded", "--max-queue-size", "3", "--queue-timeout-ms", "2000"]
+    paths = ["--output-repository", str(repo), "--work-dir", str(tmp_path / "work")]
+    build_from_argv(["nmt", "--architecture", "rnn", "--instances", "1", *paths, *flags])
+    with TritonServer(tiny_config(repo, tmp_path)) as server:
+        with httpclient.InferenceServerClient(server.http_url.removeprefix("http://")) as http:
+            policy = http.get_model_config("nmt_rnn")["dynamic_batching"]["default_queue_policy"]
+        assert int(policy["max_queue_size"]) == 3 and policy["allow_timeout_override"]
+        assert int(policy["default_timeout_microseconds"]) == 2_000_000
+        assert policy["timeout_action"] == "REJECT"
+        with TritonClient(server.grpc_url, timeout=60) as client:
+            (french,) = client.translate(["twelve"], beam_size=2, model="nmt_rnn")
+        assert french == "douze"
