@@ -37,6 +37,9 @@ import numpy as np
 
 from benchmarks.common import machine_description
 from build_engines.repository import parse, write_model
+from python_models.bert import encoder_session_settings
+from python_models.ort_session import SessionSettings, create_session
+from python_models.parameters import ModelParameters
 from python_models.text import bucket_lengths, load_tokenizer, token_ids, tokenize
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -136,22 +139,15 @@ class Setup:
     tokenizer: Any
     buckets: tuple[int, ...]
     onnx: Path
-    instances: int
-    threads: int
+    instances: int  # of the served one-model, one in-process session each
+    session: SessionSettings  # the served one-model's encoder session, used in-process too
+
+    @property
+    def threads(self) -> int:
+        return self.session.intra_op_threads
 
 
 # -- in-process ------------------------------------------------------------------------------
-def ort_session(path: Path, threads: int) -> Any:
-    """The same options as the served model (server/backends/onnxruntime)."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-
 def run_in_process(
     sessions: list[Any],
     setup: Setup,
@@ -309,13 +305,14 @@ def model_setup(repo: Path, name: str) -> Setup:
     max_length = int(pre.parameters["max_length"].string_value)
     buckets = [int(b) for b in pre.parameters["buckets"].string_value.split(",")]
     tokenizer = load_tokenizer(repo / f"{name}_preprocess" / "1" / "tokenizer.json", max_length)
-    encoder = parse((repo / f"{name}_model" / "config.pbtxt").read_text())
+    served = parse((repo / name / "config.pbtxt").read_text())  # the one-model under test
+    parameters = {key: value.string_value for key, value in served.parameters.items()}
     return Setup(
         tokenizer,
         bucket_lengths(buckets, max_length),
         repo / f"{name}_model" / "1" / "model.onnx",
-        sum(group.count for group in encoder.instance_group) or 1,
-        int(encoder.parameters["intra_op_thread_count"].string_value or 0),
+        sum(group.count for group in served.instance_group) or 1,
+        encoder_session_settings(ModelParameters(parameters)),
     )
 
 
@@ -325,7 +322,7 @@ def model_cells(
     """Every cell of one model. Each is measured in two halves, the engines alternating
     (in-process, Triton[, max-length], in-process, Triton[, max-length]), so load drift from
     other jobs on the machine hits every engine alike."""
-    sessions = [ort_session(setup.onnx, setup.threads) for _ in range(setup.instances)]
+    sessions = [create_session(setup.onnx, setup.session) for _ in range(setup.instances)]
     warm = ["warm " * (bucket - 2) for bucket in setup.buckets]
     for session in sessions:  # the first call per shape plans memory: keep it out of the cells
         for _, feeds in tokenize(setup.tokenizer, warm, setup.buckets):
@@ -471,9 +468,12 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
         "were measured back to back (in-process, then Triton, for each cell).",
         "",
         f"- ONNX Runtime CPU, FP32. The served encoder has {setup.instances} instance(s) x "
-        f"{setup.threads} intra-op thread(s); in-process uses the same: {setup.instances} "
-        "session(s), same options, each driven by its own Python thread with its share of the "
-        "clients. Buckets: " + ",".join(map(str, setup.buckets)) + ".",
+        f"{setup.threads} intra-op thread(s) (session config "
+        f"{dict(setup.session.config_entries)}); "
+        f"in-process uses the same: {setup.instances} session(s), same options, each driven by "
+        "its own Python thread with its share of the clients. Buckets: "
+        + ",".join(map(str, setup.buckets))
+        + ".",
         "- Traffic: short = 8-16 tokens, medium = 60-68, mixed = uniform 4-256 (token counts "
         f"include [CLS]/[SEP]); a pool of {POOL_SIZE} texts per traffic built from whole-word "
         "vocabulary entries, each text exactly its target length.",

@@ -23,6 +23,7 @@ import numpy as np
 from build_engines import onnx_export
 from build_engines.engines import CalibrationSource, serving_artifacts
 from build_engines.options import BuildOptions
+from build_engines.registry import Engine
 from build_engines.repository import (
     Step,
     Tensor,
@@ -32,10 +33,12 @@ from build_engines.repository import (
     onnx_model_config,
     python_model_config,
     python_shim,
+    set_instances,
     set_parameters,
     write_model,
 )
 from build_engines.steps import StepLog, info, warn
+from python_models.ort_session import ALLOW_SPINNING
 from python_models.text import (
     DEFAULT_BUCKETS,
     bucket_lengths,
@@ -411,11 +414,31 @@ def embedding_model(
     config.name = name
     del config.output[:]
     add_outputs(config, [Tensor("EMBEDDING", "FP32", (source.hidden,))])
-    set_parameters(
-        config,
-        {**notes, "encoder_model": f"{name}_model", "intra_op_thread_count": options.threads},
-    )
+    instances, session = embedding_topology(options)
+    set_instances(config, instances)
+    set_parameters(config, {**notes, "encoder_model": f"{name}_model", **session})
     return config, {**files, "model.py": python_shim("python_models.bert.BertEmbeddingModel")}
+
+
+def embedding_topology(options: BuildOptions) -> tuple[int, dict[str, object]]:
+    """Instances and session parameters of the one-model ``<name>``.
+
+    With ONNX Runtime the encoder runs inside the stub: ONE instance gets the whole thread
+    budget (instances x threads), its pool threads not spinning. With N single-thread stubs
+    Triton hands a lone client's requests to them in turn, and each encoder call then runs
+    on caches the other stub's weights evicted (MiniLM, 16 tokens: 4.4 vs 3.1 ms a call);
+    spinning pool threads would compete with the tokenizer, Triton and the client
+    (benchmarks/bert.md, "Topology"). Other engines keep N instances: there the GPU or a
+    BLS call does the work, and several stubs keep several batches in flight.
+    """
+    assert options.instances and options.threads, "with_family_defaults fills them"
+    if options.engine is not Engine.ONNXRUNTIME:
+        return options.instances, {"intra_op_thread_count": options.threads}
+    threads = options.instances * options.threads
+    session: dict[str, object] = {"intra_op_thread_count": threads, "inter_op_thread_count": 1}
+    if threads > 1:
+        session[ALLOW_SPINNING] = 0
+    return 1, session
 
 
 def write_repository(

@@ -35,7 +35,8 @@ import numpy as np
 
 from python_models import bls
 from python_models.base import Arrays
-from python_models.nmt_ort import session
+from python_models.ort_session import SessionSettings, create_session
+from python_models.parameters import ModelParameters
 from python_models.sibling import sibling_onnx
 from python_models.text import BertTokenizerModel, group_by_bucket, pad_rows
 
@@ -51,6 +52,15 @@ def _torch_imports() -> bool:
     return True
 
 
+def encoder_session_settings(params: ModelParameters) -> SessionSettings:
+    """The in-stub encoder's session, from the model's parameters as the native backend reads
+    them (threads, ``session.*`` entries); one intra- and one inter-op thread where a config
+    built before says nothing. The build gives this one stub the whole thread budget with
+    spinning off (build_engines/bert.py ``embedding_topology`` says why)."""
+    values = {"intra_op_thread_count": "1", "inter_op_thread_count": "1", **params.as_dict()}
+    return SessionSettings.from_parameters(values)
+
+
 class BertEmbeddingModel(BertTokenizerModel):
     """TEXT (BYTES [1]) -> EMBEDDING (FP32 [hidden]); tokenizer and encoder in one stub."""
 
@@ -62,7 +72,8 @@ class BertEmbeddingModel(BertTokenizerModel):
         path = sibling_onnx(self.version_dir, encoder_model)
         script = sibling_onnx(self.version_dir, encoder_model, "model.pt")
         if path is not None:
-            self.encoder = self._session_encoder(session(path, threads))
+            settings = encoder_session_settings(self.params)
+            self.encoder = self._session_encoder(create_session(path, settings))
         elif script is not None and _torch_imports():
             self.encoder = self._torch_encoder(encoder_model, script, threads)
         else:

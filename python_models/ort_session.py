@@ -18,6 +18,9 @@ INTRA_OP = "intra_op_thread_count"
 INTER_OP = "inter_op_thread_count"
 EXECUTION_MODE = "execution_mode"
 SESSION_CONFIG_PREFIX = "session."
+# "0": idle intra-op pool threads sleep instead of spinning (ONNX Runtime session config key;
+# the python-based backends honour it, the native onnxruntime backend does not read it).
+ALLOW_SPINNING = "session.intra_op.allow_spinning"
 
 
 @dataclass(frozen=True)
