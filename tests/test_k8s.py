@@ -229,6 +229,47 @@ def test_gpu_profile_gets_gpus_on_one_gpu_type_and_cpu_profile_none(rendered) ->
     assert plan_check["resources"]["limits"]["nvidia.com/gpu"] == 1
 
 
+# -- KServe: the same safeguards as the Deployment --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kserve() -> list[dict[str, Any]]:
+    return _render(K8S / "kserve")
+
+
+def _kserve_triton(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    runtime = _get(objects, "ServingRuntime", "triton-kit")
+    return next(c for c in runtime["spec"]["containers"] if c["name"] == "kserve-container")
+
+
+def test_kserve_runtime_restricts_the_admin_apis_with_the_deployments_key(kserve) -> None:
+    """Unrestricted, any client could crash Triton through the shared-memory API (issue 12)."""
+    triton = _kserve_triton(kserve)
+    flags = _flags(triton["args"])
+    for flag in ("--http-restricted-api", "--grpc-restricted-protocol"):
+        groups, _, key = flags[flag].partition(":")
+        assert set(groups.split(",")) == {"shared-memory", "model-repository", "logging"}, flag
+        assert key == "triton-kit-api-key=$(TRITON_KIT_API_KEY)", flag
+    env = {e["name"]: e for e in triton["env"]}
+    assert env["TRITON_KIT_API_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": "triton-kit-api-key",
+        "key": "key",
+    }
+    assert env["HOME"]["value"] == "/tmp", "the python backend's stubs need a writable home"
+
+
+def test_kserve_runtime_drains_before_the_sigterm(kserve) -> None:
+    triton = _kserve_triton(kserve)
+    flags, drain = _flags(triton["args"]), pre_stop_drain(triton)
+    url = urllib.parse.urlsplit(drain["--url"])
+    assert url.hostname == "127.0.0.1" and url.port == int(flags["--http-port"])
+    assert flags["--model-control-mode"] == "explicit" and flags["--load-model"] == "*"
+    predictor = _get(kserve, "InferenceService", "triton-kit")["spec"]["predictor"]
+    pause, timeout = float(drain["--pause"]), float(drain["--timeout"])
+    exit_timeout = int(flags["--exit-timeout-secs"])
+    assert predictor["terminationGracePeriodSeconds"] > pause + timeout + exit_timeout
+
+
 # -- the flags, on the real server -----------------------------------------------------------
 
 
@@ -237,7 +278,8 @@ def _manifest_flags_for_embedded(triton: dict[str, Any]) -> list[str]:
     assert all("$(" not in a for a in args), "every $(VAR) in args must be an env var we know"
     env = {e["name"] for e in triton["env"]}
     assert "TRITON_KIT_API_KEY" in env
-    return [a for a in args if not a.startswith(LAUNCHER_FLAGS)]
+    # KServe's runtime names the binary in args; the launcher starts it itself.
+    return [a for a in args if a.startswith("--") and not a.startswith(LAUNCHER_FLAGS)]
 
 
 def _status(url: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> int:
@@ -265,9 +307,15 @@ def _assert_grpc_repository_api_needs_the_key(url: str) -> None:
         client.close()
 
 
-def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(tmp_path: Path) -> None:
-    """The Deployment's own flags on Triton 2.51: probes answer, admin APIs need the key."""
-    triton = _triton(_render(K8S / "overlays/cpu"))
+@pytest.mark.parametrize("manifest", ["deployment", "kserve"])
+def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(
+    tmp_path: Path, manifest: str
+) -> None:
+    """Each manifest's own flags on Triton 2.51: probes answer, admin APIs need the key."""
+    if manifest == "kserve":
+        triton = _kserve_triton(_render(K8S / "kserve"))
+    else:
+        triton = _triton(_render(K8S / "overlays/cpu"))
     repository = tmp_path / "models"
     repository.mkdir()
     config = ServerConfig(
@@ -281,6 +329,8 @@ def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(tmp_path: Path
     )
     with TritonServer(config) as server:
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            if manifest == "kserve":  # KServe's controller writes the predictor's probes
+                break
             path = triton[probe]["httpGet"]["path"]
             assert _status(server.http_url + path) == 200, probe
         index = f"{server.http_url}/v2/repository/index"
