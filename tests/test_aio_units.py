@@ -444,15 +444,42 @@ async def test_close_gives_up_on_other_unregister_failures_and_warns_when_never_
         assert not os.path.exists(f"/dev/shm/{name}")
 
 
-async def test_close_without_a_connection_destroys_the_regions_only() -> None:
+async def test_close_after_a_lost_connection_still_unregisters() -> None:
+    """As the sync twin: a call that dropped the connection leaves its region registered on
+    the server, so close() dials again to unregister it (the server may be back)."""
     factory = Factory({"infer": REFUSED})
-    t = transport(
-        "grpc", factory, shared_memory="system", shared_memory_threshold=1, retry=Retry.off()
-    )
+    t = transport("grpc", factory, shared_memory="system", shared_memory_threshold=1,
+                  retry=Retry.off())  # fmt: skip
     with pytest.raises(ServerConnectionError):
         await t.infer(request(Call("m", {"X": X}, ("Y",))))
     (register,) = factory.named("register_system_shared_memory")
     assert factory.methods() == ["register_system_shared_memory", "infer", "close"]
-    await t.close()  # the failed call dropped the connection: nothing to unregister on
-    assert factory.methods() == ["register_system_shared_memory", "infer", "close"]
+    await t.close()
+    assert factory.methods() == [
+        "register_system_shared_memory", "infer", "close",
+        "unregister_system_shared_memory", "close",
+    ]  # fmt: skip
+    assert factory.named("unregister_system_shared_memory") == [
+        {"name": register["name"], "headers": None}
+    ]
+    assert len(factory.specs) == 2
+    assert not os.path.exists(f"/dev/shm/{register['name']}")
+
+
+async def test_close_destroys_the_regions_even_if_no_connection_can_be_made() -> None:
+    recorder = Factory({"infer": REFUSED})
+
+    def factory(spec: ClientSpec) -> Any:
+        if recorder.calls:
+            raise OSError("no more connections")
+        return recorder(spec)
+
+    t = transport("grpc", recorder, shared_memory="system", shared_memory_threshold=1,
+                  retry=Retry.off())  # fmt: skip
+    t.factory = factory
+    with pytest.raises(ServerConnectionError):
+        await t.infer(request(Call("m", {"X": X}, ("Y",))))
+    (register,) = recorder.named("register_system_shared_memory")
+    await t.close()
+    assert recorder.methods() == ["register_system_shared_memory", "infer", "close"]
     assert not os.path.exists(f"/dev/shm/{register['name']}")

@@ -621,3 +621,38 @@ def test_cuda_regions_register_with_the_raw_handle_and_device() -> None:
     ]  # fmt: skip
     assert t.unregister_name() == "unregister_cuda_shared_memory"
     assert transport("grpc", Factory()).unregister_name() == "unregister_system_shared_memory"
+
+
+def test_close_after_a_lost_connection_still_unregisters() -> None:
+    factory = Factory({"infer": REFUSED})
+    t = shm_transport("grpc", factory, threshold=1, retry=Retry.off())
+    with pytest.raises(ServerConnectionError):
+        t.infer(request(Call("m", {"X": X}, ("Y",))))
+    (register,) = factory.named("register_system_shared_memory")
+    t.close()
+    assert factory.methods() == [
+        "register_system_shared_memory", "infer", "close",
+        "unregister_system_shared_memory", "close",
+    ]  # fmt: skip
+    assert factory.named("unregister_system_shared_memory") == [
+        {"name": register["name"], "headers": None}
+    ]
+    assert not os.path.exists(f"/dev/shm/{register['name']}")
+
+
+def test_close_destroys_the_regions_even_if_no_connection_can_be_made() -> None:
+    def factory(spec: ClientSpec) -> Any:
+        if calls:
+            raise OSError("no more connections")
+        return recorder(spec)
+
+    recorder = Factory({"infer": REFUSED})
+    calls = recorder.calls
+    t = shm_transport("grpc", recorder, threshold=1, retry=Retry.off())
+    t.factory = factory
+    with pytest.raises(ServerConnectionError):
+        t.infer(request(Call("m", {"X": X}, ("Y",))))
+    (register,) = recorder.named("register_system_shared_memory")
+    t.close()
+    assert recorder.methods() == ["register_system_shared_memory", "infer", "close"]
+    assert not os.path.exists(f"/dev/shm/{register['name']}")
