@@ -483,3 +483,79 @@ async def test_close_destroys_the_regions_even_if_no_connection_can_be_made() ->
     await t.close()
     assert recorder.methods() == ["register_system_shared_memory", "infer", "close"]
     assert not os.path.exists(f"/dev/shm/{register['name']}")
+
+
+async def test_the_warning_names_the_region_and_tritons_last_refusal() -> None:
+    in_use = InferenceServerException(
+        msg="Cannot unregister shared memory region, it is currently in use.",
+        status="StatusCode.INTERNAL",
+    )
+    factory = Factory(
+        {"infer": result("grpc", {"Y": X}), "unregister_system_shared_memory": in_use}
+    )
+    t = transport("grpc", factory, shared_memory="system", shared_memory_threshold=1)
+    await t.infer(request(Call("m", {"X": X}, ("Y",))))
+    (register,) = factory.named("register_system_shared_memory")
+    with pytest.warns(ResourceWarning) as caught:
+        await t.close()
+    assert [str(w.message) for w in caught] == [
+        f"shared-memory region '{register['name']}' is still registered on the server: "
+        "[StatusCode.INTERNAL] Cannot unregister shared memory region, it is currently in use."
+    ]
+
+
+async def test_per_call_timeouts_reach_every_method() -> None:
+    def reply(arguments: dict[str, Any]) -> Any:
+        name = describe(arguments["inputs"][0])["name"]
+        if name == "TEXT" and len(arguments["inputs"]) > 1:
+            return result("grpc", {"TRANSLATION": np.array([[b"t"]], dtype=np.object_)})
+        if name == "TEXT":
+            return result("grpc", {"EMBEDDING": np.array([[1.0]], dtype=np.float32)})
+        return result("grpc", CLASSES)
+
+    client, factory = make({"infer": reply}, timeout=50)
+    await client.classify(b"a", timeout=1)
+    await client.classify_batch([b"a", b"b"], timeout=2)
+    await client.embed("a", timeout=3)
+    await client.translate("a", timeout=4)
+    budgets = [round(a["client_timeout"]) for a in factory.named("infer")]
+    assert budgets == [1, 2, 2, 3, 4]
+
+
+async def test_defaults_top_5_beam_4_and_the_uint8_model_name() -> None:
+    five = {
+        "CLASS_IDS": np.arange(6, dtype=np.int64).reshape(1, 6),
+        "SCORES": np.linspace(0.6, 0.1, 6, dtype=np.float32).reshape(1, 6),
+        "LABELS": np.array([[b"a", b"b", b"c", b"d", b"e", b"f"]], dtype=np.object_),
+    }
+    client, factory = make({"infer": result("grpc", five)}, models={"classify_uint8": "px"})
+    assert (await client.classify(b"img")).class_ids == [0, 1, 2, 3, 4]
+    (batch,) = await client.classify_batch([np.zeros((1, 1, 3), np.uint8)])
+    assert batch.class_ids == [0, 1, 2, 3, 4]  # type: ignore[union-attr]
+    assert factory.named("infer")[-1]["model_name"] == "px"
+    (short,) = await client.classify_batch([b"img"], top_k=2)
+    assert short.class_ids == [0, 1]  # type: ignore[union-attr]
+    words = {"TRANSLATION": np.array([[b"x"]], dtype=np.object_)}
+    other, factory = make({"infer": result("grpc", words)})
+    await other.translate("a")
+    (sent,) = factory.named("infer")
+    assert [describe(i) for i in sent["inputs"]][1] == {
+        "name": "BEAM_SIZE", "datatype": "INT32", "shape": [1, 1], "raw": b"\x04\x00\x00\x00"
+    }  # fmt: skip
+    assert len(sent["inputs"]) == 2  # no MAX_LENGTH unless asked
+
+
+async def test_generic_infer_names_the_model_returns_only_outputs_asked_and_retries() -> None:
+    overloaded = InferenceServerException(msg="Exceeds maximum queue size", status="503")
+    both = result("grpc", {"Y": X, "Z": X * 2})
+    client, factory = make(
+        {"infer": [overloaded, both]}, retry=Retry(attempts=2, backoff=0.0, max_backoff=0.0),
+        versions={"m": 8},
+    )  # fmt: skip
+    out = await client.infer("m", {"X": X}, ["Y"])
+    assert list(out) == ["Y"]
+    assert [a["model_name"] for a in factory.named("infer")] == ["m", "m"]  # retried
+    assert factory.named("infer")[0]["model_version"] == "8"
+    metadata, factory = make({"get_model_metadata": {}}, versions={"bert": 2})
+    await metadata.model_metadata("bert")
+    assert factory.named("get_model_metadata")[0]["model_version"] == "2"

@@ -175,3 +175,10 @@ def test_cuda_regions_are_made_on_the_pools_device(monkeypatch: pytest.MonkeyPat
     assert region.name.startswith(f"tkclient_{os.getpid()}_")
     assert cuda.created == [(region.name, 64, 1)] and region.handle == f"handle-{region.name}"
     assert pool.raw_handle(region) == f"raw-handle-{region.name}".encode()
+
+
+def test_cuda_regions_default_to_device_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    cuda = FakeCuda()
+    monkeypatch.setattr("client.shm._module", lambda kind: cuda)
+    region, _ = RegionPool("cuda").take(8)
+    assert cuda.created == [(region.name, 8, 0)]

@@ -291,3 +291,50 @@ def test_close_is_final_and_a_context_manager_closes() -> None:
     with make({"infer": embedding_for})[0] as other:
         other.embed("a")
     assert other.closed is True
+
+
+def test_per_call_timeouts_reach_every_method() -> None:
+    def reply(arguments: dict[str, Any]) -> Any:
+        name = describe(arguments["inputs"][0])["name"]
+        if name == "TEXT" and len(arguments["inputs"]) > 1:
+            return result("grpc", {"TRANSLATION": np.array([[b"t"]], dtype=np.object_)})
+        if name == "TEXT":
+            return result("grpc", {"EMBEDDING": np.array([[1.0]], dtype=np.float32)})
+        return result("grpc", CLASSES)
+
+    client, factory = make({"infer": reply}, timeout=50)
+    client.classify(b"a", timeout=1)
+    client.classify_batch([b"a", b"b"], timeout=2)
+    client.embed("a", timeout=3)
+    client.translate("a", timeout=4)
+    budgets = sorted(round(a["client_timeout"]) for a in factory.named("infer"))
+    assert budgets == [1, 2, 2, 3, 4]
+
+
+def test_batch_options_and_defaults() -> None:
+    client, _ = make({"infer": result("grpc", CLASSES)})
+    (two,) = client.classify_batch([b"img"], top_k=2)
+    assert two.class_ids == [281, 285]  # type: ignore[union-attr]
+    names: list[str] = []
+
+    def reply(arguments: dict[str, Any]) -> Any:
+        names.append(threading.current_thread().name)
+        return embedding_for(arguments)
+
+    pair, _ = make({"infer": reply})
+    pair.embed(["a", "b"])  # two items already go to the pool
+    assert len(names) == 2 and all(name.startswith("triton_") for name in names)
+    pair.close()
+
+
+def test_generic_infer_is_retried_by_default_and_metadata_uses_pinned_versions() -> None:
+    overloaded = InferenceServerException(msg="Exceeds maximum queue size", status="503")
+    client, factory = make(
+        {"infer": [overloaded, result("grpc", {"Y": EMBEDDING})], "get_model_metadata": {}},
+        retry=Retry(attempts=2, backoff=0.0, max_backoff=0.0),
+        versions={"bert": 2},
+    )
+    assert client.infer("m", {"X": EMBEDDING}, ["Y"])["Y"].tolist() == EMBEDDING.tolist()
+    assert len(factory.named("infer")) == 2
+    client.model_metadata("bert")
+    assert factory.named("get_model_metadata")[0]["model_version"] == "2"

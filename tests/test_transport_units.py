@@ -656,3 +656,50 @@ def test_close_destroys_the_regions_even_if_no_connection_can_be_made() -> None:
     t.close()
     assert recorder.methods() == ["register_system_shared_memory", "infer", "close"]
     assert not os.path.exists(f"/dev/shm/{register['name']}")
+
+
+def test_a_one_byte_input_is_large_enough_for_a_region() -> None:
+    factory = Factory({"infer": result("grpc", {"Y": X})})
+    t = shm_transport("grpc", factory, threshold=0)
+    t.infer(request(Call("m", {"B": np.array([7], dtype=np.uint8)}, ("Y",))))
+    (register,) = factory.named("register_system_shared_memory")
+    assert register["byte_size"] == 1 and dev_shm(register["name"], 1) == b"\x07"
+    t.close()
+
+
+def test_fail_keeps_a_request_id_the_error_already_has() -> None:
+    t = transport("grpc", Factory())
+    context = CallContext(t.url, "m", 1.0)
+    named = ServerConnectionError("gone", "UNAVAILABLE")
+    named.request_id = "first"
+    assert t.fail(named, context, "second").request_id == "first"
+    assert t.fail(ServerConnectionError("gone"), context, "second").request_id == "second"
+    assert t.fail(ServerConnectionError("gone"), context, "").request_id is None
+
+
+def test_a_connection_that_fails_to_close_is_dropped_all_the_same() -> None:
+    factory = Factory({"infer": [REFUSED, result("grpc", {"Y": X})], "close": OSError("closed")})
+    t = transport("grpc", factory)
+    assert t.infer(request(Call("m", {}, ("Y",))))["Y"].tolist() == [[1.5, 2.0]]
+    assert factory.methods() == ["infer", "close", "infer"] and len(factory.specs) == 2
+
+
+IN_USE = InferenceServerException(
+    msg="Cannot unregister shared memory region, it is currently in use.",
+    status="StatusCode.INTERNAL",
+)
+
+
+def test_the_warning_names_the_region_and_tritons_last_refusal() -> None:
+    factory = Factory(
+        {"infer": result("grpc", {"Y": X}), "unregister_system_shared_memory": IN_USE}
+    )
+    t = shm_transport("grpc", factory, threshold=1)
+    t.infer(request(Call("m", {"X": X}, ("Y",))))
+    (register,) = factory.named("register_system_shared_memory")
+    with pytest.warns(ResourceWarning) as caught:
+        t.close()
+    assert [str(w.message) for w in caught] == [
+        f"shared-memory region '{register['name']}' is still registered on the server: "
+        "[StatusCode.INTERNAL] Cannot unregister shared memory region, it is currently in use."
+    ]
