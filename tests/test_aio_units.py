@@ -559,3 +559,50 @@ async def test_generic_infer_names_the_model_returns_only_outputs_asked_and_retr
     metadata, factory = make({"get_model_metadata": {}}, versions={"bert": 2})
     await metadata.model_metadata("bert")
     assert factory.named("get_model_metadata")[0]["model_version"] == "2"
+
+
+async def test_a_region_that_fails_to_go_does_not_keep_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.test_transport_units import destroy_fails_once
+
+    factory = Factory({"infer": result("grpc", {"Y": X})})
+    t = transport("grpc", factory, shared_memory="system", shared_memory_threshold=1)
+    await t.infer(request(Call("m", {"X": X, "X2": X}, ("Y",))))
+    failed = destroy_fails_once(t, monkeypatch)
+    await t.close()
+    assert len(failed) == 1
+    assert factory.methods()[-3:] == ["unregister_system_shared_memory"] * 2 + ["close"]
+    names = [r["name"] for r in factory.named("register_system_shared_memory")]
+    assert not any(os.path.exists(f"/dev/shm/{n}") for n in names)
+
+
+async def test_a_connection_that_fails_to_close_is_dropped_all_the_same() -> None:
+    factory = Factory({"infer": [REFUSED, result("grpc", {"Y": X})], "close": OSError("closed")})
+    t = transport("grpc", factory)
+    assert (await t.infer(request(Call("m", {}, ("Y",)))))["Y"].tolist() == [[1.5, 2.0]]
+    assert factory.methods() == ["infer", "close", "infer"] and len(factory.specs) == 2
+    await t.close()
+
+
+@pytest.mark.parametrize("url", [URL, HTTP_URL])
+async def test_probe_errors_name_the_url_and_the_limit(url: str) -> None:
+    client, _ = make({"get_model_metadata": TimeoutError("timed out")}, url=url)
+    with pytest.raises(DeadlineExceededError) as caught:
+        await client.model_metadata("bert", timeout=2.5)
+    assert caught.value.url == url
+    assert "its 2.5 s deadline" in str(caught.value)
+
+
+async def test_wait_until_ready_never_sleeps_past_its_limit() -> None:
+    client, _ = make({"is_server_ready": False})
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError):
+        await client.wait_until_ready(timeout=0.05)
+    assert time.monotonic() - started < 0.2  # not a whole 0.25 s poll interval
+
+
+def test_every_option_reaches_the_client() -> None:
+    from tests.test_sync_units import check_every_option_reaches_the_client
+
+    check_every_option_reaches_the_client(AsyncTritonClient)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -148,20 +149,34 @@ class FakeCuda:
         return f"raw-{handle}".encode()
 
 
+def cuda_only(module: FakeCuda) -> Any:
+    def load(kind: str) -> FakeCuda:
+        if kind != "cuda":
+            raise ImportError(f"no {kind!r} shared-memory module here")
+        return module
+
+    return load
+
+
+def test_cuda_device_0_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("client.shm._module", cuda_only(FakeCuda(0, 1)))
+    assert check_available("cuda") is None
+
+
 def test_cuda_device_count_is_zero_on_a_runtime_error() -> None:
     assert cuda_device_count(FakeCuda(0, 3)) == 3
     assert cuda_device_count(FakeCuda(100, 3)) == 0  # cudaErrorNoDevice
 
 
 def test_cuda_device_must_be_one_this_process_sees(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("client.shm._module", lambda kind: FakeCuda(0, 2))
+    monkeypatch.setattr("client.shm._module", cuda_only(FakeCuda(0, 2)))
     assert check_available("cuda", 1) is None
     with pytest.raises(ConfigurationError) as caught:
         check_available("cuda", 2)
     assert str(caught.value) == (
         "shared_memory='cuda' with cuda_device=2, but this process sees 2 CUDA GPU(s)" + HINT
     )
-    monkeypatch.setattr("client.shm._module", lambda kind: FakeCuda(35, 2))
+    monkeypatch.setattr("client.shm._module", cuda_only(FakeCuda(35, 2)))
     with pytest.raises(ConfigurationError, match="sees 0 CUDA GPU"):
         check_available("cuda", 0)
 

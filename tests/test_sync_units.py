@@ -16,6 +16,7 @@ import pytest
 from tritonclient.utils import InferenceServerException
 
 from client import (
+    TLS,
     ClientClosedError,
     DeadlineExceededError,
     InvalidInputError,
@@ -24,6 +25,7 @@ from client import (
     Timeout,
     TritonClient,
 )
+from client.options import MODEL_KEYS, ClientOptions
 from client.types import Classification, Prediction
 from tests.recording_client import Factory, describe, result
 
@@ -338,3 +340,67 @@ def test_generic_infer_is_retried_by_default_and_metadata_uses_pinned_versions()
     assert len(factory.named("infer")) == 2
     client.model_metadata("bert")
     assert factory.named("get_model_metadata")[0]["model_version"] == "2"
+
+
+def test_wait_until_ready_never_sleeps_past_its_limit() -> None:
+    client, _ = make({"is_server_ready": False})
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError):
+        client.wait_until_ready(timeout=0.05)
+    assert time.monotonic() - started < 0.2  # not a whole 0.25 s poll interval
+
+
+def test_close_waits_for_the_batch_in_flight() -> None:
+    gate, started = threading.Event(), threading.Event()
+
+    def reply(arguments: dict[str, Any]) -> Any:
+        started.set()
+        gate.wait(5)
+        return embedding_for(arguments)
+
+    client, _ = make({"infer": reply})
+    batch = threading.Thread(
+        target=client.embed, args=(["a", "b"],), kwargs={"return_exceptions": True}
+    )
+    batch.start()
+    assert started.wait(5)
+    closer = threading.Thread(target=client.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive(), "close() returned with calls still in flight"
+    gate.set()
+    closer.join(5)
+    batch.join(5)
+    assert not closer.is_alive() and not batch.is_alive()
+
+
+def check_every_option_reaches_the_client(cls: type) -> None:
+    factory = Factory()
+    tls = TLS(ca_file="ca.pem")
+    client = cls(
+        "https://h", 3, max_concurrency=4, models={"embed": "e5"}, versions={"m": 2},
+        headers={"a": "b"}, retry=5, tls=tls, compression="deflate", shared_memory="system",
+        shared_memory_threshold=9, cuda_device=1, api_key="k", client_factory=factory,
+    )  # fmt: skip
+    assert client.options == ClientOptions(
+        timeout=Timeout(request=3.0, connect=10.0),
+        max_concurrency=4,
+        models={"classify": "resnet50", "embed": "e5", "translate": "nmt",
+                "classify_uint8": "resnet50_uint8"},
+        versions={"m": "2"},
+        headers={"a": "b"},
+        retry=Retry(attempts=6),
+        tls=tls,
+        compression="deflate",
+        shared_memory="system",
+        shared_memory_threshold=9,
+        cuda_device=1,
+        api_key="k",
+    )  # fmt: skip
+    assert client.client_factory is factory
+    assert cls("grpc://h").options == ClientOptions(models=MODEL_KEYS)
+    assert cls("grpc://h").options.cuda_device == 0
+
+
+def test_every_option_reaches_the_client() -> None:
+    check_every_option_reaches_the_client(TritonClient)

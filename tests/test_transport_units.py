@@ -549,6 +549,7 @@ def test_large_inputs_travel_in_a_registered_region(protocol: str) -> None:
     # HTTP unregisters on a connection with the client's own timeout (60 s), a second one
     closes = [("close", {})] * len(factory.specs)
     assert len(closes) == (2 if protocol == "http" else 1)
+    assert factory.specs[-1].network_timeout == (60.0 if protocol == "http" else None)
     assert factory.calls[2:] == [
         ("unregister_system_shared_memory", {"name": name, "headers": {key: "k"}}),
         *closes,
@@ -703,3 +704,42 @@ def test_the_warning_names_the_region_and_tritons_last_refusal() -> None:
         f"shared-memory region '{register['name']}' is still registered on the server: "
         "[StatusCode.INTERNAL] Cannot unregister shared memory region, it is currently in use."
     ]
+
+
+def destroy_fails_once(t: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The first region's destroy raises (after destroying it: nothing leaks)."""
+    assert t.pool is not None
+    real, failed = t.pool.destroy, []
+
+    def destroy(region: Any) -> None:
+        real(region)
+        if not failed:
+            failed.append(region.name)
+            raise OSError("cannot unmap")
+
+    monkeypatch.setattr(t.pool, "destroy", destroy)
+    return failed
+
+
+def test_a_region_that_fails_to_go_does_not_keep_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    factory = Factory({"infer": result("grpc", {"Y": X})})
+    t = shm_transport("grpc", factory, threshold=1)
+    t.infer(request(Call("m", {"X": X, "X2": X}, ("Y",))))
+    failed = destroy_fails_once(t, monkeypatch)
+    t.close()
+    assert len(failed) == 1
+    assert factory.methods()[-3:] == ["unregister_system_shared_memory"] * 2 + ["close"]
+    names = [r["name"] for r in factory.named("register_system_shared_memory")]
+    assert not any(os.path.exists(f"/dev/shm/{n}") for n in names)
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_probe_errors_name_the_url_and_the_limit(protocol: str) -> None:
+    late = TimeoutError("timed out")
+    t = transport(protocol, Factory({"get_model_metadata": late}))
+    with pytest.raises(DeadlineExceededError) as caught:
+        t.model_metadata("bert", "", 2.5)
+    assert caught.value.url == URLS[protocol]
+    assert "its 2.5 s deadline" in str(caught.value)
