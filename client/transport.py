@@ -550,10 +550,11 @@ class AsyncTransport(_Base):
     async def close(self) -> None:
         if self.pool is not None:
             regions = self.pool.drain()
-            if regions and self._instance is not None:
-                unregister = getattr(self._instance, self.unregister_name())
-                for region in regions:
-                    await self._unregister(unregister, region)
+            if regions:  # as the sync twin: on a new connection if a failure dropped it
+                with contextlib.suppress(Exception):
+                    unregister = getattr(self._client(), self.unregister_name())
+                    for region in regions:
+                        await self._unregister(unregister, region)
             for region in regions:
                 with contextlib.suppress(Exception):
                     self.pool.destroy(region)
