@@ -325,7 +325,6 @@ class Transport(_Base):
     ) -> None:
         super().__init__(endpoint, options, factory)
         self._clients: dict[float | None, Any] = {}
-        self._registrar: Any = None
 
     def _client(self, request_timeout: float | None) -> Any:
         """HTTP deadlines are fixed per connection, so keep one client per timeout value."""
