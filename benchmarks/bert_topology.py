@@ -5,10 +5,13 @@ stub) in three topologies of the same 2-thread budget, one server each, alternat
 rounds so that load drift hits all alike:
 
 - ``2 x 1``: two instances with one intra-op thread each (the build's default before);
-- ``1 x 2 spinning``: one instance, two threads, ONNX Runtime's default spinning pool;
-- ``1 x 2``: one instance, two threads that sleep when idle (the build's default now).
+- ``1 x 2 spinning``: one instance, two threads, ONNX Runtime's default spinning pool (the
+  build's default now);
+- ``1 x 2``: one instance, two threads that sleep when idle
+  (``session.intra_op.allow_spinning: "0"``).
 
-Short texts (8-16 tokens) from the SDK's AsyncTritonClient at concurrency 1, 8 and 32; the
+Texts (``--traffic``: short 8-16 tokens by default, medium 60-68, mixed 4-256) from the
+SDK's AsyncTritonClient at concurrency 1, 8 and 32; the
 stub's own encoder time per call comes from its ``ExecuteProfile``. The baseline, measured in
 the same run: the same session (file, options) in this process, one text at a time, warm.
 Writes benchmarks/bert_topology.md. Run ``python -m build_engines bert`` first.
@@ -132,11 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=4.0, help="per cell (default 4)")
     parser.add_argument("--rounds", type=int, default=2, help="topologies alternate (default 2)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument(
+        "--traffic", choices=sorted(TRAFFIC), default="short", help="text lengths (default short)"
+    )
     args = parser.parse_args(argv)
 
     machine = machine_description()
     setup = model_setup(args.model_repository, "bert")
-    texts = traffic_pool(setup.tokenizer, *TRAFFIC["short"], seed=0)
+    texts = traffic_pool(setup.tokenizer, *TRAFFIC[args.traffic], seed=0)
     measured: dict[str, dict[int, list]] = {t.label: {} for t in TOPOLOGIES}
     encoders: dict[str, list[float]] = {t.label: [] for t in TOPOLOGIES}
     baseline: list[tuple[list[float], float, float]] = []
@@ -190,7 +196,8 @@ def render_report(args, machine: str, measured, encoders, baseline) -> str:
             "",
             __doc__.split("\n\n", 1)[1].strip(),
             "",
-            f"{args.rounds} rounds, {args.seconds:g} s per cell; latencies pooled over rounds,",
+            f"Traffic: {args.traffic}. {args.rounds} rounds, {args.seconds:g} s per cell; "
+            "latencies pooled over rounds,",
             "req/s the mean over rounds. `encoder ms per call`: the stub's `session.run` per",
             "execute (ExecuteProfile), all concurrencies together; for the baseline, the same",
             "call in this process.",

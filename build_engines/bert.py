@@ -38,7 +38,6 @@ from build_engines.repository import (
     write_model,
 )
 from build_engines.steps import StepLog, info, warn
-from python_models.ort_session import ALLOW_SPINNING
 from python_models.text import (
     DEFAULT_BUCKETS,
     bucket_lengths,
@@ -424,21 +423,21 @@ def embedding_topology(options: BuildOptions) -> tuple[int, dict[str, object]]:
     """Instances and session parameters of the one-model ``<name>``.
 
     With ONNX Runtime the encoder runs inside the stub: ONE instance gets the whole thread
-    budget (instances x threads), its pool threads not spinning. With N single-thread stubs
-    Triton hands a lone client's requests to them in turn, and each encoder call then runs
-    on caches the other stub's weights evicted (MiniLM, 16 tokens: 4.4 vs 3.1 ms a call);
-    spinning pool threads would compete with the tokenizer, Triton and the client
-    (benchmarks/bert.md, "Topology"). Other engines keep N instances: there the GPU or a
-    BLS call does the work, and several stubs keep several batches in flight.
+    budget (instances x threads). With N single-thread stubs Triton hands a lone client's
+    requests to them in turn, and each encoder call then runs on caches the other stub's
+    weights evicted (MiniLM, 16 tokens: 4.4 vs 3.1 ms a call). On a quiet 2-core machine one
+    stub with 2 threads served short texts 1.0-2.0x faster than 2 x 1 and equalled it on mixed
+    lengths at saturation (benchmarks/bert_topology.md). ONNX Runtime's pool threads keep
+    their default (spinning); on hosts shared with other work, the ``bert`` parameter
+    ``session.intra_op.allow_spinning: "0"`` lets them sleep. Other engines keep N
+    instances: there the GPU or a BLS call does the work, and several stubs keep several
+    batches in flight.
     """
     assert options.instances and options.threads, "with_family_defaults fills them"
     if options.engine is not Engine.ONNXRUNTIME:
         return options.instances, {"intra_op_thread_count": options.threads}
     threads = options.instances * options.threads
-    session: dict[str, object] = {"intra_op_thread_count": threads, "inter_op_thread_count": 1}
-    if threads > 1:
-        session[ALLOW_SPINNING] = 0
-    return 1, session
+    return 1, {"intra_op_thread_count": threads, "inter_op_thread_count": 1}
 
 
 def write_repository(

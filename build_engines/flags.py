@@ -89,7 +89,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="model instances per model (default: per family; 1, or 2 for bert). The one-model "
         "`bert` runs its ONNX Runtime encoder in one instance with instances x threads "
-        "non-spinning threads (a lone client's requests would otherwise alternate between "
+        "threads (a lone client's requests would otherwise alternate between "
         "stubs and run on cold caches)",
     )
     common.add_argument(

@@ -56,7 +56,7 @@ def encoder_session_settings(params: ModelParameters) -> SessionSettings:
     """The in-stub encoder's session, from the model's parameters as the native backend reads
     them (threads, ``session.*`` entries); one intra- and one inter-op thread where a config
     built before says nothing. The build gives this one stub the whole thread budget with
-    spinning off (build_engines/bert.py ``embedding_topology`` says why)."""
+    ONNX Runtime's default spinning (build_engines/bert.py ``embedding_topology`` says why)."""
     values = {"intra_op_thread_count": "1", "inter_op_thread_count": "1", **params.as_dict()}
     return SessionSettings.from_parameters(values)
 
