@@ -146,3 +146,18 @@ def describe(tensor: Any) -> dict[str, Any]:
     if parameters:
         wire["parameters"] = parameters
     return wire
+
+
+def family_reply(classes: dict[str, np.ndarray]) -> Callable[[dict[str, Any]], Any]:
+    """An ``infer`` reply by the call's inputs: translate (TEXT and more), embed (TEXT alone),
+    classify (anything else, answered with ``classes``); gRPC results."""
+
+    def reply(arguments: dict[str, Any]) -> Any:
+        name = describe(arguments["inputs"][0])["name"]
+        if name == "TEXT" and len(arguments["inputs"]) > 1:
+            return result("grpc", {"TRANSLATION": np.array([[b"t"]], dtype=np.object_)})
+        if name == "TEXT":
+            return result("grpc", {"EMBEDDING": np.array([[1.0]], dtype=np.float32)})
+        return result("grpc", classes)
+
+    return reply

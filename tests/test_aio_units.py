@@ -31,7 +31,7 @@ from client.codecs import Call
 from client.options import ClientOptions
 from client.transport import AsyncTransport, ClientSpec, Endpoint, Request
 from client.types import Classification, Prediction
-from tests.recording_client import Factory, describe, result
+from tests.recording_client import Factory, describe, family_reply, result
 
 URL = "grpc://10.7.7.7:8001"
 HTTP_URL = "http://10.7.7.7:8000"
@@ -505,15 +505,7 @@ async def test_the_warning_names_the_region_and_tritons_last_refusal() -> None:
 
 
 async def test_per_call_timeouts_reach_every_method() -> None:
-    def reply(arguments: dict[str, Any]) -> Any:
-        name = describe(arguments["inputs"][0])["name"]
-        if name == "TEXT" and len(arguments["inputs"]) > 1:
-            return result("grpc", {"TRANSLATION": np.array([[b"t"]], dtype=np.object_)})
-        if name == "TEXT":
-            return result("grpc", {"EMBEDDING": np.array([[1.0]], dtype=np.float32)})
-        return result("grpc", CLASSES)
-
-    client, factory = make({"infer": reply}, timeout=50)
+    client, factory = make({"infer": family_reply(CLASSES)}, timeout=50)
     await client.classify(b"a", timeout=1)
     await client.classify_batch([b"a", b"b"], timeout=2)
     await client.embed("a", timeout=3)

@@ -1,4 +1,5 @@
-"""client.codecs, client.base helpers, client.types and Endpoint.parse without a server.
+"""client.codecs, client.base helpers and client.types without a server (Endpoint.parse:
+tests/test_transport_units.py).
 
 Fast (mutation runs). Expected values are written out here, not computed by the SDK.
 """
@@ -24,7 +25,6 @@ from client.codecs import (
     parse_translation,
     translate_call,
 )
-from client.transport import Endpoint
 from client.types import Classification, Prediction
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -256,45 +256,6 @@ def test_timeout_of() -> None:
     assert Timeout.of(3, default) == Timeout(request=3.0, connect=2.0)
     assert type(Timeout.of(3, default).request) is float
     assert Timeout() == Timeout(request=60.0, connect=10.0)
-
-
-# ---- Endpoint.parse ----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("url", "protocol", "address", "ssl", "canonical"),
-    [
-        ("grpc://h:9", "grpc", "h:9", False, "grpc://h:9"),
-        ("grpc://h", "grpc", "h:8001", False, "grpc://h:8001"),
-        ("grpcs://h", "grpc", "h:8001", True, "grpcs://h:8001"),
-        ("http://h", "http", "h:8000", False, "http://h:8000"),
-        ("https://h", "http", "h:443", True, "https://h:443"),
-        ("https://h:8443", "http", "h:8443", True, "https://h:8443"),
-        ("HTTP://Host:1", "http", "host:1", False, "http://host:1"),
-        ("h:7", "http", "h:7", False, "http://h:7"),
-    ],
-)
-def test_endpoint_parse(url: str, protocol: str, address: str, ssl: bool, canonical: str) -> None:
-    assert Endpoint.parse(url) == Endpoint(protocol, address, ssl=ssl, url=canonical)
-
-
-@pytest.mark.parametrize(
-    ("url", "message"),
-    [
-        ("ftp://h:1", "unsupported URL scheme 'ftp' in 'ftp://h:1': use grpc:// or http://"),
-        ("grpc://:8001", "no host in URL 'grpc://:8001'"),
-        ("", "no host in URL ''"),
-    ],
-)
-def test_endpoint_parse_errors(url: str, message: str) -> None:
-    with pytest.raises(ConfigurationError) as caught:
-        Endpoint.parse(url)
-    assert str(caught.value) == message
-
-
-def test_endpoint_bad_port() -> None:
-    with pytest.raises(ConfigurationError, match=r"^bad port in URL 'http://h:99999': "):
-        Endpoint.parse("http://h:99999")
 
 
 def test_model_versions_come_from_the_options() -> None:

@@ -27,7 +27,7 @@ from client import (
 )
 from client.options import MODEL_KEYS, ClientOptions
 from client.types import Classification, Prediction
-from tests.recording_client import Factory, describe, result
+from tests.recording_client import Factory, describe, family_reply, result
 
 URL = "grpc://10.4.5.6:8001"
 EMBEDDING = np.array([[0.6, 0.8]], dtype=np.float32)
@@ -296,15 +296,7 @@ def test_close_is_final_and_a_context_manager_closes() -> None:
 
 
 def test_per_call_timeouts_reach_every_method() -> None:
-    def reply(arguments: dict[str, Any]) -> Any:
-        name = describe(arguments["inputs"][0])["name"]
-        if name == "TEXT" and len(arguments["inputs"]) > 1:
-            return result("grpc", {"TRANSLATION": np.array([[b"t"]], dtype=np.object_)})
-        if name == "TEXT":
-            return result("grpc", {"EMBEDDING": np.array([[1.0]], dtype=np.float32)})
-        return result("grpc", CLASSES)
-
-    client, factory = make({"infer": reply}, timeout=50)
+    client, factory = make({"infer": family_reply(CLASSES)}, timeout=50)
     client.classify(b"a", timeout=1)
     client.classify_batch([b"a", b"b"], timeout=2)
     client.embed("a", timeout=3)

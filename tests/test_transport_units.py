@@ -82,6 +82,7 @@ def request(call: Call, seconds: float | None = 5.0, **fields: Any) -> Request:
         ("https://h:8443/v2", "http", "h:8443", True, "https://h:8443"),
         ("h:7", "http", "h:7", False, "http://h:7"),
         ("h", "http", "h:8000", False, "http://h:8000"),
+        ("HTTP://Host:1", "http", "host:1", False, "http://host:1"),
     ],
 )
 def test_endpoint_parse(url: str, protocol: str, address: str, tls: bool, normalised: str) -> None:
@@ -94,6 +95,7 @@ def test_endpoint_parse(url: str, protocol: str, address: str, tls: bool, normal
         ("ftp://h:1", "unsupported URL scheme 'ftp' in 'ftp://h:1': use grpc:// or http://"),
         ("grpc://:8001", "no host in URL 'grpc://:8001'"),
         ("http://h:99999", "bad port in URL 'http://h:99999': Port out of range 0-65535"),
+        ("", "no host in URL ''"),
     ],
 )
 def test_endpoint_parse_refuses(url: str, message: str) -> None:
