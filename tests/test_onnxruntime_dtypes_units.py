@@ -53,3 +53,14 @@ def test_each_graph_dtype_is_read_and_fed(
     assert model.onnx_input_dtypes == {"X": numpy_type}
     (result,) = model.process_batch([{"X": np.array([given], dtype=np.float64)}])
     assert result["Y"].tolist() == [expected]
+
+
+def test_an_unmapped_graph_dtype_is_fed_as_float32_and_that_request_fails(
+    tmp_path: Path,
+) -> None:
+    _cast_graph(tmp_path / "model.onnx", TensorProto.UINT16)
+    model = _model(tmp_path, inputs=["X"])
+    model.output_names = ["Y"]
+    assert model.onnx_input_dtypes == {"X": np.float32}
+    (result,) = model.process_batch([{"X": np.array([[1.0]], dtype=np.float64)}])
+    assert isinstance(result, Exception) and "tensor(float)" in str(result)

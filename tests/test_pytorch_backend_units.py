@@ -113,8 +113,9 @@ def test_default_model_filename(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["GPU", "CPU"])
-def test_initialize_picks_the_cpu_without_cuda(tmp_path: Path, kind: str) -> None:
-    assert not torch.cuda.is_available()  # the CUDA branch is the GPU tests' (H100) job
+def test_initialize_picks_the_device(tmp_path: Path, kind: str) -> None:
+    # KIND_GPU without CUDA (this machine) falls back to the CPU; CUDA is the H100's job.
+    expected = "cuda:0" if kind == "GPU" and torch.cuda.is_available() else "cpu"
     (tmp_path / "1").mkdir()
     _save(tmp_path / "1" / "model.pt", _Double())
     config = {"max_batch_size": 4, "input": [{"name": "X", "data_type": "TYPE_INT32"}]}
@@ -129,7 +130,7 @@ def test_initialize_picks_the_cpu_without_cuda(tmp_path: Path, kind: str) -> Non
             "model_instance_device_id": "0",
         }
     )
-    assert model.device == torch.device("cpu")
+    assert model.device == torch.device(expected)
     assert model.input_names == ["X"] and model.input_dtypes == {"X": torch.int32}
     model.output_names = ["Y"]
     (result,) = model.process_batch([{"X": np.array([[3, -4]], dtype=np.int32)}])
