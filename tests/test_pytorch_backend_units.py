@@ -54,9 +54,9 @@ def _config(inputs: dict[str, str], outputs: tuple[str, ...] = ("Y", "S")) -> di
     }
 
 
-def _model(version_dir: Path, config: dict) -> TritonPythonModel:
+def _model(version_dir: Path, config: dict, device: str = "cpu") -> TritonPythonModel:
     model = TritonPythonModel()
-    model.device = torch.device("cpu")
+    model.device = torch.device(device)
     model.model_config = config
     model.model_name = "toy"
     model.version_dir = version_dir
@@ -269,3 +269,30 @@ def test_a_batch_larger_than_every_graph_runs_eagerly(affine: TritonPythonModel)
     (result,) = affine.process_batch([_request([[1, 2], [3, 4]], [[0, 0], [0, 0]])])
     assert graph.replays == 0
     assert result["S"].tolist() == [3.0, 7.0]
+
+
+@pytest.fixture
+def cpu_threads() -> Iterator[None]:
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the lent H100)")
+def test_a_cuda_instance_captures_a_graph_per_spec(tmp_path: Path, cpu_threads: None) -> None:
+    _save(tmp_path / "model.pt", _Affine())
+    cuda = {"graphs": True, "graph_spec": [{"batch_size": 1}, {"batch_size": 4}]}
+    config = {**_config({"X": "TYPE_FP32", "B": "TYPE_FP32"}), "optimization": {"cuda": cuda}}
+    config["input"] = [{**spec, "dims": ["2"]} for spec in config["input"]]
+    model = _model(tmp_path, config, device="cuda:0")
+    assert torch.get_num_threads() == 1 and torch.cuda.current_device() == 0
+    graphs = {graph.batch: graph for graph in model.graphs.values()}
+    assert sorted(graphs) == [1, 4] and all(graph.cuda for graph in graphs.values())
+    batch = [_request([[1, 2]], [[1, 0]]), _request([[3, 4], [5, 6]], [[0, 0], [0, 1]])]
+    results = model.process_batch(batch)
+    assert (graphs[1].replays, graphs[4].replays) == (0, 1)
+    assert results[0]["Y"].tolist() == [[3.0, 4.0]] and results[0]["S"].tolist() == [3.0]
+    assert results[1]["Y"].tolist() == [[6.0, 8.0], [10.0, 13.0]]
+    (wide,) = model.process_batch([_request([[1, 1, 1]], [[0, 1, 2]])])  # no graph: eager
+    assert wide["Y"].tolist() == [[2.0, 3.0, 4.0]] and wide["S"].tolist() == [3.0]
