@@ -8,7 +8,7 @@ from server.errors import (
     ServerExitedError,
     StartupTimeoutError,
 )
-from server.launcher import ServerConfig, TritonServer, free_port
+from server.launcher import ServerConfig, TritonServer, free_port, free_ports
 
 __all__ = [
     "BinaryNotFoundError",
@@ -20,4 +20,5 @@ __all__ = [
     "StartupTimeoutError",
     "TritonServer",
     "free_port",
+    "free_ports",
 ]

@@ -72,9 +72,19 @@ class ServerConfig:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    return free_ports(1, host)[0]
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct free ports: each socket stays bound until all are chosen, since two
+    ``free_port()`` calls in a row may return the same port (Triton then refuses to start)."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(sock.getsockname()[1])
+        return ports
 
 
 def check_port_free(host: str, port: int, purpose: str) -> None:
@@ -210,14 +220,12 @@ class TritonServer:
 
     def _assign_ports(self) -> None:
         cfg = self.config
-        taken: set[int] = set()
-        for attr in ("http_port", "grpc_port", "metrics_port"):
+        attrs = ("http_port", "grpc_port", "metrics_port")
+        fixed = {getattr(cfg, attr) for attr in attrs} - {0}
+        spare = [p for p in free_ports(len(attrs) * 2, cfg.host) if p not in fixed]
+        for attr in attrs:
             if getattr(cfg, attr) == 0:
-                port = free_port(cfg.host)
-                while port in taken:
-                    port = free_port(cfg.host)
-                setattr(cfg, attr, port)
-            taken.add(getattr(cfg, attr))
+                setattr(cfg, attr, spare.pop(0))
 
     def _command(self, backends: Path) -> list[str]:
         assert self.installation is not None

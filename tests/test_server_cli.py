@@ -47,3 +47,18 @@ def _answers(triton: TritonClient) -> bool:
         return triton.server_ready()
     except Exception:
         return False
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    """Two ``free_port()`` calls in a row can return one port (CI once started Triton with the
+    same gRPC and metrics port, and it refused to start): ``free_ports`` holds each socket
+    until all are chosen."""
+    import socket
+
+    from server import free_ports
+
+    ports = free_ports(8)
+    assert len(set(ports)) == 8
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", port))

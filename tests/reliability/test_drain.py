@@ -24,7 +24,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from build_engines.repository import Step, Tensor, ensemble_config, python_model_config, write_model
-from server import TritonServer, free_port
+from server import TritonServer, free_ports
 from server.drain import Drainer, entry_models
 from tests.conftest import require_models
 from tests.reliability.conftest import ECHO_MODEL, write_echo
@@ -116,12 +116,12 @@ def _infer(ports: dict[str, int], protocol: str, model: str) -> str:
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_sigterm_lets_in_flight_ensemble_and_bls_work_finish(tmp_path: Path, protocol: str) -> None:
     repo = write_drain_repository(tmp_path / "repo")
-    ports = {"http": free_port(), "grpc": free_port()}
+    ports = dict(zip(("http", "grpc", "metrics"), free_ports(3), strict=True))
     port = ports["http"]
     launcher = subprocess.Popen(
         [sys.executable, "-m", "server", "serve", "--model-repository", str(repo),
          "--http-port", str(port), "--grpc-port", str(ports["grpc"]),
-         "--metrics-port", str(free_port()), "--log-file", str(tmp_path / "server.log"),
+         "--metrics-port", str(ports["metrics"]), "--log-file", str(tmp_path / "server.log"),
          "--exit-timeout", str(EXIT_TIMEOUT_S)],
         cwd=PROJECT_ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip

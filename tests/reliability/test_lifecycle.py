@@ -19,7 +19,7 @@ import psutil
 import pytest
 import tritonclient.http as httpclient
 
-from server import TritonServer, free_port
+from server import TritonServer, free_port, free_ports
 from server.launcher import wait_ready
 from server.shm import PREFIX, SHM_DIR
 from tests.reliability.conftest import tiny_config
@@ -59,11 +59,11 @@ def test_sigkill_to_launcher_group_takes_server_and_stubs_down(
     tiny_repository: Path, tmp_path: Path
 ) -> None:
     """The issue's reproduction: SIGKILL the launcher's process group with work in flight."""
-    port = free_port()
+    port, grpc_port, metrics_port = free_ports(3)
     launcher = subprocess.Popen(
         [sys.executable, "-m", "server", "serve", "--model-repository", str(tiny_repository),
-         "--http-port", str(port), "--grpc-port", str(free_port()),
-         "--metrics-port", str(free_port()), "--log-file", str(tmp_path / "server.log")],
+         "--http-port", str(port), "--grpc-port", str(grpc_port),
+         "--metrics-port", str(metrics_port), "--log-file", str(tmp_path / "server.log")],
         cwd=PROJECT_ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     try:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from server import free_port
+from server import free_ports
 from server.binary import assemble_backend_dir, find_installation, server_environment
 from server.launcher import http_ready
 from server.shm import new_prefix, prefix_args, remove_regions
@@ -109,7 +109,7 @@ def test_kubernetes_pre_stop_drains_in_flight_work(tmp_path: Path) -> None:
     objects = _render(K8S / "overlays/cpu")
     triton = _triton(objects)
     grace = objects_grace(objects)
-    ports = {"http": free_port(), "grpc": free_port(), "metrics": free_port()}
+    ports = dict(zip(("http", "grpc", "metrics"), free_ports(3), strict=True))
     own = ("--model-repository", "--http-port", "--grpc-port", "--metrics-port")
     flags = [a.replace("$(TRITON_KIT_API_KEY)", KEY) for a in triton["args"]]
     flags = [a for a in flags if not a.startswith(own)]
@@ -165,7 +165,7 @@ def test_compose_stop_drains_in_flight_work(tmp_path: Path) -> None:
     service = yaml.safe_load(resolved.stdout)["services"]["triton-cpu"]
     compose_stop_path(service)  # asserts the entrypoint wraps tritonserver
     grace = float(re.fullmatch(r"(\d+)s", service["stop_grace_period"]).group(1))
-    ports = {"http": free_port(), "grpc": free_port(), "metrics": free_port()}
+    ports = dict(zip(("http", "grpc", "metrics"), free_ports(3), strict=True))
     installation = find_installation()
     backends = assemble_backend_dir(installation, tmp_path / "backends")
     bin_dir = tmp_path / "bin"
