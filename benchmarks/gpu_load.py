@@ -278,23 +278,16 @@ class _Regions:
 
     async def close(self) -> None:
         """Unregister (waiting out Triton's "in use" right after a call), then destroy."""
-        from client.shm import still_in_use, unregister_pauses
+        from client.shm import unregister_waiting_async
 
         if not self.handles:
             return
         unregister = getattr(self.client, f"unregister_{self.load.shm}_shared_memory")
         for region, handle, _ in self.handles.values():
             try:
-                for pause in unregister_pauses():
-                    await asyncio.sleep(pause)
-                    try:
-                        await unregister(region, headers=self.headers)
-                        break
-                    except Exception as exc:
-                        if not still_in_use(exc):
-                            raise
-                else:
-                    raise RuntimeError(f"region {region} still in use on the server")
+                failure = await unregister_waiting_async(unregister, region, headers=self.headers)
+                if failure is not None:
+                    raise failure
             finally:
                 self.module.destroy_shared_memory_region(handle)
 

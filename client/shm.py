@@ -7,10 +7,12 @@ them all. Only works when the client and the server share a host (or a GPU).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +62,41 @@ def unregister_pauses() -> Iterator[float]:
         yield pause
         waited += pause
         pause *= 2
+
+
+def unregister_waiting(
+    unregister: Callable[..., Any], name: str, **kwargs: Any
+) -> BaseException | None:
+    """``unregister(name, **kwargs)``, again while Triton answers "in use" (pauses from
+    :func:`unregister_pauses`): None once it succeeds, else the failure that ended it."""
+    failure: BaseException | None = None
+    for pause in unregister_pauses():
+        time.sleep(pause)
+        try:
+            unregister(name, **kwargs)
+            return None
+        except Exception as exc:
+            failure = exc
+            if not still_in_use(exc):
+                break
+    return failure
+
+
+async def unregister_waiting_async(
+    unregister: Callable[..., Awaitable[Any]], name: str, **kwargs: Any
+) -> BaseException | None:
+    """:func:`unregister_waiting` for an asyncio client (the pauses awaited)."""
+    failure: BaseException | None = None
+    for pause in unregister_pauses():
+        await asyncio.sleep(pause)
+        try:
+            await unregister(name, **kwargs)
+            return None
+        except Exception as exc:
+            failure = exc
+            if not still_in_use(exc):
+                break
+    return failure
 
 
 def still_registered(name: str, exc: BaseException | None) -> None:

@@ -37,7 +37,8 @@ from client.shm import (
     input_bytes,
     still_in_use,
     still_registered,
-    unregister_pauses,
+    unregister_waiting,
+    unregister_waiting_async,
 )
 from client.types import Timeout
 
@@ -429,18 +430,11 @@ class Transport(_Base):
         self._clients.clear()
 
     def _unregister(self, unregister: Callable[..., Any], region: Region) -> None:
-        """Unregister, waiting out Triton's "in use" just after a call (client/shm.py)."""
-        refusal: BaseException | None = None
-        for pause in unregister_pauses():
-            time.sleep(pause)
-            try:
-                unregister(region.name, headers=self.headers())
-                return
-            except Exception as exc:
-                if not still_in_use(exc):
-                    return  # server gone or region unknown: nothing left to release
-                refusal = exc
-        still_registered(region.name, refusal)
+        """Unregister, waiting out Triton's "in use" just after a call (client/shm.py); a
+        server gone or a region it does not know leaves nothing to release."""
+        failure = unregister_waiting(unregister, region.name, headers=self.headers())
+        if failure is not None and still_in_use(failure):
+            still_registered(region.name, failure)
 
 
 class _Probe(Exception):
@@ -561,14 +555,6 @@ class AsyncTransport(_Base):
 
     async def _unregister(self, unregister: Callable[..., Any], region: Region) -> None:
         """The sync twin's ``_unregister``, with the pauses awaited."""
-        refusal: BaseException | None = None
-        for pause in unregister_pauses():
-            await asyncio.sleep(pause)
-            try:
-                await unregister(region.name, headers=self.headers())
-                return
-            except Exception as exc:
-                if not still_in_use(exc):
-                    return
-                refusal = exc
-        still_registered(region.name, refusal)
+        failure = await unregister_waiting_async(unregister, region.name, headers=self.headers())
+        if failure is not None and still_in_use(failure):
+            still_registered(region.name, failure)
