@@ -13,7 +13,8 @@ rounds so that load drift hits all alike:
 Texts (``--traffic``: short 8-16 tokens by default, medium 60-68, mixed 4-256) from the
 SDK's AsyncTritonClient at concurrency 1, 8 and 32; the
 stub's own encoder time per call comes from its ``ExecuteProfile``. The baseline, measured in
-the same run: the same session (file, options) in this process, one text at a time, warm.
+the same run: the same ONNX file in one single-thread session in this process, one text at a
+time, warm.
 Writes benchmarks/bert_topology.md. Run ``python -m build_engines bert`` first.
 """
 
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bert import TRAFFIC, model_setup, run_triton, traffic_pool
+from benchmarks.bert import TRAFFIC, Setup, model_setup, run_triton, traffic_pool
 from benchmarks.common import machine_description, markdown_table
 from python_models.base import PROFILE_DIR_ENV
 from python_models.ort_session import ALLOW_SPINNING, SessionSettings, create_session
@@ -109,9 +110,8 @@ def serve_cells(repo: Path, texts: list[str], concurrency: tuple[int, ...], seco
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def in_process(source: Path, texts: list[str], seconds: float) -> tuple[list[float], float, float]:
-    """The baseline: one warm session with the served one-model's settings, one text a call."""
-    setup = model_setup(source, "bert")
+def in_process(setup: Setup, texts: list[str], seconds: float) -> tuple[list[float], float, float]:
+    """The baseline: one warm single-thread session of the served ONNX file, one text a call."""
     session = create_session(setup.onnx, SessionSettings(1, 1))
     latencies, encoder = [], []
     start = time.perf_counter()
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     encoders: dict[str, list[float]] = {t.label: [] for t in TOPOLOGIES}
     baseline: list[tuple[list[float], float, float]] = []
     for round_ in range(args.rounds):
-        baseline.append(in_process(args.model_repository, texts, args.seconds))
+        baseline.append(in_process(setup, texts, args.seconds))
         for topology in TOPOLOGIES:
             print(f"round {round_ + 1}: {topology.label}", flush=True)
             with tempfile.TemporaryDirectory(prefix="bert-topology-") as work:
