@@ -188,10 +188,13 @@ def _served(repository: Path, checkpoint: Path, options: Options) -> list:
 
 
 def cell_summary(cell) -> dict:
+    from benchmarks.gpu_load import stats
+
+    percentiles = stats(list(cell.latencies_s))
     return {
         "concurrency": cell.concurrency,
         "sentences_per_s": round(cell.sentences_per_s, 1),
-        "p50_ms": round(1e3 * sorted(cell.latencies_s)[len(cell.latencies_s) // 2], 1),
+        **{f"{q}_ms": round(v, 1) for q, v in percentiles.items()},
         "exact": cell.exact,
         "phases": cell.phases,
     }
@@ -219,17 +222,17 @@ def markdown(results: dict, env: dict) -> str:
     lines = ["# NMT beam 4 on the GPU: the kit's search on torch step models", ""]
     lines += [_ratio_note(results), ""]
     lines += [f"- {k}: {v}" for k, v in env.items()]
-    lines += ["", "| model / device | concurrency | sentences/s | p50 ms | exact match |"]
-    lines += ["|---|---|---|---|---|"]
+    head = "| model / device | concurrency | sentences/s | p50 ms | p95 ms | p99 ms | exact match |"
+    lines += ["", head, "|---|---|---|---|---|---|---|"]
     for key, cells in results.items():
         if isinstance(cells, dict):
-            lines.append(f"| {key} | error: {cells['error'].splitlines()[-1][:80]} | | | |")
+            lines.append(f"| {key} | error: {cells['error'].splitlines()[-1][:80]} | | | | | |")
             continue
         for c in cells:
             exact = "" if c["exact"] is None else f"{c['exact']:.3f}"
-            lines.append(
-                f"| {key} | {c['concurrency']} | {c['sentences_per_s']} | {c['p50_ms']} | {exact} |"
-            )
+            times = " | ".join(str(c.get(f"p{q}_ms", "")) for q in (50, 95, 99))
+            rate = f"{c['concurrency']} | {c['sentences_per_s']}"
+            lines.append(f"| {key} | {rate} | {times} | {exact} |")
     return "\n".join(lines) + "\n"
 
 
