@@ -419,20 +419,26 @@ def triton_factory(url: str, beam: int, created: list):
 class TritonStats:
     """The ``nmt`` model's counters from Triton's statistics API, differenced per cell."""
 
-    def __init__(self, http_url: str) -> None:
-        import tritonclient.http as httpclient
+    def __init__(self, grpc_url: str) -> None:
+        # gRPC, not HTTP: tritonclient.http needs gevent, which the lent GPU machine lacks.
+        import tritonclient.grpc as grpcclient
 
-        self.client = httpclient.InferenceServerClient(http_url.split("://", 1)[-1])
+        self.client = grpcclient.InferenceServerClient(grpc_url.split("://", 1)[-1])
 
     def snapshot(self) -> dict[str, float]:
-        (stats,) = self.client.get_inference_statistics(model_name="nmt")["model_stats"]
-        inference = stats["inference_stats"]
+        reply = self.client.get_inference_statistics(model_name="nmt", as_json=True)
+        (stats,) = reply["model_stats"]
+        inference = stats.get("inference_stats", {})
+
+        def ns(counter: dict, field: str = "ns") -> float:  # proto JSON leaves zeros out
+            return float(counter.get(field, 0))
+
         return {
-            "requests": float(inference["success"]["count"]),
-            "queue": float(inference["queue"]["ns"]),  # summed over requests
-            "executions": float(stats["execution_count"]),
+            "requests": ns(inference.get("success", {}), "count"),
+            "queue": ns(inference.get("queue", {})),  # summed over requests
+            "executions": float(stats.get("execution_count", 0)),
             # per execution (batch_stats), not per request: the search runs once per batch
-            "compute": float(sum(b["compute_infer"]["ns"] for b in stats["batch_stats"])),
+            "compute": sum(ns(b.get("compute_infer", {})) for b in stats.get("batch_stats", [])),
         }
 
     @staticmethod
@@ -449,7 +455,7 @@ class TritonStats:
 
 def measure_triton(server, beam: int, level: int, pairs, count_tokens, name: str = TRITON) -> Cell:
     clients: list = []
-    stats = TritonStats(server.http_url)
+    stats = TritonStats(server.grpc_url)
     before: list[dict[str, float]] = []
     factory = triton_factory(server.grpc_url, beam, clients)
     cell = measure(
