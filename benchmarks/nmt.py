@@ -164,7 +164,12 @@ class MicroBatcher:
                     break
                 batch.append(item)
             futures = [f for _, f in batch]
-            self.run([t for t, _ in batch], self.beam, partial(_resolve, futures))
+            try:
+                self.run([t for t, _ in batch], self.beam, partial(_resolve, futures))
+            except Exception as error:  # the callers get it; a dead worker would hang them
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(error)
 
 
 def _resolve(futures: list[Future], index: int, text: str) -> None:
@@ -177,8 +182,9 @@ class PhaseTimer:
     def __init__(self, model) -> None:
         self.model = model
         self.reset()
-        if hasattr(model, "take"):
-            self.take = model.take
+        for own in ("take", "candidates"):  # the model's, where it has them (a torch device)
+            if hasattr(model, own):
+                setattr(self, own, getattr(model, own))
 
     def reset(self) -> None:
         self.encode_s = self.step_s = self.total_s = 0.0
@@ -196,6 +202,9 @@ class PhaseTimer:
         try:
             return self.model.step(input_ids, attention_mask, cross_kv, past_kv)
         finally:
+            synchronize = getattr(self.model, "synchronize", None)
+            if synchronize is not None:  # a device step returns before its kernels end
+                synchronize()
             self.step_s += time.perf_counter() - start
             self.steps += 1
 

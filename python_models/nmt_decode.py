@@ -44,7 +44,15 @@ class StepModel(Protocol):
         past_kv: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``logits [rows, vocab]`` and the next state (rows on axis 2): the grown KV cache,
-        or the RNN's new recurrent state."""
+        or the RNN's new recurrent state. A model that also has ``candidates`` (see
+        :func:`candidates_of`) may keep the logits where they are (a device tensor)."""
+
+
+def candidates_of(model: StepModel) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """``(logits, keep, suppressed) -> (values, tokens)``: the model's own ``candidates``
+    where it has one (top-k where its logits are, a GPU: [rows, keep] cross to the host
+    instead of [rows, vocab]), else :func:`row_candidates` in numpy."""
+    return getattr(model, "candidates", None) or row_candidates
 
 
 def take_rows(model: StepModel, state, index: np.ndarray):
@@ -100,6 +108,39 @@ def _row_candidates(scores: np.ndarray, keep: int) -> np.ndarray:
     return (blocks[:, :, None] * _BLOCK + np.arange(_BLOCK)).reshape(scores.shape[0], -1)
 
 
+def best_first(values: np.ndarray, tokens: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``keep`` best, highest value first and the lower token id on ties (the
+    order of HF's top-k and argmax), whatever order the candidates came in."""
+    order = np.lexsort((tokens, -values))[:, :keep]
+    return np.take_along_axis(values, order, 1), np.take_along_axis(tokens, order, 1)
+
+
+def row_candidates(
+    logits: np.ndarray, keep: int, suppressed: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``keep`` best tokens once ``suppressed`` are banned, best first, with their
+    log-probabilities: HF's log_softmax over every token (before the processors), then the
+    ban. Within a row log_softmax only shifts the logits, so the best tokens are the best
+    logits: a few candidates per row (:func:`_row_candidates`), then the exact order.
+    Writes into ``logits`` where it may (they are this step's, read once)."""
+    vocab = logits.shape[1]
+    logits = logits.astype(np.float32, copy=False)
+    peak = logits.max(axis=1, keepdims=True)
+    exp = np.subtract(logits, peak)  # the same float32 operations as log_softmax
+    np.exp(exp, out=exp)
+    log_total = np.log(exp.sum(axis=-1, keepdims=True))
+    if suppressed:
+        if not logits.flags.writeable:  # a read-only view of the engine's output buffer
+            logits = logits.copy()
+        logits[:, list(suppressed)] = -np.inf
+    tokens = _row_candidates(logits, keep)
+    padding = tokens >= vocab  # past the last block's end: kept in range, never chosen
+    tokens = np.minimum(tokens, vocab - 1)
+    values = (np.take_along_axis(logits, tokens, 1) - peak) - log_total
+    values[padding] = -np.inf
+    return best_first(values, tokens, keep)
+
+
 class _Group:
     """Every live sentence of one beam size, searched together: arrays over [sentence, beam].
 
@@ -129,75 +170,60 @@ class _Group:
     def row_sentences(self) -> np.ndarray:
         return np.repeat(self.index, self.tokens.shape[1])
 
-    def advance(self, logits: np.ndarray, cur_len: int, done: Callable[[int, list[int]], None]):
-        """Consume this step's logits (this group's rows); return the rows (local) to keep."""
+    @property
+    def keep(self) -> int:
+        """Candidates per row this group needs: the best token (greedy), HF's 2 x beam."""
+        return 1 if self.beam == 1 else 2 * self.beam
+
+    def advance(self, values, tokens, cur_len: int, done: Callable[[int, list[int]], None]):
+        """Consume this step's row candidates (this group's rows, best first, see
+        :func:`row_candidates`); return the rows (local) to keep."""
         width = self.tokens.shape[1]  # before this step
+        values, tokens = self._force_eos(values, tokens, cur_len)
         step = self._greedy if self.beam == 1 else self._beam
-        finished = step(logits, cur_len)
+        finished = step(values, tokens, cur_len)
         for s in np.flatnonzero(finished):
             best = self.finished[s][0][1] if self.finished[s] else self.tokens[s, 0].tolist()
             done(int(self.index[s]), best[1:])
         return self._keep(~finished, width)
 
-    def _process(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
-        """HF's logits processors, in place, on rows of [n, width, vocab] scores."""
-        settings = self.settings
-        if not logits.flags.writeable:  # a read-only view of the engine's output buffer
-            logits = logits.copy()
-        if settings.suppressed_token_ids:
-            logits[:, :, list(settings.suppressed_token_ids)] = -np.inf
-        if settings.forced_eos:
-            forced = self.max_length - 1 == cur_len
-            if forced.any():
-                logits[forced] = -np.inf
-                logits[forced, :, settings.eos_token_id] = 0.0
-        return logits
+    def _force_eos(self, values: np.ndarray, tokens: np.ndarray, cur_len: int):
+        """HF's forced eos at ``max_length - 1``: a forced row's log-probs are 0 for eos and
+        -inf for every other token (which then cannot win, whatever its id)."""
+        if not self.settings.forced_eos:
+            return values, tokens
+        forced = np.repeat(self.max_length - 1 == cur_len, self.tokens.shape[1])
+        if forced.any():
+            values, tokens = values.copy(), tokens.copy()
+            values[forced] = -np.inf
+            values[forced, 0], tokens[forced, 0] = 0.0, self.settings.eos_token_id
+        return values, tokens
 
-    def _greedy(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
+    def _greedy(self, values: np.ndarray, tokens: np.ndarray, cur_len: int) -> np.ndarray:
         n = len(self.index)
-        scores = self._process(logits.reshape(n, 1, -1), cur_len)
-        token = scores[:, 0].argmax(axis=1)
+        token = tokens[:, 0]
         self.tokens = np.concatenate([self.tokens, token.reshape(n, 1, 1)], axis=2)
         self.origins = np.zeros((n, 1), dtype=np.int64)
         return (token == self.settings.eos_token_id) | (cur_len + 1 >= self.max_length)
 
-    def _candidates(self, logits: np.ndarray, cur_len: int, keep: int):
-        """The ``keep`` best (beam, token) continuations per sentence: HF's top-k over
-        log_softmax, processors and beam scores, without that [n, width x vocab] sum. Within
-        a row log_softmax only shifts the logits, so a row's best tokens are its best logits:
-        score a few candidates per row (:func:`_row_candidates`), then pick across the rows.
-        Ties go to the lower (beam, token).
-        Returns scores and flat ``beam * vocab + token`` indices, best first."""
+    def _candidates(self, values: np.ndarray, tokens: np.ndarray, keep: int):
+        """The ``keep`` best (beam, token) continuations per sentence: HF's top-k over beam
+        scores plus log-probs. A sentence's best ``keep`` take at most ``keep`` from one row,
+        so each row's best ``keep`` suffice. Ties go to the lower (beam, token).
+        Returns their scores, beams and tokens, best first."""
         n, width = self.tokens.shape[:2]
-        vocab = logits.shape[1]
-        logits = logits.astype(np.float32, copy=False)
-        peak = logits.max(axis=1, keepdims=True)
-        exp = np.subtract(logits, peak)  # the same float32 operations as log_softmax
-        np.exp(exp, out=exp)
-        log_total = np.log(exp.sum(axis=-1, keepdims=True))
-        processed = self._process(logits.reshape(n, width, vocab), cur_len).reshape(-1, vocab)
-        tokens = _row_candidates(processed, keep)
-        padding = tokens >= vocab  # past the last block's end: kept in range, never chosen
-        tokens = np.minimum(tokens, vocab - 1)
         per_row = tokens.shape[1]
-        values = (np.take_along_axis(processed, tokens, 1) - peak) - log_total
-        values[padding] = -np.inf
-        if self.settings.forced_eos:  # a forced row's log-probs are 0 for eos, -inf elsewhere
-            forced = np.repeat(self.max_length - 1 == cur_len, width)
-            eos = tokens[forced] == self.settings.eos_token_id
-            values[forced] = np.where(eos, np.float32(0.0), np.float32(-np.inf))
         totals = (values + self.scores.reshape(-1, 1)).reshape(n, width * per_row)
-        offsets = np.tile(np.arange(width) * vocab, n)[:, None]  # beam * vocab of each row
-        flat = (tokens + offsets).reshape(n, width * per_row)
+        beams = np.broadcast_to(np.repeat(np.arange(width), per_row), totals.shape)
         order = np.argsort(-totals, axis=1, kind="stable")[:, :keep]
-        return np.take_along_axis(totals, order, 1), np.take_along_axis(flat, order, 1)
+        tokens = np.take_along_axis(tokens.reshape(n, width * per_row), order, 1)
+        return np.take_along_axis(totals, order, 1), np.take_along_axis(beams, order, 1), tokens
 
-    def _beam(self, logits: np.ndarray, cur_len: int) -> np.ndarray:
+    def _beam(self, values: np.ndarray, tokens: np.ndarray, cur_len: int) -> np.ndarray:
         k, settings = self.beam, self.settings
         n, width = self.tokens.shape[:2]
-        vocab = logits.shape[1]
-        top_scores, top = self._candidates(logits, cur_len, min(2 * k, width * vocab))
-        origins, tokens = top // vocab, top % vocab
+        keep = min(2 * k, width * tokens.shape[1])
+        top_scores, origins, tokens = self._candidates(values, tokens, keep)
         hits = (tokens == settings.eos_token_id) | (cur_len + 1 >= self.max_length[:, None])
         self._collect_finished(top_scores, origins, tokens, hits, cur_len)
         penalised = top_scores + hits * np.float32(_PENALTY)
@@ -304,6 +330,7 @@ def generate(
         if on_done is not None:
             on_done(index, ids)
 
+    candidates, suppressed = candidates_of(model), tuple(settings.suppressed_token_ids)
     ids, mask = pad_sources(jobs, settings.pad_token_id)
     cross = model.encode(ids, mask)
     groups = _groups(jobs, settings)
@@ -322,7 +349,9 @@ def generate(
         keep, offset = [], 0
         for group in groups:
             rows = group.rows
-            keep.append(group.advance(logits[offset : offset + rows], cur_len, done) + offset)
+            per_row = min(group.keep, logits.shape[1])
+            values, tokens = candidates(logits[offset : offset + rows], per_row, suppressed)
+            keep.append(group.advance(values, tokens, cur_len, done) + offset)
             offset += rows
         groups = [g for g in groups if len(g.index)]
         index = np.concatenate(keep)

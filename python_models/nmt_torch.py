@@ -2,17 +2,22 @@
 
 The same :mod:`nmt_decode` search drives it. The cross state and the KV cache stay torch
 tensors on the device from step to step (the search reorders them through :meth:`take`,
-an ``index_select`` on the device); only the token ids and mask go in and the logits come
-out through the host. Python 3.10 compatible.
+an ``index_select`` on the device). Only the token ids and mask go in, and only each row's
+best few tokens come out (:meth:`TorchStepModel.candidates`, a top-k on the device): on
+the H100 the large model's [rows, 58k] logits crossing to the host and the numpy top-k
+over them were 63% of a beam-4 search at concurrency 32. Python 3.10 compatible.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from python_models.nmt_decode import best_first
 
 
 def default_device() -> torch.device:
@@ -57,14 +62,36 @@ class TorchStepModel:
         return self.encoder(self._tensor(input_ids), self._tensor(attention_mask))[1]
 
     @torch.inference_mode()
-    def step(self, input_ids, attention_mask, cross_kv, past_kv) -> tuple[np.ndarray, Any]:
-        logits, present = self.decoder(
+    def step(self, input_ids, attention_mask, cross_kv, past_kv) -> tuple[torch.Tensor, Any]:
+        """Logits stay on the device, for :meth:`candidates`."""
+        return self.decoder(
             self._tensor(input_ids),
             self._tensor(attention_mask),
             self._tensor(cross_kv, floating=True),
             self._tensor(past_kv, floating=True),
         )
-        return logits.float().cpu().numpy(), present
+
+    @torch.inference_mode()
+    def candidates(
+        self, logits: torch.Tensor, keep: int, suppressed: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's ``keep`` best tokens and log-probs, as
+        :func:`python_models.nmt_decode.row_candidates` computes them from numpy logits
+        (log_softmax over every token, then the ban), top-k on the device."""
+        logits = logits.float()
+        peak = logits.amax(dim=1, keepdim=True)
+        log_total = (logits - peak).exp_().sum(dim=1, keepdim=True).log_()
+        if suppressed:
+            banned = torch.tensor(list(suppressed), device=logits.device)
+            logits = logits.index_fill(1, banned, float("-inf"))
+        values, tokens = logits.topk(keep, dim=1)
+        values = (values - peak) - log_total
+        return best_first(values.cpu().numpy(), tokens.cpu().numpy(), keep)
+
+    def synchronize(self) -> None:
+        """Wait for the device (for timers: kernels run after their call returns)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
 
     @torch.inference_mode()
     def take(self, state: Any, index: np.ndarray) -> torch.Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from python_models.nmt_decode import DecodeSettings, Job, _Group, _row_candidates
+from python_models.nmt_decode import DecodeSettings, Job, _Group, _row_candidates, row_candidates
 
 EOS, PAD = 0, 7
 
@@ -59,7 +59,10 @@ def test_group_candidates_match_a_full_log_softmax_topk(vocab: int) -> None:
     expected, expected_top, forced = _brute_force(
         logits.copy(), group.scores, group.max_length, cur_len, 2 * beam, vocab
     )
-    scores, top = group._candidates(logits, cur_len, 2 * beam)
+    values, tokens = row_candidates(logits, 2 * beam, settings.suppressed_token_ids)
+    values, tokens = group._force_eos(values, tokens, cur_len)
+    scores, beams, tokens = group._candidates(values, tokens, 2 * beam)
+    top = beams * vocab + tokens
     free = ~forced
     np.testing.assert_array_equal(top[free], expected_top[free])
     np.testing.assert_array_equal(scores[free], expected[free])

@@ -12,7 +12,7 @@ from build_engines.nmt import corpus
 from build_engines.nmt.pipeline import decode_settings, limits
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.torch_engine.nmt import step_model
-from python_models.nmt_decode import Job, generate
+from python_models.nmt_decode import Job, generate, pad_sources
 from python_models.nmt_ort import OrtStepModel
 from python_models.nmt_text import MarianText
 from tests.conftest import MODEL_REPOSITORY, require_models
@@ -66,10 +66,31 @@ def test_torch_state_stays_a_device_tensor(engines):
     start = np.array([[settings.decoder_start_token_id]])
     logits, present = torch_model.step(start, ids[1], cross, past)
     assert isinstance(cross, torch.Tensor) and isinstance(present, torch.Tensor)
-    assert isinstance(logits, np.ndarray) and present.shape[4] == 1
+    assert isinstance(logits, torch.Tensor) and present.shape[4] == 1  # stays on the device
     twice = torch_model.take(present, np.array([0, 0]))
     assert isinstance(twice, torch.Tensor) and twice.shape[2] == 2
     assert torch.equal(twice[:, :, 0], twice[:, :, 1])
+
+
+def test_candidates_on_the_device_match_the_numpy_search(engines):
+    """Each row's best tokens come from the device, [rows, keep]: the same tokens as the
+    numpy path over the same logits, log-probs within float32 rounding."""
+    from python_models.nmt_decode import row_candidates
+
+    settings, text, _, torch_model = engines
+    jobs = _jobs(text, [1, 1, 1], [8, 8, 8])
+    ids, mask = pad_sources(jobs, settings.pad_token_id)
+    layers, heads, head_dim = settings.cache_shape
+    past = np.zeros((layers, 2, len(jobs), heads, 0, head_dim), np.float32)
+    start = np.full((len(jobs), 1), settings.decoder_start_token_id)
+    logits, _ = torch_model.step(start, mask, torch_model.encode(ids, mask), past)
+    suppressed = settings.suppressed_token_ids
+    values, tokens = torch_model.candidates(logits, 8, suppressed)
+    expected_values, expected_tokens = row_candidates(logits.cpu().numpy(), 8, suppressed)
+    assert isinstance(values, np.ndarray) and values.shape == tokens.shape == (3, 8)
+    assert tokens.tolist() == expected_tokens.tolist()
+    np.testing.assert_allclose(values, expected_values, rtol=0, atol=2e-6)
+    assert not set(suppressed) & set(tokens.ravel().tolist())
 
 
 def test_gpu_benchmark_entry_point_runs_the_torch_engine(engines):
@@ -82,3 +103,23 @@ def test_gpu_benchmark_entry_point_runs_the_torch_engine(engines):
     for cell in cells:
         assert cell.exact == 1.0 and len(cell.latencies_s) == 8
         assert cell.phases["decoder ms/step"] > 0 and 0 < cell.phases["search share"] < 1
+
+
+def test_a_failing_batch_reaches_its_callers_instead_of_hanging_them():
+    """benchmarks.nmt's micro-batcher: an exception in the batch call used to kill its
+    worker thread and leave every caller waiting forever (seen: a search that could not
+    read a model's device logits hung the GPU benchmark's test)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchmarks.nmt import MicroBatcher
+
+    def broken(texts, beam, done):
+        raise RuntimeError(f"cannot decode {len(texts)} texts")
+
+    batcher = MicroBatcher(broken, beam=4)
+    with ThreadPoolExecutor(3) as pool:
+        calls = [pool.submit(batcher, text) for text in ("a", "b", "c")]
+        for call in calls:
+            with pytest.raises(RuntimeError, match=r"cannot decode \d texts"):
+                call.result(timeout=10)
+    batcher.close()  # the worker is still alive to take the close

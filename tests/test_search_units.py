@@ -231,3 +231,59 @@ def test_read_only_logits_are_not_written(beam: int) -> None:
     settings = DecodeSettings(START, EOS, START, (1, 1, 1), suppressed_token_ids=(A,))
     got = generate(ReadOnlyLogits(), [Job([5], beam_size=beam, max_length=10)], settings)
     assert got == [[B, EOS]]  # as test_suppressed_tokens_are_never_chosen, from read-only rows
+
+
+def test_row_candidates_are_each_rows_best_log_probs_after_suppression() -> None:
+    from python_models.nmt_decode import row_candidates
+
+    # Row 0: log_softmax over all four logits (HF takes it before the processors), then
+    # token 3 suppressed: best are token 1 (2.0), token 2 (1.0). Row 1: equal logits, the
+    # lower id first (HF's topk and argmax order).
+    logits = np.array([[0.0, 2.0, 1.0, 2.0], [1.0, 1.0, 0.0, 1.0]], dtype=np.float32)
+    values, tokens = row_candidates(logits.copy(), 2, (3,))
+    lse = [math.log(1 + math.e**2 + math.e + math.e**2), math.log(3 * math.e + 1)]
+    assert tokens.tolist() == [[1, 2], [0, 1]]
+    np.testing.assert_allclose(values, [[2 - lse[0], 1 - lse[0]], [1 - lse[1], 1 - lse[1]]], 1e-6)
+    # More than a block of 64 tokens: the best are found across blocks.
+    wide = np.zeros((1, 300), dtype=np.float32)
+    wide[0, [299, 5, 130]] = [3.0, 2.0, 2.0]
+    assert row_candidates(wide, 3, ())[1].tolist() == [[299, 5, 130]]
+
+
+class OpaqueLogits:
+    """Logits the search cannot read (a device tensor): only the model's ``candidates`` can."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self._array = array
+        self.shape = array.shape
+
+    def __getitem__(self, rows: slice) -> OpaqueLogits:
+        return OpaqueLogits(self._array[rows])
+
+
+class CandidatesModel(TreeModel):
+    """A step model that keeps its logits and hands the search each row's best tokens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keeps: list[int] = []
+
+    def step(self, input_ids, attention_mask, cross_kv, past_kv):
+        logits, present = super().step(input_ids, attention_mask, cross_kv, past_kv)
+        return OpaqueLogits(logits), present
+
+    def candidates(self, logits: OpaqueLogits, keep: int, suppressed: tuple[int, ...]):
+        from python_models.nmt_decode import row_candidates
+
+        self.keeps.append(keep)
+        return row_candidates(logits._array.copy(), keep, suppressed)
+
+
+@pytest.mark.parametrize(("beam", "keep"), [(1, 1), (2, 4)])
+def test_a_model_that_offers_candidates_is_never_asked_for_its_logits(beam, keep) -> None:
+    # The torch step model on a GPU: [rows, vocab] logits stay there, [rows, keep] come back.
+    settings = DecodeSettings(START, EOS, START, (1, 1, 1), suppressed_token_ids=(A,))
+    jobs = [Job([5], beam_size=beam, max_length=10), Job([6], beam_size=beam, max_length=3)]
+    model = CandidatesModel()
+    assert generate(model, jobs, settings) == generate(TreeModel(), jobs, settings)
+    assert set(model.keeps) == {min(keep, 4)}  # 2 x beam per row (the vocabulary is 4 wide)
