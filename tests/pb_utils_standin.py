@@ -5,12 +5,13 @@ the python backend ships (``triton_python_backend_utils.py``: the dtype tables, 
 (de)serialisation, ``get_input_tensor_by_name``, ``triton_string_to_numpy``, the flag
 constants) and adds to it the C++ classes of its pybind11 module ``c_python_backend_utils``
 (``Tensor``, ``TritonError``, ``InferenceRequest``, ``InferenceResponse``, the response
-sender, ``Logger``, ...; the stand-in has only what this project's models call). Here the
-pure-Python half is that same file, loaded from the nvidia-pytriton wheel (the file the
-embedded server runs); the C++ half is written after the stub's bindings (python_backend r24.10 ``src/pb_stub.cc``, ``src/pb_tensor.cc``): the
-``TritonError`` codes are ``TRITONSERVER_Error_Code``'s values, a ``Tensor`` refuses an
-empty name, makes its array C-contiguous and serialises BYTES with the file's
-``serialize_byte_tensor``; :func:`received` gives what the other side of the IPC reads.
+sender, ``Logger``, ...). Here the pure-Python half is that same file, loaded from the
+nvidia-pytriton wheel (the file the embedded server runs). The C++ half holds only what this
+project's models call, written after the stub's bindings (python_backend r24.10
+``src/pb_stub.cc``, ``src/pb_tensor.cc``): the ``TritonError`` codes are
+``TRITONSERVER_Error_Code``'s values, a ``Tensor`` refuses an empty name, makes its array
+C-contiguous and serialises BYTES with the file's ``serialize_byte_tensor``;
+:func:`received` gives what the other side of the IPC reads.
 
 Why a stand-in is allowed here: the mutation tests (docs/TESTING.md) must run without a
 server, thousands of times; the server-backed tests (``test_bert.py``, ``test_nmt_triton.py``
