@@ -171,6 +171,14 @@ def test_execute_answers_each_request_on_its_own(tmp_path: Path, caplog) -> None
     assert "ZeroDivisionError: nan in A" in logged[0]
 
 
+def test_a_missing_optional_input_is_skipped_and_the_next_one_read(tmp_path: Path) -> None:
+    config = {**CONFIG, "input": [CONFIG["input"][1], CONFIG["input"][0]]}  # OFFSET first
+    model = _model(tmp_path, config)
+    assert model.read_inputs(request({"A": np.array([4.0])})).keys() == {"A"}
+    (response,) = model.execute([request({"A": np.array([4.0])})])
+    assert outputs(response)["DOUBLED"].tolist() == [8.0]
+
+
 class BatchFails(Doubler):
     def process_batch(self, batch):
         raise MemoryError("out of memory")
@@ -222,11 +230,12 @@ def test_profile_sums_phases_and_writes_every_hundred_executes(tmp_path: Path) -
 def test_an_empty_profile_flushes_zero_executes(tmp_path: Path) -> None:
     profile = ExecuteProfile(tmp_path / "p.json")
     profile.add("x", 0.002)
+    profile.add("y", 0.00001234)  # 0.01234 ms: rounded to 4 places
     profile.flush()
     assert json.loads((tmp_path / "p.json").read_text()) == {
         "executes": 0,
         "requests": 0,
-        "ms_per_execute": {"x": 2.0},
+        "ms_per_execute": {"x": 2.0, "y": 0.0123},
     }
 
 
@@ -236,12 +245,12 @@ def test_profiled_execute_times_every_phase(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path))
     model = _model(tmp_path)
     assert model.profile.path == tmp_path / f"doubler-{os.getpid()}.json"
-    ticks = iter(float(t) for t in range(100))
+    ticks = iter(float(t) for t in range(10, 100))
     monkeypatch.setattr(base.time, "perf_counter", lambda: next(ticks))
     responses = model.execute([request({"A": np.ones(1)}), request({"A": np.ones(3)})])
     assert outputs(responses[1])["DOUBLED"].tolist() == [2.0, 2.0, 2.0]
-    # perf_counter: execute start 0, _execute start 1, read_inputs 2, process_batch 3,
-    # responses 4, execute end 5.
+    # perf_counter: execute start 10, _execute start 11, read_inputs 12, process_batch 13,
+    # responses 14, execute end 15.
     assert dict(model.profile.seconds) == {
         "read_inputs": 1.0,
         "process_batch": 1.0,
@@ -249,7 +258,7 @@ def test_profiled_execute_times_every_phase(tmp_path: Path, monkeypatch) -> None
         "execute": 5.0,
     }
     assert (model.profile.executes, model.profile.requests) == (1, 2)
-    assert model.timed("x", 2.0) == 6.0
+    assert model.timed("x", 12.0) == 16.0
     assert model.profile.seconds["x"] == 4.0
     model.finalize()
     written = json.loads(model.profile.path.read_text())
