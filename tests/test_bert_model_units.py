@@ -211,3 +211,81 @@ def test_torch_is_importable_here_and_its_absence_is_seen(monkeypatch) -> None:
     assert bert._torch_imports() is True
     monkeypatch.setitem(sys.modules, "torch", None)  # what `import torch` fails on
     assert bert._torch_imports() is False
+
+
+def _torchscript(path: Path) -> Path:
+    """The toy encoder as TorchScript (what ``--engine torch`` puts in the sibling)."""
+    import torch
+
+    class Toy(torch.nn.Module):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            width = torch.full_like(attention_mask[:, 0], input_ids.shape[1])
+            columns = [(input_ids * attention_mask).sum(1), attention_mask.sum(1), width]
+            return torch.stack(columns, 1).float()
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.jit.script(Toy()).save(str(path))
+    return path
+
+
+CPU_SIBLING = 'name: "toy_encoder"\ninstance_group { kind: KIND_CPU }\n'
+GRAPH_SPEC = (
+    'name: "toy_encoder"\noptimization { cuda { graphs: true graph_spec { batch_size: 2 '
+    'input { key: "input_ids" value { dim: [6] } } } } }\n'
+)
+
+
+def test_a_torchscript_sibling_runs_in_process_on_its_device(
+    tmp_path: Path, pb_utils, monkeypatch, caplog
+) -> None:
+    import torch
+
+    script = _torchscript(tmp_path / "toy_encoder" / "1" / "model.pt")
+    (tmp_path / "toy_encoder" / "config.pbtxt").write_text(CPU_SIBLING)
+    monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        with caplog.at_level(logging.INFO, logger="python_models"):
+            model = _model(tmp_path)
+        assert torch.get_num_threads() == 1  # intra_op_thread_count's default
+    finally:
+        torch.set_num_threads(threads)
+    (message,) = [r.getMessage() for r in caplog.records if "in-process" in r.getMessage()]
+    assert message.startswith(f"bert: encoder {script} in-process on cpu; 0 CUDA graphs ")
+    assert message.endswith(" s: []")
+    responses = model.execute([request(_texts(b"hello world", b"the cats the cats world"))])
+    assert outputs(responses[0])["EMBEDDING"].tolist() == [[14.0, 4.0, 4.0], [47.0, 8.0, 8.0]]
+    assert "encoder_eager" in model.profile.seconds
+
+
+def test_graph_pairs_follow_the_sibling_or_the_parameter(tmp_path: Path, pb_utils) -> None:
+    _encoder_onnx(tmp_path / "toy_encoder" / "1" / "model.onnx")
+    config = tmp_path / "toy_encoder" / "config.pbtxt"
+    config.write_text(CPU_SIBLING)
+    assert _model(tmp_path)._graph_pairs("toy_encoder") == []
+    wanted = _model(tmp_path, _config(max_batch_size=4, cuda_graphs="true"))
+    # buckets (4, 6, 8) x batch buckets of 4 (1, 2, 4), longest then largest first
+    assert wanted._graph_pairs("toy_encoder") == [
+        (4, 8), (2, 8), (1, 8), (4, 6), (2, 6), (1, 6), (4, 4), (2, 4), (1, 4)
+    ]  # fmt: skip
+    unbatched = _model(tmp_path, _config(max_batch_size=0, cuda_graphs="true"))
+    assert unbatched._graph_pairs("toy_encoder") == [(1, 8), (1, 6), (1, 4)]
+    config.write_text(GRAPH_SPEC)
+    assert _model(tmp_path)._graph_pairs("toy_encoder") == [(2, 6)]
+
+
+def test_an_unreadable_sibling_config_is_warned_about(
+    tmp_path: Path, pb_utils, monkeypatch, caplog
+) -> None:
+    _encoder_onnx(tmp_path / "toy_encoder" / "1" / "model.onnx")
+    (tmp_path / "toy_encoder" / "config.pbtxt").write_text(GRAPH_SPEC)
+    model = _model(tmp_path, _config(max_batch_size=2, cuda_graphs="true"))
+    monkeypatch.setitem(sys.modules, "tritonclient.grpc", None)  # no tritonclient[grpc]
+    with caplog.at_level(logging.WARNING, logger="python_models"):
+        pairs = model._graph_pairs("toy_encoder")
+    assert pairs == [(2, 8), (1, 8), (2, 6), (1, 6), (2, 4), (1, 4)]  # the default grid
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message.startswith("bert: cannot read toy_encoder's graph_spec (")
+    without_parameter = _model(tmp_path)
+    assert without_parameter._graph_pairs("toy_encoder") == []
