@@ -360,3 +360,69 @@ def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
     # One TorchScript file alone does not make a torch step model.
     (repository / "nmt_encoder" / "1" / "model.pt").write_bytes(b"")
     assert type(nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)) is BlsStepModel
+
+
+def _torch_copy_model(repository: Path) -> None:
+    """The copy model as the two TorchScript files ``--engine torch`` builds."""
+    import torch
+
+    class Encoder(torch.nn.Module):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+            cross = (input_ids * attention_mask).float()[None, None, :, None, :, None]
+            return input_ids.float(), cross
+
+    class Decoder(torch.nn.Module):
+        def forward(self, input_ids, encoder_attention_mask, cross_kv, past_kv):
+            step = past_kv.shape[4]
+            source = cross_kv[0, 0, :, 0, :, 0].long()
+            last = torch.zeros_like(source[:, 0])  # </s> once the source is copied
+            target = source[:, step] if step < source.shape[1] else last
+            logits = torch.full((source.shape[0], 140), -20.0)
+            logits[torch.arange(source.shape[0]), target] = 20.0
+            rows, heads = past_kv.shape[2], past_kv.shape[3]
+            pad = torch.zeros(past_kv.shape[0], 2, rows, heads, 1, past_kv.shape[5])
+            grown = torch.cat([past_kv, pad], 4)
+            return logits, grown
+
+    for name, module in (("copy_encoder", Encoder()), ("copy_decoder", Decoder())):
+        (repository / name / "1").mkdir(parents=True)
+        torch.jit.script(module).save(str(repository / name / "1" / "model.pt"))
+    (repository / "copy_encoder" / "config.pbtxt").write_text("instance_group { kind: KIND_CPU }")
+
+
+def test_torchscript_siblings_run_in_process_on_their_device(tmp_path: Path, pb_utils) -> None:
+    import torch
+
+    from python_models.nmt_torch import TorchStepModel
+
+    _torch_copy_model(tmp_path)
+    threads = torch.get_num_threads()
+    try:
+        model = _model(tmp_path, intra_op_thread_count="2")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+    assert type(model.runner) is TorchStepModel
+    assert model.runner.device == torch.device("cpu")
+    requests = [_request(["four hundred and one"], beam=[1]), _request(["zero"], beam=[2])]
+    model.execute(requests)
+    assert outputs(_only_response(requests[0]))["TRANSLATION"].tolist() == [
+        [b"four hundred and one"]
+    ]
+    assert outputs(_only_response(requests[1]))["TRANSLATION"].tolist() == [[b"zero"]]
+
+
+def test_in_process_sessions_take_the_thread_parameter(tmp_path: Path, pb_utils) -> None:
+    from tests.conftest import MODEL_REPOSITORY, require_models
+
+    require_models("nmt_encoder", "nmt_decoder")
+    for name in ("copy_encoder", "copy_decoder"):
+        (tmp_path / name / "1").mkdir(parents=True)
+        source = MODEL_REPOSITORY / f"nmt_{name.split('_')[1]}" / "1" / "model.onnx"
+        (tmp_path / name / "1" / "model.onnx").symlink_to(source)
+    model = _model(tmp_path)
+    for session in (model.runner.encoder, model.runner.decoder):
+        assert session.get_session_options().intra_op_num_threads == 1
+    shutil.rmtree(tmp_path / "nmt")
+    model = _model(tmp_path, intra_op_thread_count="2")
+    assert model.runner.decoder.get_session_options().intra_op_num_threads == 2
