@@ -33,6 +33,7 @@ def _encoder_onnx(path: Path) -> Path:
     ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["n", "l"])
     mask = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["n", "l"])
     out = helper.make_tensor_value_info("EMBEDDING", TensorProto.FLOAT, ["n", 3])
+    first = helper.make_tensor_value_info("token_sum", TensorProto.INT64, ["n", 1])
     nodes = [
         helper.make_node("Mul", ["input_ids", "attention_mask"], ["kept"]),
         helper.make_node("ReduceSum", ["kept"], ["s1"], axes=[1], keepdims=1),
@@ -43,7 +44,9 @@ def _encoder_onnx(path: Path) -> Path:
         helper.make_node("Concat", ["s1", "s2", "s3"], ["cat"], axis=1),
         helper.make_node("Cast", ["cat"], ["EMBEDDING"], to=TensorProto.FLOAT),
     ]
-    graph = helper.make_graph(nodes, "toy_encoder", [ids, mask], [out])
+    # EMBEDDING is the second output, as a real export's comes after last_hidden_state.
+    nodes.append(helper.make_node("Identity", ["s1"], ["token_sum"]))
+    graph = helper.make_graph(nodes, "toy_encoder", [ids, mask], [first, out])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
     model.ir_version = 7
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,6 +140,7 @@ def test_embed_keeps_row_order_across_buckets(tmp_path: Path, pb_utils) -> None:
     _encoder_onnx(tmp_path / "toy_encoder" / "1" / "model.onnx")
     model = _model(tmp_path)
     rows = [[2, 4, 5, 6, 7, 3], [2, 4, 3], [2, 8, 8, 8, 8, 8, 8, 3], [2, 5, 3]]
+    assert model.embed(rows).dtype == np.float32
     assert model.embed(rows).tolist() == [
         [27.0, 6.0, 6.0],
         [9.0, 3.0, 4.0],
@@ -199,6 +203,24 @@ def test_profiling_names_the_encoder_phase(tmp_path: Path, pb_utils, monkeypatch
     ]
 
 
+def _session_of(model: BertEmbeddingModel):
+    """The InferenceSession the in-process encoder closes over."""
+    import onnxruntime as ort
+
+    cells = [cell.cell_contents for cell in model.encoder.__closure__ or ()]
+    (session,) = [c for c in cells if isinstance(c, ort.InferenceSession)]
+    return session
+
+
+def test_the_in_process_session_takes_the_thread_parameters(tmp_path: Path, pb_utils) -> None:
+    _encoder_onnx(tmp_path / "toy_encoder" / "1" / "model.onnx")
+    options = _session_of(_model(tmp_path)).get_session_options()
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
+    config = _config(intra_op_thread_count="3", inter_op_thread_count="2")
+    options = _session_of(_model(tmp_path, config)).get_session_options()
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (3, 2)
+
+
 def test_session_settings_default_to_one_thread_each() -> None:
     assert encoder_session_settings(ModelParameters({})) == SessionSettings(1, 1)
     params = ModelParameters(
@@ -247,13 +269,15 @@ def test_a_torchscript_sibling_runs_in_process_on_its_device(
     torch.set_num_threads(3)
     try:
         with caplog.at_level(logging.INFO, logger="python_models"):
-            model = _model(tmp_path)
-        assert torch.get_num_threads() == 1  # intra_op_thread_count's default
+            model = _model(tmp_path, _config(intra_op_thread_count="2", cuda_graphs="true"))
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads)
     (message,) = [r.getMessage() for r in caplog.records if "in-process" in r.getMessage()]
-    assert message.startswith(f"bert: encoder {script} in-process on cpu; 0 CUDA graphs ")
-    assert message.endswith(" s: []")
+    # CUDA graphs are asked for, but the device is the CPU: none.
+    prefix = f"bert: encoder {script} in-process on cpu; 0 CUDA graphs (batch, length) in "
+    assert message.startswith(prefix) and message.endswith(" s: []")
+    assert 0.0 <= float(message[len(prefix) : -len(" s: []")]) < 30.0
     responses = model.execute([request(_texts(b"hello world", b"the cats the cats world"))])
     assert outputs(responses[0])["EMBEDDING"].tolist() == [[14.0, 4.0, 4.0], [47.0, 8.0, 8.0]]
     assert "encoder_eager" in model.profile.seconds
@@ -286,6 +310,9 @@ def test_an_unreadable_sibling_config_is_warned_about(
         pairs = model._graph_pairs("toy_encoder")
     assert pairs == [(2, 8), (1, 8), (2, 6), (1, 6), (2, 4), (1, 4)]  # the default grid
     (message,) = [r.getMessage() for r in caplog.records]
-    assert message.startswith("bert: cannot read toy_encoder's graph_spec (")
+    assert message == (
+        "bert: cannot read toy_encoder's graph_spec "
+        "(import of tritonclient.grpc halted; None in sys.modules)"
+    )
     without_parameter = _model(tmp_path)
     assert without_parameter._graph_pairs("toy_encoder") == []

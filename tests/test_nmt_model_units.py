@@ -397,6 +397,7 @@ def test_torchscript_siblings_run_in_process_on_their_device(tmp_path: Path, pb_
 
     _torch_copy_model(tmp_path)
     threads = torch.get_num_threads()
+    torch.set_num_threads(3)
     try:
         model = _model(tmp_path, intra_op_thread_count="2")
         assert torch.get_num_threads() == 2
