@@ -271,6 +271,9 @@ def test_a_torchscript_sibling_runs_in_process_on_its_device(
         with caplog.at_level(logging.INFO, logger="python_models"):
             model = _model(tmp_path, _config(intra_op_thread_count="2", cuda_graphs="true"))
         assert torch.get_num_threads() == 2
+        torch.set_num_threads(3)
+        _model(tmp_path)
+        assert torch.get_num_threads() == 1  # intra_op_thread_count's default
     finally:
         torch.set_num_threads(threads)
     (message,) = [r.getMessage() for r in caplog.records if "in-process" in r.getMessage()]
