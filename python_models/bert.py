@@ -119,7 +119,11 @@ class BertEmbeddingModel(BertTokenizerModel):
     def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
         per_request = self.rows_per_request(batch)
         rows = [row for item in per_request if isinstance(item, list) for row in item]
-        embeddings = self.embed(rows)
+        try:
+            embeddings = self.embed(rows)
+        except Exception as exc:  # the encoder's failure is the good requests' only
+            failure = self._note(exc)
+            return [item if isinstance(item, Exception) else failure for item in per_request]
         results: list[Arrays | Exception] = []
         start = 0
         for item in per_request:
