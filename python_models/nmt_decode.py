@@ -103,8 +103,7 @@ def _row_candidates(scores: np.ndarray, keep: int) -> np.ndarray:
     if len(starts) <= keep:
         blocks = np.broadcast_to(np.arange(len(starts)), (scores.shape[0], len(starts)))
     else:
-        maxima = np.maximum.reduceat(scores, starts, axis=1)
-        blocks = np.sort(np.argpartition(maxima, len(starts) - keep, axis=1)[:, -keep:], axis=1)
+        blocks = _best_blocks(np.maximum.reduceat(scores, starts, axis=1), keep)
     return (blocks[:, :, None] * _BLOCK + np.arange(_BLOCK)).reshape(scores.shape[0], -1)
 
 
@@ -139,6 +138,18 @@ def row_candidates(
     values = (np.take_along_axis(logits, tokens, 1) - peak) - log_total
     values[padding] = -np.inf
     return best_first(values, tokens, keep)
+
+
+def _best_blocks(maxima: np.ndarray, keep: int) -> np.ndarray:
+    """Each row's ``keep`` blocks by maximum, ties to the lower block, ascending. The lower
+    block on ties keeps the lower token id among equal logits (HF's argmax and top-k): a
+    tie split across the cut by ``argpartition`` alone once lost token 40 to token 2999."""
+    cut = maxima.shape[1] - keep
+    kth = np.partition(maxima, cut, axis=1)[:, cut, None]
+    above, tied = maxima > kth, maxima == kth
+    room = keep - above.sum(axis=1, keepdims=True)
+    chosen = above | (tied & (np.cumsum(tied, axis=1) <= room))
+    return np.nonzero(chosen)[1].reshape(len(maxima), keep)
 
 
 class _Group:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from python_models.nmt_candidates import OrtCandidates
 from python_models.ort_session import SessionSettings, create_session
 
 
@@ -73,3 +74,4 @@ class OrtStepModel(SessionStepModel):
 
     def __init__(self, encoder: Path, decoder: Path, threads: int = 2) -> None:
         super().__init__(session(encoder, threads), session(decoder, threads))
+        self.candidates = OrtCandidates(threads)  # each row's best tokens, in C++

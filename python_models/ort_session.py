@@ -61,12 +61,13 @@ def session_options(settings: SessionSettings) -> Any:
     return options
 
 
-def create_session(path: Path | str, settings: SessionSettings | None = None) -> Any:
-    """A CPU ``InferenceSession`` of ``path`` with the served options."""
+def create_session(path: Path | str | bytes, settings: SessionSettings | None = None) -> Any:
+    """A CPU ``InferenceSession`` of ``path`` (or a serialised model) with the served options."""
     import onnxruntime as ort
 
     options = session_options(settings or SessionSettings())
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    source = path if isinstance(path, bytes) else str(path)
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
 def threaded(threads: int) -> SessionSettings:

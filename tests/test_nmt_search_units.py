@@ -70,3 +70,26 @@ def test_group_candidates_match_a_full_log_softmax_topk(vocab: int) -> None:
     np.testing.assert_array_equal(scores[forced][finite], expected[forced][finite])
     np.testing.assert_array_equal(top[forced][finite], expected_top[forced][finite])
     assert top[0, :2].tolist() == [3 * vocab + 100, 3 * vocab + 101]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_onnx_runtime_candidates_match_the_numpy_search(threads: int) -> None:
+    """The CPU step model's candidates (log_softmax and TopK inside ONNX Runtime) pick the
+    same tokens as the numpy path, ties to the lower id, log-probs within float32 rounding."""
+    from python_models.nmt_candidates import OrtCandidates
+
+    rng = np.random.default_rng(threads)
+    logits = (rng.standard_normal((9, 3001)) * 3).astype(np.float32)
+    logits[2, [40, 41, 2999]] = 30.0  # a three-way tie: ids in order
+    logits[4, PAD] = 99.0  # the best logit, banned
+    candidates = OrtCandidates(threads)
+    for keep in (1, 8):
+        values, tokens = candidates(logits, keep, (PAD,))
+        expected_values, expected_tokens = row_candidates(logits.copy(), keep, (PAD,))
+        assert tokens.dtype == np.int64 and tokens.tolist() == expected_tokens.tolist()
+        np.testing.assert_allclose(values, expected_values, rtol=0, atol=2e-5)
+    assert candidates(logits, 3, (PAD,))[1][2].tolist() == [40, 41, 2999]
+    assert PAD not in candidates(logits, 8, (PAD,))[1][4]
+    unbanned = candidates(logits, 1, ())
+    assert unbanned[1][4, 0] == PAD
+    np.testing.assert_allclose(unbanned[0][4, 0], 0.0, atol=1e-6)  # log(~1): it dominates

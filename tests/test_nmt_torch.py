@@ -72,6 +72,16 @@ def test_torch_state_stays_a_device_tensor(engines):
     assert torch.equal(twice[:, :, 0], twice[:, :, 1])
 
 
+def test_each_in_process_engine_brings_its_own_candidates(engines):
+    """Both in-process step models pick each row's best tokens inside their engine (ONNX
+    Runtime's TopK, torch's topk), not through numpy over [rows, vocab] logits."""
+    from python_models.nmt_decode import candidates_of, row_candidates
+
+    _, _, ort_model, torch_model = engines
+    assert candidates_of(ort_model) is not row_candidates
+    assert candidates_of(torch_model) == torch_model.candidates
+
+
 def test_candidates_on_the_device_match_the_numpy_search(engines):
     """Each row's best tokens come from the device, [rows, keep]: the same tokens as the
     numpy path over the same logits, log-probs within float32 rounding."""

@@ -248,6 +248,11 @@ def test_row_candidates_are_each_rows_best_log_probs_after_suppression() -> None
     wide = np.zeros((1, 300), dtype=np.float32)
     wide[0, [299, 5, 130]] = [3.0, 2.0, 2.0]
     assert row_candidates(wide, 3, ())[1].tolist() == [[299, 5, 130]]
+    # Equal best logits in different blocks: the lower id wins, as HF's argmax and topk do.
+    wide[0, [40, 41, 299]] = 9.0
+    for keep in (1, 2):
+        assert row_candidates(wide.copy(), keep, ())[1].tolist() == [[40, 41][:keep]]
+    assert row_candidates(wide.copy(), 3, (41,))[1].tolist() == [[40, 299, 5]]
 
 
 class OpaqueLogits:
