@@ -226,6 +226,23 @@ def test_unbatched_config_runs_whole_tensors(tmp_path: Path) -> None:
     assert result["Y"].tolist() == [3.0, -4.0, 6.0]
 
 
+class _Total(torch.nn.Module):
+    """The sum of the whole tensor, as a one-element tensor: wrong if requests are joined."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum().reshape(1)
+
+
+def test_unbatched_requests_of_one_execute_run_one_by_one(tmp_path: Path) -> None:
+    # max_batch_size 0: dimension 0 is not a batch, so two requests must not be joined on it
+    # (joined, [1, 2] and [3, 4] gave one total of 10 and an empty second result).
+    _save(tmp_path / "model.pt", _Total())
+    config = {**_config({"X": "TYPE_FP32"}, outputs=("Y",)), "max_batch_size": 0}
+    model = _model(tmp_path, config)
+    requests = [{"X": np.array(v, dtype=np.float32)} for v in ([1, 2], [3, 4], [5, 6])]
+    assert [r["Y"].tolist() for r in model.process_batch(requests)] == [[3.0], [7.0], [11.0]]
+
+
 def test_graph_settings_capture_nothing_on_cpu(tmp_path: Path) -> None:
     _save(tmp_path / "model.pt", _Affine())
     cuda = {"graphs": True, "graph_spec": [{"batch_size": 2}]}

@@ -57,9 +57,13 @@ class TritonPythonModel(PythonModel):
         return result if isinstance(result, tuple) else (result,)
 
     def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
-        """Requests of equal non-batch shapes run together; results split back per request."""
+        """Requests of equal non-batch shapes run together; results split back per request.
+        Unbatched (``max_batch_size: 0``): each request alone, dimension 0 is not a batch."""
         groups: dict[tuple, list[int]] = defaultdict(list)
         for index, inputs in enumerate(batch):
+            if self.max_batch_size == 0:
+                groups[(index,)].append(index)
+                continue
             groups[tuple((name, inputs[name].shape[1:]) for name in sorted(inputs))].append(index)
         results: list[Arrays | Exception] = [InvalidInput("not run")] * len(batch)
         for indices in groups.values():
