@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -141,7 +142,14 @@ def torchscript_rows(size: str, checkpoint: Path, work: Path, options: Options) 
             ]
         except Exception:
             rows[f"{key}, {label}"] = {"error": traceback.format_exc()}
+    profiles = sorted(_profile_dir(repository, options).glob("nmt-*.json"))
+    if profiles:  # the served model's own phases, summed over the served cells
+        rows[f"{key}, served profile"] = {"profile": json.loads(profiles[-1].read_text())}
     return rows
+
+
+def _profile_dir(repository: Path, options: Options) -> Path:
+    return options.out / f"profile-{repository.parent.name}"
 
 
 def torch_repository(checkpoint: Path, work: Path, precision: str) -> Path:
@@ -183,6 +191,7 @@ def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
 
 def _served(repository: Path, checkpoint: Path, options: Options) -> list:
     from benchmarks.nmt import count_tokens_for, held_out_pairs, measure_triton
+    from python_models.base import PROFILE_DIR_ENV
     from server.launcher import ServerConfig, TritonServer
 
     pairs = held_out_pairs(with_references=(checkpoint / "split.json").exists())
@@ -191,11 +200,17 @@ def _served(repository: Path, checkpoint: Path, options: Options) -> list:
     config = ServerConfig(
         model_repository=repository, http_port=0, grpc_port=0, metrics_port=0, log_file=log
     )
-    with TritonServer(config) as server:
-        return [
-            measure_triton(server, 4, level, pairs[: options.sentences], count)
-            for level in WARM_LEVELS
-        ][1:]
+    profiles = _profile_dir(repository, options)
+    profiles.mkdir(parents=True, exist_ok=True)
+    os.environ[PROFILE_DIR_ENV] = str(profiles)  # the stubs inherit it: the search's phases
+    try:
+        with TritonServer(config) as server:
+            return [
+                measure_triton(server, 4, level, pairs[: options.sentences], count)
+                for level in WARM_LEVELS
+            ][1:]
+    finally:
+        os.environ.pop(PROFILE_DIR_ENV, None)
 
 
 def cell_summary(cell) -> dict:
@@ -235,7 +250,11 @@ def markdown(results: dict, env: dict) -> str:
     lines += [f"- {k}: {v}" for k, v in env.items()]
     head = "| model / device | concurrency | sentences/s | p50 ms | p95 ms | p99 ms | exact match |"
     lines += ["", head, "|---|---|---|---|---|---|---|"]
+    profiles = []
     for key, cells in results.items():
+        if isinstance(cells, dict) and "profile" in cells:
+            profiles.append(_profile_line(key, cells["profile"]))
+            continue
         if isinstance(cells, dict):
             lines.append(f"| {key} | error: {cells['error'].splitlines()[-1][:80]} | | | | | |")
             continue
@@ -244,7 +263,16 @@ def markdown(results: dict, env: dict) -> str:
             times = " | ".join(str(c.get(f"p{q}_ms", "")) for q in (50, 95, 99))
             rate = f"{c['concurrency']} | {c['sentences_per_s']}"
             lines.append(f"| {key} | {rate} | {times} | {exact} |")
+    if profiles:
+        lines += ["", "Served: the `nmt` model's own phases (TRITON_KIT_PROFILE_DIR), ms per"]
+        lines += ["execute over every served cell; `step` waits for the device.", ""]
+        lines += profiles
     return "\n".join(lines) + "\n"
+
+
+def _profile_line(key: str, profile: dict) -> str:
+    phases = ", ".join(f"{name} {ms:.2f}" for name, ms in profile["ms_per_execute"].items())
+    return f"- {key}: {profile['executes']} executes, {profile['requests']} requests: {phases}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -180,33 +180,28 @@ class PhaseTimer:
     """A StepModel wrapper that adds up the time of each phase of the search."""
 
     def __init__(self, model) -> None:
-        self.model = model
+        from python_models.nmt_timing import TimedStepModel
+
         self.reset()
+        timed = TimedStepModel(model, self._add)
+        self.encode, self.step = timed.encode, timed.step
         for own in ("take", "candidates"):  # the model's, where it has them (a torch device)
-            if hasattr(model, own):
-                setattr(self, own, getattr(model, own))
+            if hasattr(timed, own):
+                setattr(self, own, getattr(timed, own))
 
     def reset(self) -> None:
         self.encode_s = self.step_s = self.total_s = 0.0
         self.steps = self.calls = self.sentences = 0
+        self.search_parts_s: dict[str, float] = {"candidates": 0.0, "take": 0.0}
 
-    def encode(self, input_ids, attention_mask):
-        start = time.perf_counter()
-        try:
-            return self.model.encode(input_ids, attention_mask)
-        finally:
-            self.encode_s += time.perf_counter() - start
-
-    def step(self, input_ids, attention_mask, cross_kv, past_kv):
-        start = time.perf_counter()
-        try:
-            return self.model.step(input_ids, attention_mask, cross_kv, past_kv)
-        finally:
-            synchronize = getattr(self.model, "synchronize", None)
-            if synchronize is not None:  # a device step returns before its kernels end
-                synchronize()
-            self.step_s += time.perf_counter() - start
+    def _add(self, phase: str, seconds: float) -> None:
+        if phase == "encode":
+            self.encode_s += seconds
+        elif phase == "step":
+            self.step_s += seconds
             self.steps += 1
+        else:  # parts of the search the model does: counted in "search" too
+            self.search_parts_s[phase] += seconds
 
     def phases(self) -> dict[str, float]:
         """Per decode call and per step, in ms; the search is what is left of ``generate``."""
@@ -221,6 +216,10 @@ class PhaseTimer:
             "decoder ms/step": 1000 * self.step_s / max(self.steps, 1),
             "search ms/step": 1000 * search / max(self.steps, 1),
             "search share": search / self.total_s,
+            **{
+                f"{part} ms/step": 1000 * seconds / max(self.steps, 1)
+                for part, seconds in self.search_parts_s.items()
+            },
             "ms/sentence": 1000 * self.total_s / self.sentences,
         }
 

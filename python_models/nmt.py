@@ -26,6 +26,7 @@ The sum over rows of BEAM_SIZE x MAX_LENGTH is bounded by ``max_beam_tokens``
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from python_models.nmt_decode import Job, StepModel, generate
 from python_models.nmt_ort import SessionStepModel, session
 from python_models.nmt_settings import Limits, from_parameters
 from python_models.nmt_text import MarianText
+from python_models.nmt_timing import TimedStepModel
 from python_models.sibling import sibling_device, sibling_onnx
 
 try:  # Present only inside Triton's python stub.
@@ -158,14 +160,17 @@ class NmtModel(PythonModel):
             self.params.str("decoder_model", "nmt_decoder"),
             self.params.int("intra_op_thread_count", 1),
         )
+        if self.profile is not None:  # TRITON_KIT_PROFILE_DIR: the search's phases too
+            self.runner = TimedStepModel(self.runner, self.profile.add)
 
-    def execute(self, requests: list[Any]) -> None:
+    def _execute(self, requests: list[Any]) -> None:
         """Answers each request as its sentences finish, while the search goes on.
 
         Its client's next request then arrives while this call still runs: the config must
         let Triton prefetch it (no queue policy, build_engines/nmt/repository.py), or the
         dynamic batcher waits 500 ms before scheduling it.
         """
+        start = time.perf_counter()
         jobs: list[Job] = []
         pending: list[_Pending] = []
         owner: list[_Pending] = []
@@ -187,8 +192,10 @@ class NmtModel(PythonModel):
             if len(entry.texts) == len(entry.rows):
                 self._answer(entry)
 
+        start = self.timed("parse", start)
         try:
             generate(self.runner, jobs, self.settings, on_done=finished)
+            self.timed("search", start)
         except Exception as exc:
             failure = error_response(self._note(exc))
             for entry in pending:
@@ -198,9 +205,11 @@ class NmtModel(PythonModel):
         return None
 
     def _answer(self, entry: _Pending) -> None:
+        start = time.perf_counter()
         texts = np.array([[entry.texts[row]] for row in entry.rows], dtype=np.object_)
         entry.sent = True
         _send(entry.sender, array_response({"TRANSLATION": texts}, self.output_dtypes))
+        self.timed("answer", start)
 
 
 def _send(sender: Any, response: Any) -> None:

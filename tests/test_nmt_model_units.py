@@ -427,3 +427,24 @@ def test_in_process_sessions_take_the_thread_parameter(tmp_path: Path, pb_utils)
     shutil.rmtree(tmp_path / "nmt")
     model = _model(tmp_path, intra_op_thread_count="2")
     assert model.runner.decoder.get_session_options().intra_op_num_threads == 2
+
+
+def test_a_profiled_search_reports_its_phases(tmp_path, pb_utils, monkeypatch) -> None:
+    """TRITON_KIT_PROFILE_DIR splits the execute into the search's phases (where the served
+    search's time goes on the GPU); answers are unchanged."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    monkeypatch.setenv(PROFILE_DIR_ENV, str(profiles))
+    pb_utils.bls_handler = CopyModel(pb_utils)
+    model = _model(tmp_path)
+    greedy, beam = _request(["seven hundred"], beam=[1]), _request(["twelve"], beam=[2])
+    assert model.execute([greedy, beam]) is None
+    assert outputs(_only_response(greedy))["TRANSLATION"].tolist() == [[b"seven hundred"]]
+    assert outputs(_only_response(beam))["TRANSLATION"].tolist() == [[b"twelve"]]
+    seconds = model.profile.seconds
+    assert {"parse", "search", "answer", "encode", "step", "execute"} <= set(seconds)
+    assert seconds["execute"] >= seconds["search"] >= seconds["step"] + seconds["answer"]
+    assert (model.profile.executes, model.profile.requests) == (1, 2)
+    model.finalize()
+    (written,) = profiles.glob("nmt-*.json")
+    assert json.loads(written.read_text())["requests"] == 2
