@@ -13,7 +13,9 @@ real graphs, ``cuda:<id>`` and pinned copies are the GPU tests' job
 from __future__ import annotations
 
 import json
+import traceback
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -112,34 +114,69 @@ def test_default_model_filename(tmp_path: Path) -> None:
     assert _model(tmp_path, {**config, "default_model_filename": ""}).module.training is False
 
 
+def _where_cuda_can_start(check, *args: object, cpu_twin=None) -> None:
+    """``check(*args)`` here, or in a fresh (spawned) process where CUDA is present: CUDA
+    cannot start in a forked child of a process that started it, as mutmut forks one child
+    per mutant after its own test run (on the H100 every mutant then 'died' of that error,
+    the equivalent ones too: 128 of 128). ``cpu_twin()`` first runs the same functions on
+    the CPU here: mutmut maps tests to the functions they reach in this process only, and
+    would not run this test for mutants of functions reached only in the spawned one."""
+    if not torch.cuda.is_available():
+        check(*args)
+        return
+    if cpu_twin is not None:
+        cpu_twin()
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pool.apply(_plainly_failing, (check, *args))
+
+
+def _plainly_failing(check, *args: object) -> None:
+    """Run ``check``; any failure comes back as an AssertionError with its traceback: some
+    exceptions (pytest's own outcomes) do not unpickle, and the pool then waits forever."""
+    try:
+        check(*args)
+    except BaseException:
+        raise AssertionError(traceback.format_exc()) from None
+
+
 @pytest.mark.parametrize("kind", ["GPU", "CPU"])
-def test_initialize_picks_the_device(
-    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_initialize_picks_the_device(tmp_path: Path, kind: str) -> None:
     # KIND_GPU without CUDA (this machine) falls back to the CPU; CUDA is the H100's job.
+    (tmp_path / "cpu").mkdir()
+    twin = partial(_initialize_picks_the_device, str(tmp_path / "cpu"), "CPU")
+    _where_cuda_can_start(_initialize_picks_the_device, str(tmp_path), kind, cpu_twin=twin)
+
+
+def _initialize_picks_the_device(directory: str, kind: str) -> None:
     # No stub here, so the stub's numpy<2 guard (test_server_environment.py) is set aside:
     # the H100's own Python, which runs this test there, has numpy 2.5.
-    monkeypatch.setattr("python_models.base.require_numpy_1", lambda: None)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr("python_models.base.require_numpy_1", lambda: None)
+        model = _initialized(Path(directory), kind)
     expected = "cuda:0" if kind == "GPU" and torch.cuda.is_available() else "cpu"
-    (tmp_path / "1").mkdir()
-    _save(tmp_path / "1" / "model.pt", _Double())
-    config = {"max_batch_size": 4, "input": [{"name": "X", "data_type": "TYPE_INT32"}]}
-    model = TritonPythonModel()
-    model.initialize(
-        {
-            "model_config": json.dumps(config),  # no outputs: their dtypes need the stub
-            "model_name": "double",
-            "model_repository": str(tmp_path),
-            "model_version": "1",
-            "model_instance_kind": kind,
-            "model_instance_device_id": "0",
-        }
-    )
     assert model.device == torch.device(expected)
     assert model.input_names == ["X"] and model.input_dtypes == {"X": torch.int32}
     model.output_names = ["Y"]
     (result,) = model.process_batch([{"X": np.array([[3, -4]], dtype=np.int32)}])
     assert result["Y"].tolist() == [[6.0, -8.0]]
+
+
+def _initialized(tmp_path: Path, kind: str, device_id: str | None = "0") -> TritonPythonModel:
+    (tmp_path / "1").mkdir(parents=True)
+    _save(tmp_path / "1" / "model.pt", _Double())
+    config = {"max_batch_size": 4, "input": [{"name": "X", "data_type": "TYPE_INT32"}]}
+    model = TritonPythonModel()
+    args = {
+        "model_config": json.dumps(config),  # no outputs: their dtypes need the stub
+        "model_name": "double",
+        "model_repository": str(tmp_path),
+        "model_version": "1",
+        "model_instance_kind": kind,
+    }
+    model.initialize(args if device_id is None else {**args, "model_instance_device_id": device_id})
+    return model
 
 
 # x + x after the cast to the config's dtype, worked by hand: 0.1 is 0.0999755859375 in FP16
@@ -293,20 +330,68 @@ def test_a_batch_larger_than_every_graph_runs_eagerly(affine: TritonPythonModel)
     assert result["S"].tolist() == [3.0, 7.0]
 
 
-@pytest.fixture
-def cpu_threads() -> Iterator[None]:
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the lent H100)")
+def test_a_cuda_instance_captures_a_graph_per_spec(tmp_path: Path) -> None:
+    twin = partial(_graphs_config_on_the_cpu, tmp_path)
+    _where_cuda_can_start(_cuda_instance_captures_a_graph_per_spec, str(tmp_path), cpu_twin=twin)
+
+
+class _ScaledAffine(torch.nn.Module):
+    """``_Affine`` through a weight: a 1-D tensor, which must sit on the inputs' device (only
+    0-dim CPU tensors mix with CUDA ones), so a module or input left on the CPU fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scale", torch.tensor([2.0]))
+
+    def forward(self, x: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.training:
+            return torch.zeros_like(x), torch.zeros(x.shape[0])
+        return x * self.scale + b, x.sum(dim=1)
+
+
+def _graph_spec_config(tmp_path: Path) -> dict:
+    _save(tmp_path / "model.pt", _ScaledAffine())
+    cuda = {"graphs": True, "graph_spec": [{"batch_size": 1}, {"batch_size": 4}]}
+    config = {**_config({"X": "TYPE_FP32", "B": "TYPE_FP32"}), "optimization": {"cuda": cuda}}
+    config["input"] = [{**spec, "dims": ["2"]} for spec in config["input"]]
+    return config
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the lent H100)")
-def test_a_cuda_instance_captures_a_graph_per_spec(tmp_path: Path, cpu_threads: None) -> None:
-    _save(tmp_path / "model.pt", _Affine())
-    cuda = {"graphs": True, "graph_spec": [{"batch_size": 1}, {"batch_size": 4}]}
-    config = {**_config({"X": "TYPE_FP32", "B": "TYPE_FP32"}), "optimization": {"cuda": cuda}}
-    config["input"] = [{**spec, "dims": ["2"]} for spec in config["input"]]
+def test_an_instance_goes_to_its_device_id(tmp_path: Path) -> None:
+    (tmp_path / "cpu").mkdir()
+    twin = partial(_initialize_picks_the_device, str(tmp_path / "cpu"), "CPU")
+    _where_cuda_can_start(_instance_device_ids, str(tmp_path), cpu_twin=twin)
+
+
+def _instance_device_ids(directory: str) -> None:
+    """No id given: GPU 0. An id past the last GPU: refused, not quietly GPU 0."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr("python_models.base.require_numpy_1", lambda: None)
+        assert _initialized(Path(directory) / "a", "GPU", None).device == torch.device("cuda:0")
+        missing = str(torch.cuda.device_count())
+        try:
+            _initialized(Path(directory) / "b", "GPU", missing)
+        except Exception as error:
+            assert "ordinal" in str(error), error
+        else:
+            raise AssertionError(f"GPU {missing} was accepted on a host without it")
+
+
+def _graphs_config_on_the_cpu(tmp_path: Path) -> None:
+    """The same config and batches on the CPU: no graphs, the same numbers."""
+    model = _model(tmp_path, _graph_spec_config(tmp_path))
+    assert model.graphs == {}
+    (one, two) = model.process_batch([_request([[1, 2]], [[1, 0]]), _request([[3, 4]], [[0, 0]])])
+    assert one["Y"].tolist() == [[3.0, 4.0]] and two["Y"].tolist() == [[6.0, 8.0]]
+
+
+def _cuda_instance_captures_a_graph_per_spec(directory: str) -> None:
+    tmp_path = Path(directory)
+    config = _graph_spec_config(tmp_path)
     model = _model(tmp_path, config, device="cuda:0")
     assert torch.get_num_threads() == 1 and torch.cuda.current_device() == 0
     graphs = {graph.batch: graph for graph in model.graphs.values()}

@@ -22,11 +22,15 @@ text = re.sub(
     'pytest_add_cli_args_test_selection = ["tests/test_pytorch_backend_units.py"]\n',
     text,
 )
+# The other source paths are not copied as mutants any more: copy python_models/ as is (here
+# it is importable only from the checkout, which the mutants' tests do not see).
+text = text.replace('also_copy = ["tests/",', 'also_copy = ["python_models/", "tests/",', 1)
 path.write_text(text)
 PY
 grep -A2 "^source_paths\|^pytest_add_cli_args_test_selection" pyproject.toml | tee "$out/mutmut-config.txt"
 nvidia-smi -L >> "$out/mutmut-config.txt" 2>&1 || true
 set +e
+rm -rf mutants  # a warm machine keeps the last run's results: mutmut would only read them back
 python3 -m mutmut run --max-children "$children" > "$out/mutmut-run.txt" 2>&1
 echo "mutmut run exit: $?" >> "$out/mutmut-run.txt"
 python3 -m mutmut results --all true > "$out/mutmut-results.txt" 2>&1 || python3 -m mutmut results > "$out/mutmut-results.txt" 2>&1
