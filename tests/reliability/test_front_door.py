@@ -10,6 +10,9 @@ refused at the door over HTTP and gRPC, and the region does not grow.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
+import json
 import os
 import pwd
 import shutil
@@ -86,11 +89,26 @@ def _wait_listening(addresses: list[str], process: subprocess.Popen[bytes], log:
                 time.sleep(0.1)
 
 
+def _configure(root: Path, values: dict[str, str]) -> list[str]:
+    """nginx's arguments to run the rendered template from ``root``, checked by ``nginx -t``."""
+    root.mkdir()
+    (root / "front.conf").write_text(template.render(values))
+    user = pwd.getpwuid(os.geteuid()).pw_name  # workers that can read this tmp dir
+    (root / "nginx.conf").write_text(MAIN_CONFIG.format(root=root, user=user))
+    conf, log = root / "nginx.conf", root / "error.log"
+    args = [_nginx(), "-p", str(root), "-c", str(conf), "-e", str(log)]
+    check = subprocess.run([*args, "-t"], capture_output=True, text=True, timeout=30)
+    assert check.returncode == 0, check.stderr
+    return args
+
+
+def test_the_compose_settings_render_to_a_config_nginx_accepts(tmp_path: Path) -> None:
+    """DEFAULTS are docker-compose.yml's values (tests/test_compose.py checks that)."""
+    _configure(tmp_path / "nginx", template.DEFAULTS)
+
+
 @pytest.fixture
 def front_door(gate_server: TritonServer, tmp_path: Path) -> Iterator[FrontDoor]:
-    nginx = _nginx()
-    root = tmp_path / "nginx"
-    root.mkdir()
     http_port, grpc_port = free_ports(2)
     values = {
         **template.DEFAULTS,
@@ -100,12 +118,8 @@ def front_door(gate_server: TritonServer, tmp_path: Path) -> Iterator[FrontDoor]
         "TRITON_HTTP_UPSTREAM": gate_server.http_url.removeprefix("http://"),
         "TRITON_GRPC_UPSTREAM": gate_server.grpc_url.removeprefix("grpc://"),
     }
-    (root / "front.conf").write_text(template.render(values))
-    user = pwd.getpwuid(os.geteuid()).pw_name  # workers that can read this tmp dir
-    (root / "nginx.conf").write_text(MAIN_CONFIG.format(root=root, user=user))
-    args = [nginx, "-p", str(root), "-c", str(root / "nginx.conf"), "-e", str(root / "error.log")]
-    check = subprocess.run([*args, "-t"], capture_output=True, text=True, timeout=30)
-    assert check.returncode == 0, check.stderr
+    root = tmp_path / "nginx"
+    args = _configure(root, values)
     process = subprocess.Popen(args)
     try:
         door = FrontDoor(http_port, grpc_port)
@@ -156,7 +170,26 @@ def _refused_over_grpc(front_door: FrontDoor) -> None:
     assert TOO_LARGE in caught.value.message(), caught.value
 
 
-@pytest.mark.parametrize("refuse", [_refused_over_http, _refused_over_grpc])
+def _refused_chunked_over_http(front_door: FrontDoor) -> None:
+    """A body with no Content-Length (tritonclient always sends one) is counted as it comes."""
+    body = json.dumps(
+        {"inputs": [{"name": "DATA", "shape": [1], "datatype": "BYTES", "data": ["x" * OVERSIZED]}]}
+    ).encode()
+    chunks = (body[i : i + (1 << 20)] for i in range(0, len(body), 1 << 20))
+    host, port = front_door.http.rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    # nginx may answer and stop reading before the last chunk; the answer is still there.
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        connection.request("POST", "/v2/models/gate/infer", body=chunks)
+    response = connection.getresponse()
+    assert response.status == 413, response.read()
+    assert TOO_LARGE in json.loads(response.read())["error"]
+    connection.close()
+
+
+@pytest.mark.parametrize(
+    "refuse", [_refused_over_http, _refused_chunked_over_http, _refused_over_grpc]
+)
 def test_oversized_requests_are_refused_and_do_not_grow_the_stub_region(
     front_door: FrontDoor, gate_server: TritonServer, refuse: Callable[[FrontDoor], None]
 ) -> None:
