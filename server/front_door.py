@@ -33,12 +33,15 @@ def names(text: str) -> set[str]:
     return set(_NAME.findall(text))
 
 
-def render(values: Mapping[str, str], template: Path = TEMPLATE) -> str:
-    text = template.read_text()
+def substitute(text: str, values: Mapping[str, str]) -> str:
     missing = names(text) - set(values)
     if missing:
-        raise KeyError(f"{template.name} needs values for {sorted(missing)}")
+        raise KeyError(f"the front door's template needs values for {sorted(missing)}")
     return string.Template(text).safe_substitute(values)
+
+
+def render(values: Mapping[str, str], template: Path = TEMPLATE) -> str:
+    return substitute(template.read_text(), values)
 
 
 def main(argv: list[str]) -> int:

@@ -13,9 +13,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
-import pwd
-import shutil
 import socket
 import subprocess
 import time
@@ -32,7 +29,7 @@ from tritonclient.utils import InferenceServerException
 
 from server import TritonServer, free_ports
 from server import front_door as template
-from tests.conftest import require_tool
+from tests.nginx import configure
 from tests.reliability import test_request_size as sizes
 from tests.reliability.test_request_size import LIMIT, OVERSIZED, TOLERANCE, _rejected_oversized
 
@@ -42,24 +39,6 @@ gate_server = sizes.gate_server  # the fixture: a python model that rejects DATA
 CAP = "2m"
 TOO_LARGE = f"request body is larger than the front door's limit of {CAP}"
 
-MAIN_CONFIG = """
-daemon off;
-user {user};
-worker_processes 1;
-pid {root}/nginx.pid;
-error_log {root}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-    access_log {root}/access.log;
-    client_body_temp_path {root}/body;
-    proxy_temp_path {root}/proxy;
-    fastcgi_temp_path {root}/fastcgi;
-    uwsgi_temp_path {root}/uwsgi;
-    scgi_temp_path {root}/scgi;
-    include {root}/front.conf;
-}}
-"""
-
 
 class FrontDoor:
     """nginx on two loopback ports in front of ``server``."""
@@ -67,12 +46,6 @@ class FrontDoor:
     def __init__(self, http_port: int, grpc_port: int) -> None:
         self.http = f"127.0.0.1:{http_port}"
         self.grpc = f"127.0.0.1:{grpc_port}"
-
-
-def _nginx() -> str:
-    # Debian installs nginx in /usr/sbin, which a non-root PATH may lack.
-    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"])
-    return shutil.which("nginx", path=path) or require_tool("nginx")
 
 
 def _wait_listening(addresses: list[str], process: subprocess.Popen[bytes], log: Path) -> None:
@@ -89,22 +62,9 @@ def _wait_listening(addresses: list[str], process: subprocess.Popen[bytes], log:
                 time.sleep(0.1)
 
 
-def _configure(root: Path, values: dict[str, str]) -> list[str]:
-    """nginx's arguments to run the rendered template from ``root``, checked by ``nginx -t``."""
-    root.mkdir()
-    (root / "front.conf").write_text(template.render(values))
-    user = pwd.getpwuid(os.geteuid()).pw_name  # workers that can read this tmp dir
-    (root / "nginx.conf").write_text(MAIN_CONFIG.format(root=root, user=user))
-    conf, log = root / "nginx.conf", root / "error.log"
-    args = [_nginx(), "-p", str(root), "-c", str(conf), "-e", str(log)]
-    check = subprocess.run([*args, "-t"], capture_output=True, text=True, timeout=30)
-    assert check.returncode == 0, check.stderr
-    return args
-
-
 def test_the_compose_settings_render_to_a_config_nginx_accepts(tmp_path: Path) -> None:
     """DEFAULTS are docker-compose.yml's values (tests/test_compose.py checks that)."""
-    _configure(tmp_path / "nginx", template.DEFAULTS)
+    configure(tmp_path / "nginx", template.render(template.DEFAULTS))
 
 
 @pytest.fixture
@@ -119,7 +79,7 @@ def front_door(gate_server: TritonServer, tmp_path: Path) -> Iterator[FrontDoor]
         "TRITON_GRPC_UPSTREAM": gate_server.grpc_url.removeprefix("grpc://"),
     }
     root = tmp_path / "nginx"
-    args = _configure(root, values)
+    args = configure(root, template.render(values))
     process = subprocess.Popen(args)
     try:
         door = FrontDoor(http_port, grpc_port)
