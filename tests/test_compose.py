@@ -33,7 +33,7 @@ TRITON_BASE = "nvcr.io/nvidia/tritonserver:24.10-py3"
 CONTAINER_PYTHON = "3.10"
 LOCUSTFILE = "loadtest/locustfile.py"
 SERVER_SERVICES = {"gpu": ("build-engines", "triton"), "cpu": ("build-onnx", "triton-cpu")}
-ALWAYS_ON = ("locust-master", "locust-worker", "prometheus", "grafana")
+ALWAYS_ON = ("front-door", "locust-master", "locust-worker", "prometheus", "grafana")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -107,12 +107,42 @@ def test_triton_serves_the_repository_read_only(resolved: dict[str, Any], name: 
     triton = resolved["services"][name]
     assert _build_base(triton) == TRITON_BASE
     assert triton["build"]["dockerfile"] == "docker/triton.Dockerfile"
-    assert {_target(p) for p in triton["ports"]} == {8000, 8001, 8002}
+    # Clients reach 8000/8001 only through the front door; metrics stay direct.
+    assert {_target(p) for p in triton["ports"]} == {8002}
     mounts = {v.split(":")[1]: v for v in triton["volumes"]}
     assert mounts["/models"].endswith("/model_repository:/models:ro"), mounts
     assert "--model-repository=/models" in " ".join(triton["command"])
     assert "/v2/health/ready" in " ".join(triton["healthcheck"]["test"])
     assert triton["shm_size"] == "1gb", "the python backend needs more than 64 MB of /dev/shm"
+
+
+def _published(port: dict[str, Any] | str) -> tuple[str, int]:
+    """(host address, container port) of a resolved mapping."""
+    if isinstance(port, dict):
+        return str(port.get("host_ip", "")), int(port["target"])
+    return str(port).split(":", 1)[0], _target(port)
+
+
+def test_front_door_publishes_the_client_ports_on_loopback(resolved: dict[str, Any]) -> None:
+    """nginx (deploy/nginx/templates/) takes Triton's HTTP and gRPC ports, bound to
+    BIND_ADDRESS (loopback by default), and is set from the template's own names."""
+    from server import front_door
+
+    door = resolved["services"]["front-door"]
+    assert sorted(_published(p) for p in door["ports"]) == [
+        ("127.0.0.1", 8000),
+        ("127.0.0.1", 8001),
+    ]
+    image = door["image"]
+    assert image.startswith("nginx:") and not image.endswith(":latest"), image
+    assert any(
+        v.endswith("/deploy/nginx/templates:/etc/nginx/templates:ro") for v in door["volumes"]
+    ), door["volumes"]
+    assert front_door.TEMPLATE.parent.name == "templates"
+    env = door["environment"]
+    assert set(front_door.names(front_door.TEMPLATE.read_text())) <= set(env)
+    assert {k: env[k] for k in front_door.DEFAULTS} == front_door.DEFAULTS
+    assert "/v2/health/ready" in " ".join(door["healthcheck"]["test"])
 
 
 def compose_stop_path(service: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
@@ -226,7 +256,7 @@ def test_monitoring_services(resolved: dict[str, Any]) -> None:
 
 
 def test_long_running_services_have_healthchecks(resolved: dict[str, Any]) -> None:
-    for name in ("triton", "triton-cpu", "locust-master", "prometheus", "grafana"):
+    for name in ("triton", "triton-cpu", "front-door", "locust-master", "prometheus", "grafana"):
         check = resolved["services"][name].get("healthcheck", {})
         assert check.get("test"), f"{name} has no healthcheck"
 

@@ -31,6 +31,7 @@ OVERLAYS = ("gpu", "cpu")
 ADMIN_KEY = "test-admin-key"
 # Flags the embedded launcher sets itself (paths and loopback ports of this machine).
 LAUNCHER_FLAGS = ("--model-repository", "--http-port", "--grpc-port", "--metrics-port",
+                  "--http-address", "--grpc-address", "--metrics-address",
                   "--model-control-mode", "--load-model")  # fmt: skip
 
 
@@ -69,6 +70,22 @@ def _pod(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
 
 def _triton(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return _container(_pod(objects, "Deployment", "triton"), "triton")
+
+
+def _front_door(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return _container(_pod(objects, "Deployment", "triton"), "front-door")
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+def _probe_url(container: dict[str, Any], probe: str) -> urllib.parse.SplitResult:
+    """The URL an exec probe checks with the serving image's wait_for_ready.py."""
+    command = container[probe]["exec"]["command"]
+    assert command[:2] == ["python3", "/opt/triton-kit/docker/wait_for_ready.py"], command
+    assert "--timeout=0" in command, "one check per probe, not a wait"
+    return urllib.parse.urlsplit(command[-1])
 
 
 def _port_number(container: dict[str, Any], port: int | str) -> int:
@@ -123,28 +140,29 @@ def test_validation_rejects_a_misspelt_field_in_builtin_and_custom_kinds() -> No
 
 
 def test_probes_point_at_triton_health_endpoints_on_its_http_port(rendered) -> None:
+    """Triton's HTTP and gRPC listen on loopback only (the front door is the way in), so
+    its probes run in the container, on Triton's own port, not through the door."""
     _, objects = rendered
     triton = _triton(objects)
     flags = _flags(triton["args"])
+    assert flags["--http-address"] == flags["--grpc-address"] == "127.0.0.1"
     expected = {"startupProbe": "/v2/health/ready", "readinessProbe": "/v2/health/ready"}
     expected["livenessProbe"] = "/v2/health/live"
     for probe, path in expected.items():
-        get = triton[probe]["httpGet"]
-        assert get["path"] == path, probe
-        assert _port_number(triton, get["port"]) == int(flags["--http-port"]), probe
+        url = _probe_url(triton, probe)
+        assert url.path == path, probe
+        assert (url.hostname, url.port) == ("127.0.0.1", int(flags["--http-port"])), probe
     ports = {p["name"]: p["containerPort"] for p in triton["ports"]}
-    assert ports == {
-        "http": int(flags["--http-port"]),
-        "grpc": int(flags["--grpc-port"]),
-        "metrics": int(flags["--metrics-port"]),
-    }
+    assert ports == {"metrics": int(flags["--metrics-port"])}
     startup = triton["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] >= 300, "model load time"
 
 
-def test_services_reach_the_ports_triton_opens(rendered) -> None:
+def test_services_reach_the_front_door_and_tritons_metrics(rendered) -> None:
+    """Clients get the front door's ports; Prometheus gets Triton's metrics port."""
     _, objects = rendered
-    triton = _triton(objects)
+    containers = {"http": _front_door(objects), "grpc": _front_door(objects)}
+    containers["metrics"] = _triton(objects)
     labels = _get(objects, "Deployment", "triton")["spec"]["template"]["metadata"]["labels"]
     expected = {"triton": {"http", "grpc"}, "triton-grpc": {"grpc"}, "triton-metrics": {"metrics"}}
     for name, port_names in expected.items():
@@ -152,7 +170,43 @@ def test_services_reach_the_ports_triton_opens(rendered) -> None:
         assert _selects(service["spec"]["selector"], labels), name
         assert {p["targetPort"] for p in service["spec"]["ports"]} == port_names
         for port in service["spec"]["ports"]:
-            _port_number(triton, port["targetPort"])  # raises if the name is not opened
+            # raises if that container does not open the name
+            _port_number(containers[port["targetPort"]], port["targetPort"])
+
+
+def test_front_door_sidecar_forwards_to_tritons_loopback_ports(rendered, tmp_path: Path) -> None:
+    """The sidecar renders the compose front door's own template (through a ConfigMap) with
+    its environment: it listens on its named ports, forwards to Triton's loopback ports, and
+    nginx accepts the result; it runs non-root on a read-only root."""
+    from server import front_door
+    from tests.nginx import configure
+
+    _, objects = rendered
+    pod = _pod(objects, "Deployment", "triton")
+    door, flags = _front_door(objects), _flags(_triton(objects)["args"])
+    image = door["image"]
+    assert image.startswith("nginx:") and not image.endswith(":latest"), image
+    env = _env(door)
+    assert env["FRONT_HTTP_LISTEN"] == str(_port_number(door, "http"))
+    assert env["FRONT_GRPC_LISTEN"] == str(_port_number(door, "grpc"))
+    assert env["TRITON_HTTP_UPSTREAM"] == f"127.0.0.1:{flags['--http-port']}"
+    assert env["TRITON_GRPC_UPSTREAM"] == f"127.0.0.1:{flags['--grpc-port']}"
+    assert env["TRITON_KIT_MAX_REQUEST_BODY"] == front_door.DEFAULTS["TRITON_KIT_MAX_REQUEST_BODY"]
+    mounts = {m["mountPath"]: m["name"] for m in door["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    config_map = _get(
+        objects, "ConfigMap", volumes[mounts["/etc/nginx/templates"]]["configMap"]["name"]
+    )
+    text = config_map["data"]["default.conf.template"]
+    assert text == front_door.TEMPLATE.read_text(), "the compose template, unchanged"
+    configure(tmp_path / "nginx", front_door.substitute(text, env))
+    for writable in ("/etc/nginx/conf.d", "/var/cache/nginx", "/var/run"):
+        assert "emptyDir" in volumes[mounts[writable]], writable
+    assert door["securityContext"]["readOnlyRootFilesystem"] is True
+    assert door["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    assert _port_number(door, door["readinessProbe"]["httpGet"]["port"]) == _port_number(
+        door, "http"
+    )
     assert _get(objects, "Service", "triton-grpc")["spec"]["clusterIP"] == "None"
 
 
@@ -331,7 +385,7 @@ def test_manifest_flags_run_on_triton_and_restrict_the_admin_apis(
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             if manifest == "kserve":  # KServe's controller writes the predictor's probes
                 break
-            path = triton[probe]["httpGet"]["path"]
+            path = _probe_url(triton, probe).path
             assert _status(server.http_url + path) == 200, probe
         index = f"{server.http_url}/v2/repository/index"
         assert _status(index, data=b"{}") == 403
@@ -432,7 +486,11 @@ def test_locust_targets_the_triton_service(rendered) -> None:
         host, port = re.fullmatch(r"http://([a-z-]+):(\d+)", env["LOCUST_HOST"]).groups()
         service = _get(objects, "Service", host)
         target = next(p["targetPort"] for p in service["spec"]["ports"] if p["port"] == int(port))
-        assert _port_number(triton, target) == int(_flags(triton["args"])["--http-port"])
+        # The Service's port is the front door's, which forwards to Triton's HTTP port.
+        door = _front_door(objects)
+        assert _port_number(door, target) == int(_env(door)["FRONT_HTTP_LISTEN"])
+        upstream = _env(door)["TRITON_HTTP_UPSTREAM"]
+        assert upstream == f"127.0.0.1:{_flags(triton['args'])['--http-port']}"
 
 
 # -- the model repository: built by the Job, served by Triton ---------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +87,16 @@ def _memory(server: TritonServer) -> tuple[int, int]:
     return info.rss - info.shared, info.shared
 
 
-def _rejected_oversized(server: TritonServer) -> dict[str, int]:
+def _reject_directly(server: TritonServer) -> None:
+    with pytest.raises(InferenceServerException, match=f"the limit is {LIMIT} bytes"):
+        _send(server, OVERSIZED)
+
+
+def _rejected_oversized(
+    server: TritonServer, reject: Callable[[TritonServer], None] = _reject_directly
+) -> dict[str, int]:
+    """Growth of the stub's region and of tritonserver's memory after three ``reject`` calls,
+    each sending OVERSIZED bytes and asserting that they were refused."""
     _send(server, 1000)
     time.sleep(0.3)
     before = {
@@ -94,8 +104,7 @@ def _rejected_oversized(server: TritonServer) -> dict[str, int]:
         **dict(zip(("private", "shared"), _memory(server), strict=True)),
     }
     for _ in range(3):
-        with pytest.raises(InferenceServerException, match=f"the limit is {LIMIT} bytes"):
-            _send(server, OVERSIZED)
+        reject(server)
     time.sleep(0.5)
     assert server.is_ready()
     after = {
