@@ -8,7 +8,6 @@ are misread. Usage: python scripts/gpu/probe_io.py OUT_DIR
 from __future__ import annotations
 
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -53,18 +52,12 @@ CONFIG = textwrap.dedent(
 
 def main(out: Path) -> int:
     import tritonclient.grpc as grpc
+    from probe_server import probe_server
 
-    from server import ServerConfig, TritonServer
-
-    repo = Path(tempfile.mkdtemp()) / "repo"
-    (repo / "probe" / "1").mkdir(parents=True)
-    (repo / "probe" / "1" / "model.py").write_text(MODEL)
-    (repo / "probe" / "config.pbtxt").write_text(CONFIG)
     log = out / "probe-tritonserver.log"
-    config = ServerConfig(repo, http_port=0, grpc_port=0, metrics_port=0, log_file=log)
     x = np.arange(8, dtype=np.float32).reshape(2, 4) + 1
-    with TritonServer(config) as server:
-        client = grpc.InferenceServerClient(server.grpc_url.removeprefix("grpc://"))
+    with probe_server({"probe": (MODEL, CONFIG)}, log) as url:
+        client = grpc.InferenceServerClient(url)
         inp = grpc.InferInput("X", list(x.shape), "FP32")
         inp.set_data_from_numpy(x)
         result = client.infer("probe", [inp])

@@ -79,16 +79,14 @@ VARIANTS = {
 }
 
 
-def write_repository(root: Path, names: list[str]) -> Path:
-    repo = root / "repo"
+def variant_models(root: Path, names: list[str]) -> dict[str, tuple[str, str]]:
+    """Each variant's model and config; each logs its executes to ``root/<name>.jsonl``."""
+    models = {}
     for name in names:
         mode, cuda = VARIANTS[name]
-        (repo / name / "1").mkdir(parents=True)
-        (repo / name / "1" / "model.py").write_text(MODEL)
         log = root / f"{name}.jsonl"
-        config = CONFIG.format(mode=mode, cuda=cuda, log=log)
-        (repo / name / "config.pbtxt").write_text(config)
-    return repo
+        models[name] = (MODEL, CONFIG.format(mode=mode, cuda=cuda, log=log))
+    return models
 
 
 def load(url: str, model: str, seconds: float, concurrency: int) -> int:
@@ -125,7 +123,7 @@ def summarise(log: Path, requests: int, seconds: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from server import ServerConfig, TritonServer
+    from probe_server import probe_server
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
@@ -137,12 +135,9 @@ def main(argv: list[str] | None = None) -> int:
 
     names = [n for n in VARIANTS if torch.cuda.is_available() or VARIANTS[n][1] == "0"]
     root = Path(tempfile.mkdtemp())
-    repo = write_repository(root, names)
     log = args.out / "probe-send-tritonserver.log"
-    config = ServerConfig(repo, http_port=0, grpc_port=0, metrics_port=0, log_file=log)
     results = {}
-    with TritonServer(config) as server:
-        url = server.grpc_url.removeprefix("grpc://")
+    with probe_server(variant_models(root, names), log) as url:
         for name in names:
             load(url, name, 1.0, args.concurrency)  # warm-up, not logged below
             (root / f"{name}.jsonl").write_text("")

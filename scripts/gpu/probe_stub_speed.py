@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -79,21 +78,15 @@ instance_group [{ kind: KIND_GPU count: 1 }]
 def main(out: Path) -> int:
     import numpy as np
     import tritonclient.grpc as grpc
-
-    from server import ServerConfig, TritonServer
+    from probe_server import probe_server
 
     out.mkdir(parents=True, exist_ok=True)
     namespace: dict = {}
     exec(MEASURE, namespace)  # the same function text the stub runs
     here = namespace["measure"]()
-    repo = Path(tempfile.mkdtemp()) / "repo"
-    (repo / "speed" / "1").mkdir(parents=True)
-    (repo / "speed" / "1" / "model.py").write_text(MODEL)
-    (repo / "speed" / "config.pbtxt").write_text(CONFIG)
     log = out / "probe-speed-tritonserver.log"
-    config = ServerConfig(repo, http_port=0, grpc_port=0, metrics_port=0, log_file=log)
-    with TritonServer(config) as server:
-        client = grpc.InferenceServerClient(server.grpc_url.removeprefix("grpc://"))
+    with probe_server({"speed": (MODEL, CONFIG)}, log) as url:
+        client = grpc.InferenceServerClient(url)
         x = grpc.InferInput("X", [1], "FP32")
         x.set_data_from_numpy(np.zeros(1, dtype=np.float32))
         stub = json.loads(client.infer("speed", [x]).as_numpy("OUT")[0])
