@@ -3,9 +3,10 @@
 The numpy path (:func:`python_models.nmt_decode.row_candidates`) took 24-37 ms a step over
 opus-mt-en-de's 58k-token logits at 128 rows, a third of a beam-4 call at concurrency 32;
 the same log_softmax and TopK as a small ONNX graph run in C++ on the session's threads
-(10.5 ms on 2 threads). The graph computes what the numpy path computes: log_softmax over
-every token (HF takes it before the processors), the banned tokens set to -inf, then the
-``k`` best per row, ties to the lower id (TopK's rule). Python 3.10 compatible.
+(10.5 ms on 2 threads; at 44 rows on 1 thread 3.8 ms with ONNX's fused LogSoftmax, 4.7 with
+it spelt out, 7.3 in numpy). The graph computes what the numpy path computes: log_softmax
+over every token (HF takes it before the processors), the banned tokens set to -inf, then
+the ``k`` best per row, ties to the lower id (TopK's rule). Python 3.10 compatible.
 """
 
 from __future__ import annotations
@@ -27,14 +28,9 @@ def candidates_graph() -> bytes:
         return helper.make_node(op, inputs, outputs, **attributes)
 
     nodes = [
-        node("ReduceMax", ["logits"], ["peak"], keepdims=1, axes=[1]),
-        node("Sub", ["logits", "peak"], ["shifted"]),  # the float32 steps of log_softmax
-        node("Exp", ["shifted"], ["exp"]),
-        node("ReduceSum", ["exp", "axis"], ["total"], keepdims=1),
-        node("Log", ["total"], ["log_total"]),
-        node("Add", ["shifted", "ban"], ["banned"]),  # -inf on the banned ids
-        node("TopK", ["banned", "k"], ["best", "ids"], axis=1, largest=1, sorted=1),
-        node("Sub", ["best", "log_total"], ["values"]),
+        node("LogSoftmax", ["logits"], ["log_probs"], axis=1),  # one fused MLAS kernel
+        node("Add", ["log_probs", "ban"], ["banned"]),  # -inf on the banned ids
+        node("TopK", ["banned", "k"], ["values", "ids"], axis=1, largest=1, sorted=1),
     ]
     graph = helper.make_graph(
         nodes,
@@ -48,7 +44,6 @@ def candidates_graph() -> bytes:
             helper.make_tensor_value_info("values", TensorProto.FLOAT, ["rows", "keep"]),
             helper.make_tensor_value_info("ids", TensorProto.INT64, ["rows", "keep"]),
         ],
-        initializer=[helper.make_tensor("axis", TensorProto.INT64, [1], [1])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     return model.SerializeToString()
