@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 import tritonclient.grpc as grpcclient
+
+T = TypeVar("T")
 
 
 def execution_count(grpc_url: str, model: str) -> int:
@@ -25,5 +28,29 @@ def co_batched(grpc_url: str, model: str, requests: int) -> Iterator[None]:
     executions = execution_count(grpc_url, model) - before
     assert 0 < executions < requests, (
         f"{model}: {executions} executions for {requests} requests; "
+        "the requests never shared an execute call (no dynamic batching?)"
+    )
+
+
+def first_co_batched(
+    grpc_url: str, model: str, requests: int, run: Callable[[], T], rounds: int = 5
+) -> T:
+    """``run()`` (which sends ``requests`` requests at once) until they shared an execute call
+    of ``model``; that round's result. Fails after ``rounds`` rounds without sharing.
+
+    Under load on two cores, concurrent requests can still reach an idle instance one at a
+    time (seen in CI: 7 requests, 7 executions). Such a round proves nothing about per-request
+    isolation inside a shared execute, so it is run again rather than counted as a pass.
+    """
+    seen = []
+    for _ in range(rounds):
+        before = execution_count(grpc_url, model)
+        result = run()
+        executions = execution_count(grpc_url, model) - before
+        if 0 < executions < requests:
+            return result
+        seen.append(executions)
+    raise AssertionError(
+        f"{model}: {seen} executions in {rounds} rounds of {requests} requests; "
         "the requests never shared an execute call (no dynamic batching?)"
     )

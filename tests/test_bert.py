@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from client import AsyncTritonClient, InvalidInputError, TritonClient
-from tests.batching import co_batched
+from tests.batching import first_co_batched
 from tests.conftest import require_models
 
 COSINE_MIN = 0.9999
@@ -174,11 +174,11 @@ def test_bad_texts_fail_alone_in_a_concurrent_batch(
         except InvalidInputError as exc:
             return exc
 
-    with (
-        co_batched(triton_server.grpc_url, "bert", len(items)),
-        ThreadPoolExecutor(len(items)) as pool,
-    ):
-        results = list(pool.map(one, items))
+    def send_all() -> list:
+        with ThreadPoolExecutor(len(items)) as pool:
+            return list(pool.map(one, items))
+
+    results = first_co_batched(triton_server.grpc_url, "bert", len(items), send_all)
     served = [r for r in results if not isinstance(r, Exception)]
     failed = [r for r in results if isinstance(r, Exception)]
     assert len(failed) == len(items) - len(good)

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from client import InvalidInputError, TritonClient
-from tests.batching import co_batched
+from tests.batching import first_co_batched
 from tests.conftest import require_models
 from tests.images import encode, jpeg, make_image
 from tests.reference import imagenet_label, resnet50_reference
@@ -61,8 +61,12 @@ def test_one_corrupt_image_in_a_batch_fails_alone(
 ) -> None:
     good = [encode(make_image(200 + 10 * i, 180, "RGB", i), "PNG") for i in range(6)]
     batch = [*good[:3], jpeg()[:500], *good[3:]]
-    with co_batched(triton_server.grpc_url, "resnet50_preprocess", len(batch)):
-        results = triton_client.classify_batch(batch, return_exceptions=True)
+    results = first_co_batched(
+        triton_server.grpc_url,
+        "resnet50_preprocess",
+        len(batch),
+        lambda: triton_client.classify_batch(batch, return_exceptions=True),
+    )
     assert isinstance(results[3], InvalidInputError)
     assert "could not be decoded" in str(results[3])
     for data, result in zip(good, results[:3] + results[4:], strict=True):

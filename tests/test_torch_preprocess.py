@@ -22,7 +22,7 @@ from PIL import Image
 from tritonclient.utils import InferenceServerException
 
 from server import TritonServer
-from tests.batching import co_batched
+from tests.batching import first_co_batched
 from tests.conftest import require_models
 from tests.images import case_bytes, jpeg
 from tests.reference import STD_RGB, imagenet_label, reference_pixels, resnet50_reference
@@ -98,9 +98,12 @@ def test_a_bad_image_fails_alone_in_a_shared_batch(triton_server: TritonServer) 
         except InferenceServerException as exc:
             return exc
 
-    batched = co_batched(triton_server.grpc_url, "resnet50_uint8_preprocess", len(images))
-    with batched, ThreadPoolExecutor(16) as pool:
-        results = list(pool.map(call, images))
+    def send_all() -> list:
+        with ThreadPoolExecutor(16) as pool:
+            return list(pool.map(call, images))
+
+    url = triton_server.grpc_url
+    results = first_co_batched(url, "resnet50_uint8_preprocess", len(images), send_all)
     first_good = results[1]
     for i, result in enumerate(results):
         if i % 4:
@@ -179,9 +182,12 @@ def test_torch_path_batches_images_and_fails_bad_ones_alone(torch_path_server: s
     good = case_bytes()
     bad = {b"": "empty", b"not an image at all": "not a decodable image"}
     calls = [data for _, data in good] + list(bad)
-    batched = co_batched(torch_path_server, "resnet50_preprocess", len(calls))
-    with batched, ThreadPoolExecutor(len(calls)) as pool:
-        results = list(pool.map(lambda d: _pixels(torch_path_server, d), calls))
+
+    def send_all() -> list:
+        with ThreadPoolExecutor(len(calls)) as pool:
+            return list(pool.map(lambda d: _pixels(torch_path_server, d), calls))
+
+    results = first_co_batched(torch_path_server, "resnet50_preprocess", len(calls), send_all)
     worst = []
     for (name, data), got in zip(good, results, strict=False):
         assert isinstance(got, np.ndarray), f"{name}: {got}"
