@@ -114,6 +114,16 @@ def best_first(values: np.ndarray, tokens: np.ndarray, keep: int) -> tuple[np.nd
     return np.take_along_axis(values, order, 1), np.take_along_axis(tokens, order, 1)
 
 
+def _banned(logits: np.ndarray, suppressed: Sequence[int]) -> np.ndarray:
+    """``logits`` with the ``suppressed`` ids at -inf: in place where they may be written (this
+    step's, read once), else a copy (a read-only view of the engine's output buffer)."""
+    if suppressed:
+        if not logits.flags.writeable:
+            logits = logits.copy()
+        logits[:, list(suppressed)] = -np.inf
+    return logits
+
+
 def best_tokens(logits, suppressed: Sequence[int], candidates: Callable[..., tuple]) -> np.ndarray:
     """Greedy's pick, ``[rows, 1]``: each row's best token once ``suppressed`` are banned, the
     lower id on ties (argmax). Greedy never reads log-probs, so host logits skip log_softmax
@@ -121,11 +131,7 @@ def best_tokens(logits, suppressed: Sequence[int], candidates: Callable[..., tup
     search cannot read (a device tensor) go to the model's ``candidates``."""
     if not isinstance(logits, np.ndarray):
         return candidates(logits, 1, suppressed)[1]
-    if suppressed:
-        if not logits.flags.writeable:  # a read-only view of the engine's output buffer
-            logits = logits.copy()
-        logits[:, list(suppressed)] = -np.inf
-    return logits.argmax(axis=1)[:, None]
+    return _banned(logits, suppressed).argmax(axis=1)[:, None]
 
 
 def row_candidates(
@@ -142,10 +148,7 @@ def row_candidates(
     exp = np.subtract(logits, peak)  # the same float32 operations as log_softmax
     np.exp(exp, out=exp)
     log_total = np.log(exp.sum(axis=-1, keepdims=True))
-    if suppressed:
-        if not logits.flags.writeable:  # a read-only view of the engine's output buffer
-            logits = logits.copy()
-        logits[:, list(suppressed)] = -np.inf
+    logits = _banned(logits, suppressed)
     tokens = _row_candidates(logits, keep)
     padding = tokens >= vocab  # past the last block's end: kept in range, never chosen
     tokens = np.minimum(tokens, vocab - 1)
