@@ -496,7 +496,10 @@ class AsyncTransport(_Base):
             coroutine = client.infer(
                 request.call.model, prepared.inputs, outputs=prepared.outputs, **prepared.kwargs
             )
-            result = await asyncio.wait_for(coroutine, remaining)
+            if "client_timeout" in prepared.kwargs:  # gRPC enforces its own deadline
+                result = await coroutine
+            else:
+                result = await asyncio.wait_for(coroutine, remaining)
         finally:
             self.release(prepared)
         return self.results(result, request.call.outputs)
