@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import machine_description
+from benchmarks.floor_model import write_floor_model
 from build_engines.repository import parse, write_model
 from python_models.bert import encoder_session_settings
 from python_models.ort_session import SessionSettings, create_session
@@ -47,6 +48,8 @@ TRAFFIC = {"short": (8, 16), "medium": (60, 68), "mixed": (4, 256)}
 CONCURRENCY = (1, 8, 32)
 POOL_SIZE = 400
 MAXPAD = "triton (max-length padding)"
+FLOOR = "triton floor (no-op model)"
+AT_SERVED_BATCH = "in-process at Triton's batch"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class ModelUnderTest:
     seconds: float
     traffic: tuple[str, ...] = tuple(TRAFFIC)
     concurrency: tuple[int, ...] = CONCURRENCY
+    floor: str = ""  # a served no-op model beside it (benchmarks/floor_model.py), if any
 
 
 @dataclass
@@ -296,7 +300,16 @@ def prepare_repository(args: argparse.Namespace, models: list[ModelUnderTest]) -
         build_bert_base(repo, args.work_dir / "work", model_setup(repo, "bert"))
     for model in models:
         add_maxpad_variant(repo, model.name)
+        if model.floor:
+            add_floor(repo, model)
     return repo
+
+
+def add_floor(repo: Path, model: ModelUnderTest) -> None:
+    """The no-op model answering like ``model`` (same width, batch limit and batcher)."""
+    config = parse((repo / model.name / "config.pbtxt").read_text())
+    width = int(config.output[0].dims[-1])
+    write_floor_model(repo, model.floor, width, config.max_batch_size)
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -327,7 +340,8 @@ def model_cells(
     for session in sessions:  # the first call per shape plans memory: keep it out of the cells
         for _, feeds in tokenize(setup.tokenizer, warm, setup.buckets):
             session.run(None, feeds)
-    asyncio.run(warm_up(server.grpc_url, [model.name, f"{model.name}_maxpad"], warm))
+    served = [model.name, f"{model.name}_maxpad", *([model.floor] if model.floor else [])]
+    asyncio.run(warm_up(server.grpc_url, served, warm))
     cells = []
     for traffic in model.traffic:
         texts = pools[traffic]
@@ -335,16 +349,30 @@ def model_cells(
             engines = {"in-process": "", "triton": model.name}
             if traffic == "mixed":
                 engines[MAXPAD] = f"{model.name}_maxpad"
+            if model.floor:
+                engines[FLOOR] = model.floor
             row = {e: Cell(e, model.name, traffic, concurrency) for e in engines}
             load = {"texts": texts, "concurrency": concurrency, "seconds": model.seconds / 2}
             for _ in range(2):
                 row["in-process"].add(*in_process(sessions, setup, **load))
                 for engine, ensemble in list(engines.items())[1:]:
                     measure_triton(server, ensemble, ensemble, row[engine], **load)
+            if model.floor:
+                row[AT_SERVED_BATCH] = at_served_batch(sessions, setup, row["triton"], load)
             for cell in row.values():
                 progress(cell)
             cells += row.values()
     return cells
+
+
+def at_served_batch(sessions: list[Any], setup: Setup, served: Cell, load: dict) -> Cell:
+    """In-process again, with rounds as large as Triton's mean batch in this cell: what the
+    encoder costs per text at the batches the server actually formed."""
+    cell = Cell(AT_SERVED_BATCH, served.model, served.traffic, served.concurrency)
+    batch = max(1, min(served.concurrency, round(served.batch or 1)))
+    rerun = {**load, "concurrency": batch, "seconds": 2 * load["seconds"]}
+    cell.add(*in_process(sessions, setup, **rerun))
+    return cell
 
 
 async def warm_up(url: str, ensembles: list[str], texts: list[str]) -> None:
@@ -425,6 +453,49 @@ def model_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
             f"| {c} | {ms(bucketed)} | {ms(padded)} | {ratio:.2f}x | {bucketed.cpu_ms:.1f} "
             f"| {padded.cpu_ms:.1f} | {padded.cpu_ms / bucketed.cpu_ms:.2f}x |"
         )
+    return [*lines, ""]
+
+
+def floor_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
+    """How much of Triton / in-process two causes explain: the serving path alone (the no-op
+    floor) and the smaller batches the server forms (in-process rerun at Triton's batch)."""
+    if not model.floor:
+        return []
+    lines = [
+        f"Where the served time goes. `{model.floor}` is a served python model that does no "
+        f"work (benchmarks/floor_model.py), with `{model.name}`'s interface and batcher, "
+        "measured in the same cells by the same client. Unexplained p50 = Triton p50 - "
+        "in-process p50 - floor p50. p50 ceiling (concurrency 1) = in-process p50 / "
+        "(in-process p50 + floor p50). The in-process batcher takes every client each round, "
+        "Triton's batches are smaller (closed-loop clients drift into cohorts), so the "
+        "in-process engine is run again with rounds of Triton's mean batch: CPU ceilings = "
+        "in-process CPU at its own batch / (in-process CPU + the floor's server CPU), with the "
+        "in-process CPU taken at its own batch, then at Triton's.",
+        "",
+        "| traffic | conc. | Triton / in-process | in-process p50 ms | floor p50 ms "
+        "| Triton p50 ms | unexplained p50 ms | p50 ceiling | Triton batch "
+        "| in-process CPU ms/req, own batch / Triton's | floor server CPU ms/req "
+        "| CPU-cost ratio | CPU ceiling, own batch / Triton's |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |",
+    ]
+    for traffic in model.traffic:
+        for c in model.concurrency:
+            local, served, floor, rebatched = (
+                find(cells, engine, model.name, traffic, c)
+                for engine in ("in-process", "triton", FLOOR, AT_SERVED_BATCH)
+            )
+            p50 = [cell.percentile(50) for cell in (local, floor, served)]
+            ceiling = f"{p50[0] / (p50[0] + p50[1]):.2f}x" if c == 1 else "-"
+            cpu = (local.cpu_ms, rebatched.cpu_ms)
+            lines.append(
+                f"| {traffic} | {c} | {served.throughput / local.throughput:.2f}x "
+                f"| {p50[0]:.2f} | {p50[1]:.2f} | {p50[2]:.2f} | {p50[2] - p50[0] - p50[1]:.2f} "
+                f"| {ceiling} | {served.batch or 0:.1f} | {cpu[0]:.2f} / {cpu[1]:.2f} "
+                f"| {floor.cpu_ms:.2f} | {local.cpu_ms / served.cpu_ms:.2f}x "
+                f"| {cpu[0] / (cpu[0] + floor.cpu_ms):.2f}x / "
+                f"{cpu[0] / (cpu[1] + floor.cpu_ms):.2f}x |"
+            )
     return [*lines, ""]
 
 
@@ -514,7 +585,7 @@ def write_report(
 ) -> None:
     lines = header(setup, models, load) + summary(cells, models)
     for model in models:
-        lines += model_section(cells, model)
+        lines += model_section(cells, model) + floor_section(cells, model)
     old = path.read_text() if path.exists() else ""
     discussion = old[old.index(DISCUSSION) :] if DISCUSSION in old else f"{DISCUSSION}\n\n(none)\n"
     path.write_text("\n".join(lines) + "\n" + discussion)
@@ -554,7 +625,8 @@ def main(argv: list[str] | None = None) -> int:
     from server import ServerConfig, TritonServer
 
     args = parse_args(argv)
-    models = [ModelUnderTest("bert", "all-MiniLM-L6-v2 (real weights)", args.seconds)]
+    label = "all-MiniLM-L6-v2 (real weights)"
+    models = [ModelUnderTest("bert", label, args.seconds, floor="bert_floor")]
     if not args.skip_base:
         label = "bert-base shape (RANDOM WEIGHTS, max length 256)"
         traffic = tuple(t for t in TRAFFIC if t in args.base_traffic)
