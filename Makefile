@@ -78,7 +78,10 @@ serve: models ## Run the embedded Triton in the foreground (HTTP_PORT, GRPC_PORT
 bench-resnet50: models ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/resnet50.md
 	$(PY) -m benchmarks.resnet50
 
-bench-bert: models ## Benchmark BERT: in-process ORT vs Triton, buckets vs max padding
+$(VENV)/bin/perf_analyzer: $(STAMP)
+	bash scripts/install-perf-analyzer.sh $(VENV)
+
+bench-bert: models $(VENV)/bin/perf_analyzer ## Benchmark BERT: in-process ORT vs Triton (Python SDK and perf_analyzer), buckets vs max padding
 	$(PY) -m benchmarks.bert
 
 bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import perf_analyzer
 from benchmarks.common import machine_description
 from benchmarks.floor_model import write_floor_model
 from build_engines.repository import parse, write_model
@@ -50,6 +51,9 @@ POOL_SIZE = 400
 MAXPAD = "triton (max-length padding)"
 FLOOR = "triton floor (no-op model)"
 AT_SERVED_BATCH = "in-process at Triton's batch"
+PA = "triton (perf_analyzer)"
+PA_FLOOR = "triton floor (perf_analyzer)"
+PA_STABILITY = 50  # % between windows: 20 is rarely reached on the shared 2 cores
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Cell:
     elapsed: float = 0.0
     counts: tuple[float, float] = (0.0, 0.0)  # the encoder's (inferences, executions)
     cpu: float = 0.0  # CPU seconds of the serving side (in-process engine, or Triton's tree)
+    reported: dict[str, Any] | None = None  # perf_analyzer's own figures (it keeps no latencies)
 
     def add(
         self,
@@ -90,9 +95,13 @@ class Cell:
         self.counts = (self.counts[0] + counts[0], self.counts[1] + counts[1])
 
     @property
+    def requests(self) -> float:
+        return self.counts[0] if self.reported else len(self.latencies)
+
+    @property
     def cpu_ms(self) -> float:
         """Serving CPU per request: robust to other jobs' load, unlike wall-clock rates."""
-        return 1000 * self.cpu / len(self.latencies)
+        return 1000 * self.cpu / max(self.requests, 1)
 
     @property
     def batch(self) -> float | None:
@@ -100,9 +109,13 @@ class Cell:
 
     @property
     def throughput(self) -> float:
+        if self.reported:
+            return self.reported["items_per_s"]
         return len(self.latencies) / self.elapsed
 
     def percentile(self, q: float) -> float:
+        if self.reported:
+            return self.reported[f"p{q:g}"]
         return float(np.percentile(self.latencies, q)) * 1000
 
 
@@ -242,6 +255,24 @@ def measure_triton(server: Any, ensemble: str, encoder: str, cell: Cell, **load:
     cell.add(latencies, elapsed, cpu, (after[0] - before[0], after[1] - before[1]))
 
 
+def measure_perf_analyzer(
+    server: Any, model: str, cell: Cell, texts: list[str], seconds: float, work: Path
+) -> None:
+    """``cell`` from one perf_analyzer run (C++ client, batch 1) sending ``texts`` in turn,
+    in windows of ``seconds`` until two agree."""
+    data = perf_analyzer.text_inputs(work / f"texts-{cell.traffic}.json", "TEXT", texts)
+    before, cpu = model_counts(server.metrics_url, model), server_cpu_seconds()
+    result = perf_analyzer.run(
+        server.grpc_url, model, cell.concurrency, seconds, work, data, stability=PA_STABILITY
+    )
+    after, cpu = model_counts(server.metrics_url, model), server_cpu_seconds() - cpu
+    if "p50" not in result:
+        print(f"  perf_analyzer {model}: {result}", flush=True)
+        return
+    cell.reported, cell.cpu = result, cpu
+    cell.counts = (after[0] - before[0], after[1] - before[1])
+
+
 def server_cpu_seconds() -> float:
     """CPU time so far of this process's children: the tritonserver and its backend stubs."""
     import psutil
@@ -330,7 +361,7 @@ def model_setup(repo: Path, name: str) -> Setup:
 
 
 def model_cells(
-    server: Any, model: ModelUnderTest, setup: Setup, pools: dict[str, list[str]]
+    server: Any, model: ModelUnderTest, setup: Setup, pools: dict[str, list[str]], work: Path
 ) -> list[Cell]:
     """Every cell of one model. Each is measured in two halves, the engines alternating
     (in-process, Triton[, max-length], in-process, Triton[, max-length]), so load drift from
@@ -359,6 +390,13 @@ def model_cells(
                     measure_triton(server, ensemble, ensemble, row[engine], **load)
             if model.floor:
                 row[AT_SERVED_BATCH] = at_served_batch(sessions, setup, row["triton"], load)
+                if perf_analyzer.binary():
+                    for engine, name in ((PA, model.name), (PA_FLOOR, model.floor)):
+                        row[engine] = Cell(engine, model.name, traffic, concurrency)
+                        seconds = model.seconds / 2
+                        measure_perf_analyzer(server, name, row[engine], texts, seconds, work)
+                        if not row[engine].reported:
+                            del row[engine]
             for cell in row.values():
                 progress(cell)
             cells += row.values()
@@ -395,7 +433,7 @@ def progress(cell: Cell) -> None:
         f"  {cell.model:9} {cell.engine:28} {cell.traffic:6} c={cell.concurrency:<2} "
         f"{cell.throughput:7.1f} req/s p50 {cell.percentile(50):7.1f} ms "
         f"p99 {cell.percentile(99):7.1f} ms cpu {cell.cpu_ms:6.1f} ms/req "
-        f"n={len(cell.latencies)}{batch}",
+        f"n={cell.requests:.0f}{batch}",
         flush=True,
     )
 
@@ -499,6 +537,42 @@ def floor_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
     return [*lines, ""]
 
 
+def perf_analyzer_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
+    """The same cells with Triton's C++ load generator as the client: the serving path's own
+    cost, without the Python client's (which shares the 2 cores in the rows above)."""
+    if not model.floor:
+        return []
+    measured = {(c.traffic, c.concurrency) for c in cells if c.engine == PA}
+    if not measured:
+        return ["perf_analyzer rows: not measured (scripts/install-perf-analyzer.sh).", ""]
+    lines = [
+        f"The same cells with perf_analyzer (Triton's C++ load generator, batch 1, closed "
+        f"loop, the traffic's texts in turn; windows of {model.seconds / 2:g} s until two "
+        f"agree within {PA_STABILITY} %) as the client instead of the SDK:",
+        "",
+        "| traffic | conc. | in-process req/s | p50 ms | Triton (perf_analyzer) req/s | p50 ms "
+        "| p99 ms | Triton / in-process | added p50 ms | floor (perf_analyzer) p50 ms "
+        "| server CPU ms/req | CPU-cost ratio | encoder mean batch |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |",
+    ]
+    for traffic, c in sorted(measured, key=lambda k: (model.traffic.index(k[0]), k[1])):
+        local, served = (find(cells, e, model.name, traffic, c) for e in ("in-process", PA))
+        floors = [
+            x for x in cells if (x.engine, x.traffic, x.concurrency) == (PA_FLOOR, traffic, c)
+        ]
+        floor_p50 = f"{floors[0].percentile(50):.2f}" if floors else "-"
+        p50 = (local.percentile(50), served.percentile(50))
+        lines.append(
+            f"| {traffic} | {c} | {local.throughput:.1f} | {p50[0]:.2f} "
+            f"| {served.throughput:.1f} | {p50[1]:.2f} | {served.percentile(99):.1f} "
+            f"| {served.throughput / local.throughput:.2f}x | {p50[1] - p50[0]:.2f} | {floor_p50} "
+            f"| {served.cpu_ms:.2f} | {local.cpu_ms / served.cpu_ms:.2f}x "
+            f"| {served.batch or 0:.1f} |"
+        )
+    return [*lines, ""]
+
+
 def verdict(ratio: float, target: float) -> str:
     return "met" if ratio >= target else "NOT met"
 
@@ -586,6 +660,7 @@ def write_report(
     lines = header(setup, models, load) + summary(cells, models)
     for model in models:
         lines += model_section(cells, model) + floor_section(cells, model)
+        lines += perf_analyzer_section(cells, model)
     old = path.read_text() if path.exists() else ""
     discussion = old[old.index(DISCUSSION) :] if DISCUSSION in old else f"{DISCUSSION}\n\n(none)\n"
     path.write_text("\n".join(lines) + "\n" + discussion)
@@ -644,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     cells: list[Cell] = []
     with TritonServer(config) as server:
         for model in models:
-            cells += model_cells(server, model, setups[model.name], pools)
+            cells += model_cells(server, model, setups[model.name], pools, args.work_dir)
     load = (machine, os.getloadavg()[0])
     write_report(args.output, setups["bert"], cells, models, load)
     return 0

@@ -24,11 +24,9 @@ in-process CUDA-graph throughput measured in the same run.
 from __future__ import annotations
 
 import argparse
-import csv
 import gc
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +34,7 @@ import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from benchmarks import perf_analyzer
 from benchmarks.gpu import environment
 from benchmarks.gpu_families import BUCKETS
 from benchmarks.gpu_load import in_process, served_load, served_sequential, spec_load
@@ -129,43 +128,8 @@ def measure(url: str, spec: Spec, options: Options, sequential: bool) -> dict:
     after = server_stats(url, spec.name)
     rows[f"bs1_c{options.concurrency}"] = {**load, "server": delta(before, after)}
     key = f"perf_analyzer_bs1_c{options.concurrency}"
-    rows[key] = perf_analyzer(url, spec.name, options.concurrency, options.seconds, options.out)
+    rows[key] = perf_analyzer.run(url, spec.name, options.concurrency, options.seconds, options.out)
     return rows
-
-
-def perf_analyzer(url: str, model: str, concurrency: int, seconds: float, out: Path) -> dict:
-    """The same load from perf_analyzer (C++ clients, what Triton users measure with).
-
-    ``PERF_ANALYZER`` names the binary (scripts/gpu/bench.sh unpacks it from the
-    tritonclient wheel); without it the row is skipped.
-    """
-    binary = os.environ.get("PERF_ANALYZER")
-    if not binary:
-        return {"skipped": "PERF_ANALYZER not set"}
-    csv_path = out / f"perf_analyzer-{model}-c{concurrency}.csv"
-    command = [
-        binary, "-m", model, "-u", url, "-i", "grpc", "-b", "1",
-        "--concurrency-range", str(concurrency), "--input-data", "random",
-        "--measurement-interval", str(int(seconds * 1000)), "--percentile", "99",
-        "--stability-percentage", "20", "--max-trials", "6", "-f", str(csv_path),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 20 + 60)
-    if done.returncode != 0 or not csv_path.exists():
-        return {"error": (done.stdout + done.stderr)[-2000:]}
-    row = next(csv.DictReader(csv_path.open()))
-    us = {key: float(value) for key, value in row.items() if key and value}
-    return {
-        "items_per_s": us["Inferences/Second"],
-        "p50": us["p50 latency"] / 1e3,
-        "p95": us["p95 latency"] / 1e3,
-        "p99": us["p99 latency"] / 1e3,
-        "server": {
-            "queue_ms": us["Server Queue"] / 1e3,
-            "compute_input_ms": us["Server Compute Input"] / 1e3,
-            "compute_infer_ms": us["Server Compute Infer"] / 1e3,
-            "compute_output_ms": us["Server Compute Output"] / 1e3,
-        },
-    }
 
 
 def delta(before: dict, after: dict) -> dict:

@@ -1,0 +1,79 @@
+"""perf_analyzer (Triton's C++ load generator) as one benchmark engine among the others.
+
+What Triton users measure with: C++ clients that leave the CPU to the server. Beside the
+kit's Python SDK it tells the serving path's own cost from the Python client's. The binary
+comes from ``PERF_ANALYZER`` or ``<venv>/bin/perf_analyzer``
+(scripts/install-perf-analyzer.sh here, scripts/gpu/bench.sh on the lent GPU machine).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def binary() -> str | None:
+    """The perf_analyzer to run, or None when it is not installed."""
+    named = os.environ.get("PERF_ANALYZER")
+    if named:
+        return named
+    beside = Path(sys.executable).parent / "perf_analyzer"
+    return str(beside) if beside.exists() else shutil.which("perf_analyzer")
+
+
+def text_inputs(path: Path, name: str, texts: Sequence[str]) -> str:
+    """A ``--input-data`` file sending ``texts`` in turn, one per request."""
+    path.write_text(json.dumps({"data": [{name: [text]} for text in texts]}))
+    return str(path)
+
+
+def run(
+    url: str,
+    model: str,
+    concurrency: int,
+    seconds: float,
+    out: Path,
+    input_data: str = "random",
+    stability: int = 20,
+) -> dict:
+    """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
+
+    ``url`` is host:port of the gRPC endpoint; ``input_data`` "random" or a JSON file
+    (:func:`text_inputs`; text models need real text). Windows of ``seconds`` until
+    throughput and p99 agree within ``stability`` % (at most 8; on a shared host, 20 % may
+    never be reached). Returns {"skipped"} without a binary
+    and {"error"} when it fails.
+    """
+    executable = binary()
+    if not executable:
+        return {"skipped": "perf_analyzer not installed (scripts/install-perf-analyzer.sh)"}
+    csv_path = out / f"perf_analyzer-{model}-c{concurrency}.csv"
+    command = [
+        executable, "-m", model, "-u", url.removeprefix("grpc://"), "-i", "grpc", "-b", "1",
+        "--concurrency-range", str(concurrency), "--input-data", input_data,
+        "--measurement-interval", str(int(seconds * 1000)), "--percentile", "99",
+        "--stability-percentage", str(stability), "--max-trials", "8", "-f", str(csv_path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 20 + 60)
+    if done.returncode != 0 or not csv_path.exists():
+        return {"error": (done.stdout + done.stderr)[-2000:]}
+    row = next(csv.DictReader(csv_path.open()))
+    us = {key: float(value) for key, value in row.items() if key and value}
+    return {
+        "items_per_s": us["Inferences/Second"],
+        "p50": us["p50 latency"] / 1e3,
+        "p95": us["p95 latency"] / 1e3,
+        "p99": us["p99 latency"] / 1e3,
+        "server": {
+            "queue_ms": us["Server Queue"] / 1e3,
+            "compute_input_ms": us["Server Compute Input"] / 1e3,
+            "compute_infer_ms": us["Server Compute Infer"] / 1e3,
+            "compute_output_ms": us["Server Compute Output"] / 1e3,
+        },
+    }
