@@ -80,7 +80,13 @@ class Measurement:
 
 
 def measure_locust(
-    url: str, protocol: str, users: int, duration: float, out: Path, processes: int = 1
+    url: str,
+    protocol: str,
+    users: int,
+    duration: float,
+    out: Path,
+    processes: int = 1,
+    transport: str = "sidecar",
 ) -> Measurement:
     """The real BertUser, headless, one step of ``users`` after a settle period."""
     from loadtest.runner import RunConfig, run_protocol
@@ -92,7 +98,8 @@ def measure_locust(
         settle_time=WARMUP_S,
         weights="bert.numbers=0",  # one payload kind, as in the plain loop
         model_names=[f"bert={MODEL}"],
-        locust_args=["--processes", str(processes)] if processes > 1 else [],
+        locust_args=(["--processes", str(processes)] if processes > 1 else [])
+        + (["--grpc-transport", transport] if protocol == "grpc" else []),
     )
     target = out / f"locust-{protocol}-{users}-{processes}-{time.monotonic_ns()}"
     (result,) = run_protocol(url, config, target)

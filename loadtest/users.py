@@ -27,7 +27,7 @@ from locust.exception import LocustError  # noqa: E402
 
 from client import Timeout, TritonClient  # noqa: E402
 from client.transport import Endpoint  # noqa: E402
-from loadtest import corpora  # noqa: E402
+from loadtest import corpora, sidecar_client  # noqa: E402
 from loadtest.options import Weights, parse_pairs  # noqa: E402
 from loadtest.weights import apply_weights  # noqa: E402
 
@@ -76,9 +76,20 @@ class TritonUser(User):
         sdk_names = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
         models = {sdk_names[self.family]: self.model} if self.family in sdk_names else {}
         # No SDK retries: a load test counts every refused or overloaded request.
-        self.client = TritonClient(self.url, timeout=self.timeout, models=models, retry=0)
+        self.client = TritonClient(
+            self.url, timeout=self.timeout, models=models, retry=0, client_factory=self._factory()
+        )
         _open_clients.add(self.client)
         self.available = self._model_available()
+
+    def _factory(self) -> Any:
+        """gRPC through this process's sidecar unless ``--grpc-transport gevent``."""
+        options = self.environment.parsed_options
+        if self.endpoint.protocol != "grpc":
+            return None
+        if getattr(options, "grpc_transport", "sidecar") == "gevent":
+            return None
+        return sidecar_client.factory
 
     def on_stop(self) -> None:
         if self.client is not None:
@@ -259,6 +270,7 @@ def close_all_clients(**_kwargs: Any) -> None:
     """Close what on_stop missed (a user killed mid-start); channels left open hang the exit."""
     for client in list(_open_clients):
         client.close()
+    sidecar_client.close_all()
 
 
 @events.init_command_line_parser.add_listener
