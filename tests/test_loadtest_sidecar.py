@@ -1,0 +1,130 @@
+"""The Locust gRPC user's sidecar transport (loadtest/sidecar*.py) against the real Triton.
+
+Locust and gevent run only in subprocesses (importing them would patch pytest). The
+references are independent of the code under test: embeddings from tritonclient's own
+gRPC client, errors from the SDK's default gRPC transport, processes from /proc.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from client import ServerConnectionError, TritonClient
+from server import TritonServer
+from tests.conftest import require_models
+from tests.test_loadtest import ROOT, _process
+
+TAG = "SIDECAR_TEST_TAG"
+
+
+def _reference_embedding(server: TritonServer, text: str) -> np.ndarray:
+    """Plain tritonclient, no SDK, no sidecar."""
+    client = grpcclient.InferenceServerClient(server.grpc_url.split("://", 1)[1])
+    try:
+        tensor = grpcclient.InferInput("TEXT", [1, 1], "BYTES")
+        tensor.set_data_from_numpy(np.array([[text.encode()]], dtype=np.object_))
+        return client.infer("bert", [tensor]).as_numpy("EMBEDDING").reshape(-1)
+    finally:
+        client.close()
+
+
+def _tagged_processes(tag: str) -> list[str]:
+    """Live processes (zombies aside) whose environment carries ``tag``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if f"{TAG}={tag}".encode() in environ.split(b"\0") and state != "Z":
+            found.append(f"{entry.name} {cmdline}")
+    return found
+
+
+@pytest.fixture
+def probe(triton_server: TritonServer) -> dict:
+    require_models("bert")
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.sidecar_probe", triton_server.grpc_url],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_sdk_over_the_sidecar_matches_plain_tritonclient(
+    probe: dict, triton_server: TritonServer
+) -> None:
+    assert probe["ready"] is True
+    expected = _reference_embedding(triton_server, "A sentence for the sidecar.")
+    np.testing.assert_allclose(np.array(probe["embedding"]).reshape(-1), expected, atol=1e-6)
+
+
+def test_server_invalid_argument_is_the_same_sdk_error(
+    probe: dict, triton_server: TritonServer
+) -> None:
+    """The SDK's default gRPC transport is the reference: same class, message and status."""
+    client = TritonClient(triton_server.grpc_url, timeout=30, retry=0)
+    try:
+        with pytest.raises(Exception) as raised:
+            client.infer("bert", {"NOT_AN_INPUT": np.zeros((1, 1), dtype=np.float32)})
+    finally:
+        client.close()
+    assert "INVALID_ARG" in str(raised.value.status)
+    assert probe["invalid"]["type"] == type(raised.value).__name__
+    assert probe["invalid"]["message"] == str(raised.value)
+    assert probe["invalid"]["status"] == str(raised.value.status)
+
+
+def test_a_dead_sidecar_fails_calls_at_once_and_names_itself(probe: dict) -> None:
+    """Killed under a call (60 s deadline): the call fails within seconds, as do later ones."""
+    pid = probe["sidecar_pid"]
+    for case in ("killed_in_flight", "after_death"):
+        failure = probe[case]
+        assert failure["type"] == ServerConnectionError.__name__, failure
+        assert f"gRPC sidecar (pid {pid}) exited with code -9" in failure["message"], failure
+        assert failure["seconds"] < 5.0, failure
+
+
+def test_locust_grpc_run_returns_reference_outputs_and_leaves_no_process(
+    triton_server: TritonServer, tmp_path: Path
+) -> None:
+    """A real headless Locust run of the BertUser over gRPC (sidecar: the default)."""
+    require_models("bert")
+    tag = uuid.uuid4().hex
+    dump = tmp_path / "dump.json"
+    command = [sys.executable, "-m", "locust", "-f", "tests/sidecar_locustfile.py"]
+    command += ["--headless", "--host", triton_server.grpc_url, "-u", "4", "-r", "4"]
+    command += ["--run-time", "4s", "--only-summary", "--exit-code-on-error", "0"]
+    env_before = dict(os.environ)
+    os.environ.update({TAG: tag, "SIDECAR_TEST_DUMP": str(dump)})
+    try:
+        with _process(command, tmp_path / "locust.log") as process:
+            code = process.wait(timeout=60)
+            left = _tagged_processes(tag)  # before the group is killed in teardown
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    log = (tmp_path / "locust.log").read_text(errors="replace")
+    assert code == 0, log[-3000:]
+    assert left == [], f"processes outlived the Locust run: {left}"
+    recorded = json.loads(dump.read_text())
+    assert len(recorded["sidecar_pids"]) == 1, recorded["sidecar_pids"]  # one per process
+    embeddings = recorded["embeddings"]
+    assert embeddings, log[-3000:]
+    for text in list(embeddings)[:5]:
+        expected = _reference_embedding(triton_server, text)
+        np.testing.assert_allclose(np.array(embeddings[text]), expected, rtol=1e-5, atol=1e-5)
+    assert " 0(0.00%)" in log or "0(0.00%)" in log, log[-3000:]
