@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -126,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root-certificates")
     parser.add_argument("--private-key")
     parser.add_argument("--certificate-chain")
-    asyncio.run(serve(parser.parse_args(argv)))
+    args = parser.parse_args(argv)
+    # Ctrl-C reaches the whole process group: Locust shuts down and closes our socket,
+    # and the end of the socket is what ends this process (no traceback of its own).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    asyncio.run(serve(args))
     return 0
 
 

@@ -7,11 +7,15 @@ gRPC client, errors from the SDK's default gRPC transport, processes from /proc.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +25,7 @@ import tritonclient.grpc as grpcclient
 from client import ServerConnectionError, TritonClient
 from server import TritonServer
 from tests.conftest import require_models
-from tests.test_loadtest import ROOT, _process
+from tests.test_loadtest import ROOT
 
 TAG = "SIDECAR_TEST_TAG"
 
@@ -98,6 +102,32 @@ def test_a_dead_sidecar_fails_calls_at_once_and_names_itself(probe: dict) -> Non
         assert failure["seconds"] < 5.0, failure
 
 
+@contextlib.contextmanager
+def _locust(args: list[str], log: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    """A Locust process group, tagged through its environment, that cannot outlive the test."""
+    command = [sys.executable, "-m", "locust", "-f", "tests/sidecar_locustfile.py", *args]
+    with open(log, "wb") as handle:
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, env={**os.environ, **env},
+        )  # fmt: skip
+        try:
+            yield process
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def _wait_for(predicate: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
 def test_locust_grpc_run_returns_reference_outputs_and_leaves_no_process(
     triton_server: TritonServer, tmp_path: Path
 ) -> None:
@@ -105,18 +135,12 @@ def test_locust_grpc_run_returns_reference_outputs_and_leaves_no_process(
     require_models("bert")
     tag = uuid.uuid4().hex
     dump = tmp_path / "dump.json"
-    command = [sys.executable, "-m", "locust", "-f", "tests/sidecar_locustfile.py"]
-    command += ["--headless", "--host", triton_server.grpc_url, "-u", "4", "-r", "4"]
-    command += ["--run-time", "4s", "--only-summary", "--exit-code-on-error", "0"]
-    env_before = dict(os.environ)
-    os.environ.update({TAG: tag, "SIDECAR_TEST_DUMP": str(dump)})
-    try:
-        with _process(command, tmp_path / "locust.log") as process:
-            code = process.wait(timeout=60)
-            left = _tagged_processes(tag)  # before the group is killed in teardown
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
+    args = ["--headless", "--host", triton_server.grpc_url, "-u", "4", "-r", "4"]
+    args += ["--run-time", "4s", "--only-summary", "--exit-code-on-error", "0"]
+    env = {TAG: tag, "SIDECAR_TEST_DUMP": str(dump)}
+    with _locust(args, tmp_path / "locust.log", env) as process:
+        code = process.wait(timeout=60)
+        left = _tagged_processes(tag)  # before the group is killed in teardown
     log = (tmp_path / "locust.log").read_text(errors="replace")
     assert code == 0, log[-3000:]
     assert left == [], f"processes outlived the Locust run: {left}"
@@ -127,4 +151,22 @@ def test_locust_grpc_run_returns_reference_outputs_and_leaves_no_process(
     for text in list(embeddings)[:5]:
         expected = _reference_embedding(triton_server, text)
         np.testing.assert_allclose(np.array(embeddings[text]), expected, rtol=1e-5, atol=1e-5)
-    assert " 0(0.00%)" in log or "0(0.00%)" in log, log[-3000:]
+    assert "0(0.00%)" in log, log[-3000:]  # Locust's summary: no failed request
+
+
+def test_the_sidecar_ends_with_a_killed_locust(triton_server: TritonServer, tmp_path: Path) -> None:
+    """SIGKILL leaves Locust no time to close anything: the sidecar ends on its socket's EOF."""
+    require_models("bert")
+    tag = uuid.uuid4().hex
+    args = ["--headless", "--host", triton_server.grpc_url, "-u", "2", "-r", "2"]
+    args += ["--run-time", "60s", "--only-summary"]
+    env = {TAG: tag, "SIDECAR_TEST_DUMP": str(tmp_path / "dump.json")}
+    with _locust(args, tmp_path / "locust.log", env) as process:
+        sidecar_up = _wait_for(lambda: len(_tagged_processes(tag)) == 2, 30)
+        os.kill(process.pid, signal.SIGKILL)  # Locust alone, not its process group
+        process.wait(timeout=10)
+        gone = _wait_for(lambda: not _tagged_processes(tag), 5)
+        left = _tagged_processes(tag)
+    log = (tmp_path / "locust.log").read_text(errors="replace")
+    assert sidecar_up, log[-3000:]
+    assert gone, f"the sidecar outlived its Locust process: {left}"
