@@ -1,10 +1,13 @@
 """Locust users over the client SDK: an abstract ``TritonUser`` and one user per model family.
 
-Each user owns one ``client.TritonClient`` (the HTTP client is not thread-safe, and a
-gRPC channel per user mirrors independent clients). ``TritonUser.call`` times an SDK call
-and fires ``events.request``; the concrete users only pick payloads. Every client is
-closed when the test stops: an open gRPC channel keeps the process alive after its
-summary under gevent.
+Each user owns one ``client.TritonClient`` (the HTTP client is not thread-safe). Over
+gRPC the clients' calls go, by default, through the process's one sidecar
+(``loadtest.sidecar_client``: an asyncio gRPC process fed over a socket gevent waits on),
+because gRPC in the gevent process costs a native-thread handoff per call;
+``--grpc-transport gevent`` keeps gRPC in the process (``gevent_grpc``).
+``TritonUser.call`` times an SDK call and fires ``events.request``; the concrete users
+only pick payloads. Every client, and every sidecar, is closed when the test stops: an
+open gRPC channel keeps the process alive after its summary under gevent.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any, ClassVar
 
 from loadtest import gevent_grpc, resolution
 
-gevent_grpc.init()  # before the SDK can open any gRPC channel
+gevent_grpc.init()  # before any in-process gRPC channel (--grpc-transport gevent)
 resolution.install()
 
 import gevent  # noqa: E402
