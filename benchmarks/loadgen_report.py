@@ -94,7 +94,7 @@ def verdict(rows: list[list[object]]) -> str:
     """One sentence per protocol's default transport against the goal."""
     lines = []
     for protocol, transport, _, _, single, _, double, *_ in rows:
-        if transport.endswith("(before)"):
+        if str(transport).endswith("(before)"):
             lines.append(f"- {protocol}, before (init_gevent): {single}x the plain client.")
             continue
         met = "meets" if float(single) >= GOAL else "misses"  # type: ignore[arg-type]
@@ -116,11 +116,10 @@ def split_rows(measurements: list[Measurement]) -> list[list[object]]:
         sidecar = split.sidecar_cpu_ms_per_request
         sdk = split.cpu_ms_per_request - sidecar
         total = locust[level].cpu_ms_per_request
-        rows.append(
-            [level, plain[level].cpu_ms_per_request, total, sdk, sidecar,
-             total - split.cpu_ms_per_request, total - plain[level].cpu_ms_per_request]
-        )  # fmt: skip
-    return [[r[0], *(round(float(v), 3) for v in r[1:])] for r in rows]
+        plain_cpu = plain[level].cpu_ms_per_request
+        values = [plain_cpu, total, sdk, sidecar, total - split.cpu_ms_per_request, total - plain_cpu]
+        rows.append([level, *(round(v, 3) for v in values)])
+    return rows
 
 
 def point_rows(measurements: list[Measurement]) -> list[list[object]]:

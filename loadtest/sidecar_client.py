@@ -274,7 +274,7 @@ class SidecarClient:
         response = service_pb2.ModelMetadataResponse.FromString(reply)
         if not as_json:
             return response
-        from google.protobuf.json_format import MessageToJson
+        from google.protobuf.json_format import MessageToJson  # type: ignore[import-untyped]
 
         return json.loads(MessageToJson(response, preserving_proto_field_name=True))
 
