@@ -117,7 +117,8 @@ def split_rows(measurements: list[Measurement]) -> list[list[object]]:
         sdk = split.cpu_ms_per_request - sidecar
         total = locust[level].cpu_ms_per_request
         plain_cpu = plain[level].cpu_ms_per_request
-        values = [plain_cpu, total, sdk, sidecar, total - split.cpu_ms_per_request, total - plain_cpu]
+        locust_own = total - split.cpu_ms_per_request
+        values = [plain_cpu, total, sdk, sidecar, locust_own, total - plain_cpu]
         rows.append([level, *(round(v, 3) for v in values)])
     return rows
 
