@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -21,8 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from tritonclient.grpc import service_pb2
 
 from client import ServerConnectionError, TritonClient
+from loadtest import sidecar_wire as wire
 from server import TritonServer
 from tests.conftest import require_models
 from tests.test_loadtest import ROOT
@@ -170,3 +174,56 @@ def test_the_sidecar_ends_with_a_killed_locust(triton_server: TritonServer, tmp_
     log = (tmp_path / "locust.log").read_text(errors="replace")
     assert sidecar_up, log[-3000:]
     assert gone, f"the sidecar outlived its Locust process: {left}"
+
+
+def _read_replies(sock: socket.socket, count: int) -> dict[int, tuple[int, bytes]]:
+    buffer, replies = b"", {}
+    while len(replies) < count:
+        chunk = sock.recv(1 << 16)
+        assert chunk, "the sidecar closed its socket"
+        buffer += chunk
+        while len(buffer) >= wire.REPLY.size:
+            call_id, status, length = wire.REPLY.unpack_from(buffer)
+            end = wire.REPLY.size + length
+            if len(buffer) < end:
+                break
+            replies[call_id] = (status, buffer[wire.REPLY.size : end])
+            buffer = buffer[end:]
+    return replies
+
+
+def test_the_sidecar_reassembles_frames_cut_anywhere(triton_server: TritonServer) -> None:
+    """The real sidecar, fed byte by byte without gevent: two calls, replies by call id."""
+    require_models("bert")
+    text = b"Cut into single bytes."
+    request = service_pb2.ModelInferRequest(model_name="bert")  # by hand: Triton's wire format
+    request.inputs.add(name="TEXT", datatype="BYTES", shape=[1, 1])
+    request.raw_input_contents.append(struct.pack("<I", len(text)) + text)
+    missing = service_pb2.ModelInferRequest(model_name="no_such_model")
+    frames = wire.request_frame(7, wire.INFER, 30.0, [("x-test", "1")], request.SerializeToString())
+    frames += wire.request_frame(8, wire.INFER, None, None, missing.SerializeToString())
+    ours, theirs = socket.socketpair()
+    address = triton_server.grpc_url.split("://", 1)[1]
+    command = [sys.executable, "-m", "loadtest.sidecar", "--fd", str(theirs.fileno())]
+    process = subprocess.Popen(
+        [*command, "--address", address], cwd=ROOT, pass_fds=[theirs.fileno()]
+    )
+    theirs.close()
+    try:
+        for byte in frames:
+            ours.send(bytes([byte]))
+        ours.settimeout(30)
+        replies = _read_replies(ours, 2)
+    finally:
+        ours.close()
+        code = process.wait(timeout=10)  # our end closed: it exits by itself
+    assert code == 0
+    status, body = replies[7]
+    assert status == wire.OK
+    response = grpcclient.InferResult(service_pb2.ModelInferResponse.FromString(body))
+    expected = _reference_embedding(triton_server, "Cut into single bytes.")
+    np.testing.assert_allclose(response.as_numpy("EMBEDDING").reshape(-1), expected, atol=1e-6)
+    status, body = replies[8]
+    error = json.loads(body)
+    assert status == wire.RPC_ERROR and error["code"].startswith("StatusCode."), error
+    assert "no_such_model" in error["details"], error
