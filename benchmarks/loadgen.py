@@ -24,8 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import machine_description, markdown_table
-
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "identity"
 IDENTITY_CONFIG = f"""name: "{MODEL}"
@@ -54,6 +52,10 @@ WARMUP_S = 2.0
 GOAL = 0.9  # issue 13: the Locust user reaches >= 0.9x the plain client
 LOCUST = "Locust BertUser (SDK), 1 process"
 LOCUST_GENERATORS = {1: LOCUST, 2: "Locust BertUser (SDK), --processes 2"}
+# gRPC only: the transport the Locust user had before the sidecar (issue 13's 0.63x).
+LOCUST_GEVENT = "Locust BertUser (SDK), 1 process, --grpc-transport gevent"
+# gRPC only: the Locust user's SDK calls over the sidecar, with no Locust (the cost split).
+SPLIT = "SDK over the sidecar, greenlets, no Locust"
 PLAIN = "plain asyncio tritonclient.aio"
 SENTENCE = "The customer reviewed the quarterly report before the meeting started."
 
@@ -77,10 +79,17 @@ class Measurement:
     p50_ms: float
     p99_ms: float
     cpu_ms_per_request: float
+    sidecar_cpu_ms_per_request: float = float("nan")  # SPLIT only: the sidecar's share
 
 
 def measure_locust(
-    url: str, protocol: str, users: int, duration: float, out: Path, processes: int = 1
+    url: str,
+    protocol: str,
+    users: int,
+    duration: float,
+    out: Path,
+    processes: int = 1,
+    transport: str = "sidecar",
 ) -> Measurement:
     """The real BertUser, headless, one step of ``users`` after a settle period."""
     from loadtest.runner import RunConfig, run_protocol
@@ -92,27 +101,45 @@ def measure_locust(
         settle_time=WARMUP_S,
         weights="bert.numbers=0",  # one payload kind, as in the plain loop
         model_names=[f"bert={MODEL}"],
-        locust_args=["--processes", str(processes)] if processes > 1 else [],
+        locust_args=(["--processes", str(processes)] if processes > 1 else [])
+        + (["--grpc-transport", transport] if protocol == "grpc" else []),
     )
     target = out / f"locust-{protocol}-{users}-{processes}-{time.monotonic_ns()}"
     (result,) = run_protocol(url, config, target)
+    name = LOCUST_GEVENT if transport == "gevent" else LOCUST_GENERATORS[processes]
     return Measurement(
-        protocol, LOCUST_GENERATORS[processes], users, result.requests, result.throughput_rps,
+        protocol, name, users, result.requests, result.throughput_rps,
         result.p50_ms, result.p99_ms, 1000.0 * result.client_cpu_s / max(result.requests, 1),
     )  # fmt: skip
+
+
+def _json_child(command: list[str], duration: float) -> dict:
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=duration + 60, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def measure_plain(url: str, protocol: str, concurrency: int, duration: float) -> Measurement:
     """One plain asyncio process (``plain`` sub-command), so neither generator shares a GIL."""
     command = [sys.executable, "-m", "benchmarks.loadgen", "plain", "--url", url]
     command += ["--concurrency", str(concurrency), "--duration", str(duration)]
-    done = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=duration + 60, check=True
-    )
-    row = json.loads(done.stdout.strip().splitlines()[-1])
+    row = _json_child(command, duration)
     return Measurement(
         protocol, PLAIN, concurrency, row["requests"], row["rps"], row["p50_ms"], row["p99_ms"],
         row["cpu_ms_per_request"],
+    )  # fmt: skip
+
+
+def measure_split(url: str, concurrency: int, duration: float) -> Measurement:
+    """The SDK over the sidecar in greenlets without Locust (``benchmarks.loadgen_split``)."""
+    command = [sys.executable, "-m", "benchmarks.loadgen_split", "--url", url, "--model", MODEL]
+    command += ["--concurrency", str(concurrency), "--duration", str(duration)]
+    row = _json_child([*command, "--text", SENTENCE], duration)
+    own, sidecar = row["process_cpu_ms_per_request"], row["sidecar_cpu_ms_per_request"]
+    return Measurement(
+        "grpc", SPLIT, concurrency, row["requests"], row["rps"], row["p50_ms"], row["p99_ms"],
+        own + sidecar, sidecar,
     )  # fmt: skip
 
 
@@ -160,106 +187,6 @@ async def plain_loop(url: str, concurrency: int, duration: float) -> dict[str, f
     }
 
 
-def best(measurements: list[Measurement], protocol: str, generator: str) -> Measurement:
-    """Mean over the rounds at each concurrency, then the concurrency with the highest rate."""
-    rows = [m for m in measurements if m.protocol == protocol and m.generator == generator]
-    means = []
-    for level in sorted({m.concurrency for m in rows}):
-        points = [m for m in rows if m.concurrency == level]
-        means.append(
-            Measurement(
-                protocol, generator, level, sum(m.requests for m in points),
-                *(float(np.mean([getattr(m, f) for m in points]))
-                  for f in ("rps", "p50_ms", "p99_ms", "cpu_ms_per_request")),
-            )
-        )  # fmt: skip
-    return max(means, key=lambda m: m.rps)
-
-
-def verdict(rows: list[list[object]]) -> str:
-    """One sentence per protocol against the goal (Locust >= GOAL x the plain client)."""
-    lines = []
-    for protocol, _, _, single, _, double, *_ in rows:
-        met = "meets" if float(single) >= GOAL else "misses"
-        lines.append(
-            f"- {protocol}: one Locust process reaches {single}x the plain client ({met} the "
-            f"{GOAL}x goal); with `--processes 2`, {double}x."
-        )
-    return "\n".join(lines)
-
-
-SUMMARY_HEADERS = [
-    "protocol", "plain req/s", "Locust req/s", "Locust / plain",
-    "Locust x2 processes req/s", "x2 / plain",
-    "plain CPU ms/req", "Locust CPU ms/req",
-]  # fmt: skip
-POINT_HEADERS = [
-    "protocol", "generator", "concurrency", "req/s", "p50 ms", "p99 ms", "client CPU ms/req",
-]  # fmt: skip
-
-
-def summary_rows(measurements: list[Measurement], protocols: list[str]) -> list[list[object]]:
-    rows: list[list[object]] = []
-    for protocol in protocols:
-        plain = best(measurements, protocol, PLAIN)
-        locust = best(measurements, protocol, LOCUST)
-        double = best(measurements, protocol, LOCUST_GENERATORS[2])
-        rows.append(
-            [protocol, round(plain.rps), round(locust.rps), round(locust.rps / plain.rps, 2),
-             round(double.rps), round(double.rps / plain.rps, 2),
-             round(plain.cpu_ms_per_request, 3), round(locust.cpu_ms_per_request, 3)]
-        )  # fmt: skip
-    return rows
-
-
-def point_rows(measurements: list[Measurement]) -> list[list[object]]:
-    return [
-        [m.protocol, m.generator, m.concurrency, round(m.rps), round(m.p50_ms, 2),
-         round(m.p99_ms, 2), round(m.cpu_ms_per_request, 3)]
-        for m in measurements
-    ]  # fmt: skip
-
-
-def report(measurements: list[Measurement], args: argparse.Namespace, started: str) -> str:
-    rows = summary_rows(measurements, args.protocols)
-    summary = markdown_table(SUMMARY_HEADERS, rows)
-    points = markdown_table(POINT_HEADERS, point_rows(measurements))
-    return f"""# Load-generator calibration
-
-Generated by `python -m benchmarks.loadgen` on {started}.
-Machine: {machine_description()}. No GPU; the server shares these cores.
-
-Trivial model: a python-backend identity (TEXT -> 4-float EMBEDDING), one instance, in a
-temporary repository served by the embedded Triton. Locust runs the real `BertUser`
-(`--model-name bert=identity`, no wait, gevent + one SDK `TritonClient` per user) through
-`python -m loadtest run`, in one process or with `--processes 2`; the plain client is
-tritonclient's asyncio client, one process, N closed loops on one connection.
-Each point: {args.duration:g} s measured after {WARMUP_S:g} s of warm-up; the generators
-alternate, {args.repeats} rounds, concurrency {", ".join(map(str, args.levels))}; the table
-keeps, per generator, the mean over rounds at its best concurrency. The server shares the
-2 cores, so every rate is also bounded by Triton; the CPU columns (generator CPU time over
-the measured window, all of its processes, per request) compare the generators' own cost
-independently of that bound.
-
-## Best rate per generator
-
-{summary}
-
-{verdict(rows)}
-
-Why gRPC costs Locust more than HTTP: with `grpc.experimental.gevent.init_gevent()` every
-blocking gRPC call is handed to a native thread of gevent's thread pool and its completion
-handed back to the hub, while tritonclient's HTTP client is built on geventhttpclient and
-stays in the hub. `--processes 2` is Locust's own way to spread users over more cores.
-Other bridges between greenlets and gRPC are measured in `benchmarks/loadgen_bridges.md`
-(`python -m benchmarks.loadgen_bridges`).
-
-## Every point
-
-{points}
-"""
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.loadgen", description=__doc__)
     sub = parser.add_subparsers(dest="command")
@@ -287,6 +214,9 @@ def measure_point(
         measure_locust(url, protocol, level, args.duration, tmp),
         measure_locust(url, protocol, level, args.duration, tmp, processes=2),
     ]
+    if protocol == "grpc":
+        points.append(measure_locust(url, protocol, level, args.duration, tmp, transport="gevent"))
+        points.append(measure_split(url, level, args.duration))
     for m in points:
         print(f"{protocol} {m.generator} x{level}: {m.rps:.0f} req/s", flush=True)
     return points
@@ -318,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     begin = time.monotonic()
+    from benchmarks.loadgen_report import report
+
     text = report(calibrate(args), args, started)
     args.output.write_text(text)
     print(text)

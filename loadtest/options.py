@@ -16,6 +16,7 @@ from loadtest import stability
 
 DEFAULT_STEPS = "1,2,4,8"
 # Model family -> Locust user class (named here so the runner need not import Locust).
+GRPC_TRANSPORTS = ("sidecar", "gevent")
 USER_CLASS_NAMES = {"resnet50": "ResNet50User", "bert": "BertUser", "nmt": "NmtUser"}
 
 
@@ -54,6 +55,14 @@ def _add_to(group: argparse._ArgumentGroup) -> None:
         "(repeatable). Default: the family name.",
     )
     group.add_argument("--request-timeout", type=float, default=60.0, help="Seconds per call.")
+    group.add_argument(
+        "--grpc-transport",
+        choices=GRPC_TRANSPORTS,
+        default="sidecar",
+        help="How gRPC users reach Triton: 'sidecar' (default), one asyncio gRPC process "
+        "per Locust process, fed over a socket; 'gevent', gRPC in the Locust process "
+        "through grpc's init_gevent (slower: a native thread per call).",
+    )
     group.add_argument("--beam-size", type=int, default=4, help="Beam width of nmt.beam.")
     group.add_argument(
         "--max-length", type=int, default=64, help="MAX_LENGTH (tokens) sent with NMT calls."

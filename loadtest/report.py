@@ -97,8 +97,9 @@ def markdown(results: Sequence[StepResult]) -> str:
         "Queue and compute are Triton's mean per request of the model called, over the same "
         "window, summed over the models it composes (ensemble steps, BLS calls): queue is "
         "time waiting in any of their queues, compute the rest. Locust CPU % is the load "
-        "generator's own CPU in the window (all models of the step share it); near 100 % the "
-        "generator, not the server, limits the rate.",
+        "generator's own CPU in the window (all models of the step share it), its gRPC "
+        "sidecar's included, so it may pass 100 %; near 100 % per process the generator, "
+        "not the server, limits the rate.",
         "",
         f"† fewer than {MIN_P99_SAMPLES} requests in the window: that p99 is close to the "
         "maximum, not an estimate to act on.",

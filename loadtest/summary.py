@@ -50,7 +50,7 @@ class StepResult:
     p99_ms: float
     throughput_rps: float
     server: tuple[ServerTime, ...]
-    client_cpu_s: float = float("nan")  # the Locust process's CPU time in the window
+    client_cpu_s: float = float("nan")  # Locust's and its gRPC sidecars' CPU time in the window
 
     platform: str = ""  # of the called model: "ensemble" changes how its stats read
     stable: bool | None = None  # None: no stability rule was set for the run

@@ -1,10 +1,13 @@
 """Locust users over the client SDK: an abstract ``TritonUser`` and one user per model family.
 
-Each user owns one ``client.TritonClient`` (the HTTP client is not thread-safe, and a
-gRPC channel per user mirrors independent clients). ``TritonUser.call`` times an SDK call
-and fires ``events.request``; the concrete users only pick payloads. Every client is
-closed when the test stops: an open gRPC channel keeps the process alive after its
-summary under gevent.
+Each user owns one ``client.TritonClient`` (the HTTP client is not thread-safe). Over
+gRPC the clients' calls go, by default, through the process's one sidecar
+(``loadtest.sidecar_client``: an asyncio gRPC process fed over a socket gevent waits on),
+because gRPC in the gevent process costs a native-thread handoff per call;
+``--grpc-transport gevent`` keeps gRPC in the process (``gevent_grpc``).
+``TritonUser.call`` times an SDK call and fires ``events.request``; the concrete users
+only pick payloads. Every client, and every sidecar, is closed when the test stops: an
+open gRPC channel keeps the process alive after its summary under gevent.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any, ClassVar
 
 from loadtest import gevent_grpc, resolution
 
-gevent_grpc.init()  # before the SDK can open any gRPC channel
+gevent_grpc.init()  # before any in-process gRPC channel (--grpc-transport gevent)
 resolution.install()
 
 import gevent  # noqa: E402
@@ -27,7 +30,7 @@ from locust.exception import LocustError  # noqa: E402
 
 from client import Timeout, TritonClient  # noqa: E402
 from client.transport import Endpoint  # noqa: E402
-from loadtest import corpora  # noqa: E402
+from loadtest import corpora, sidecar_client  # noqa: E402
 from loadtest.options import Weights, parse_pairs  # noqa: E402
 from loadtest.weights import apply_weights  # noqa: E402
 
@@ -76,9 +79,20 @@ class TritonUser(User):
         sdk_names = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
         models = {sdk_names[self.family]: self.model} if self.family in sdk_names else {}
         # No SDK retries: a load test counts every refused or overloaded request.
-        self.client = TritonClient(self.url, timeout=self.timeout, models=models, retry=0)
+        self.client = TritonClient(
+            self.url, timeout=self.timeout, models=models, retry=0, client_factory=self._factory()
+        )
         _open_clients.add(self.client)
         self.available = self._model_available()
+
+    def _factory(self) -> Any:
+        """gRPC through this process's sidecar unless ``--grpc-transport gevent``."""
+        options = self.environment.parsed_options
+        if self.endpoint.protocol != "grpc":
+            return None
+        if getattr(options, "grpc_transport", "sidecar") == "gevent":
+            return None
+        return sidecar_client.factory
 
     def on_stop(self) -> None:
         if self.client is not None:
@@ -259,6 +273,7 @@ def close_all_clients(**_kwargs: Any) -> None:
     """Close what on_stop missed (a user killed mid-start); channels left open hang the exit."""
     for client in list(_open_clients):
         client.close()
+    sidecar_client.close_all()
 
 
 @events.init_command_line_parser.add_listener

@@ -1,0 +1,201 @@
+"""benchmarks/loadgen.md from the measurements of ``benchmarks.loadgen``.
+
+Kept apart from the measuring so each module has one job. Per generator, the mean over
+rounds at its best concurrency; for gRPC also the split of the Locust user's CPU time per
+request into the SDK's side, the sidecar and Locust itself, which says where the cost
+that separates it from the plain client goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+from benchmarks.common import machine_description, markdown_table
+from benchmarks.loadgen import (
+    GOAL,
+    LOCUST,
+    LOCUST_GENERATORS,
+    LOCUST_GEVENT,
+    PLAIN,
+    SPLIT,
+    WARMUP_S,
+    Measurement,
+)
+
+FIELDS = ("rps", "p50_ms", "p99_ms", "cpu_ms_per_request", "sidecar_cpu_ms_per_request")
+
+
+def level_means(
+    measurements: list[Measurement], protocol: str, generator: str
+) -> list[Measurement]:
+    """Per concurrency, the mean over the rounds."""
+    rows = [m for m in measurements if m.protocol == protocol and m.generator == generator]
+    means = []
+    for level in sorted({m.concurrency for m in rows}):
+        points = [m for m in rows if m.concurrency == level]
+        means.append(
+            Measurement(
+                protocol, generator, level, sum(m.requests for m in points),
+                *(float(np.mean([getattr(m, f) for m in points])) for f in FIELDS),
+            )
+        )  # fmt: skip
+    return means
+
+
+def best(measurements: list[Measurement], protocol: str, generator: str) -> Measurement | None:
+    """The concurrency with the highest mean rate (None: not measured)."""
+    means = level_means(measurements, protocol, generator)
+    return max(means, key=lambda m: m.rps) if means else None
+
+
+SUMMARY_HEADERS = [
+    "protocol", "Locust transport", "plain req/s", "Locust req/s", "Locust / plain",
+    "Locust x2 processes req/s", "x2 / plain", "plain CPU ms/req", "Locust CPU ms/req",
+]  # fmt: skip
+POINT_HEADERS = [
+    "protocol", "generator", "concurrency", "req/s", "p50 ms", "p99 ms", "client CPU ms/req",
+]  # fmt: skip
+SPLIT_HEADERS = [
+    "concurrency", "plain CPU", "Locust user total", "SDK side (no Locust)", "sidecar",
+    "Locust itself", "Locust total - plain",
+]  # fmt: skip
+
+
+def _ratio(a: Measurement | None, b: Measurement) -> object:
+    return round(a.rps / b.rps, 2) if a is not None else "-"
+
+
+def summary_rows(measurements: list[Measurement], protocols: list[str]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for protocol in protocols:
+        plain = best(measurements, protocol, PLAIN)
+        assert plain is not None
+        variants = [("sidecar", LOCUST, LOCUST_GENERATORS[2])] if protocol == "grpc" else [
+            ("-", LOCUST, LOCUST_GENERATORS[2])
+        ]  # fmt: skip
+        if protocol == "grpc" and best(measurements, protocol, LOCUST_GEVENT) is not None:
+            variants.append(("gevent (before)", LOCUST_GEVENT, ""))
+        for transport, single_name, double_name in variants:
+            single = best(measurements, protocol, single_name)
+            double = best(measurements, protocol, double_name) if double_name else None
+            assert single is not None
+            rows.append(
+                [protocol, transport, round(plain.rps), round(single.rps), _ratio(single, plain),
+                 round(double.rps) if double else "-", _ratio(double, plain),
+                 round(plain.cpu_ms_per_request, 3), round(single.cpu_ms_per_request, 3)]
+            )  # fmt: skip
+    return rows
+
+
+def verdict(rows: list[list[object]]) -> str:
+    """One sentence per protocol's default transport against the goal."""
+    lines = []
+    for protocol, transport, _, _, single, _, double, *_ in rows:
+        if str(transport).endswith("(before)"):
+            lines.append(f"- {protocol}, before (init_gevent): {single}x the plain client.")
+            continue
+        met = "meets" if float(single) >= GOAL else "misses"  # type: ignore[arg-type]
+        lines.append(
+            f"- {protocol}: one Locust process reaches {single}x the plain client ({met} the "
+            f"{GOAL}x goal); with `--processes 2`, {double}x."
+        )
+    return "\n".join(lines)
+
+
+def split_rows(measurements: list[Measurement]) -> list[list[object]]:
+    plain = {m.concurrency: m for m in level_means(measurements, "grpc", PLAIN)}
+    locust = {m.concurrency: m for m in level_means(measurements, "grpc", LOCUST)}
+    rows: list[list[object]] = []
+    for split in level_means(measurements, "grpc", SPLIT):
+        level = split.concurrency
+        if level not in plain or level not in locust:
+            continue
+        sidecar = split.sidecar_cpu_ms_per_request
+        sdk = split.cpu_ms_per_request - sidecar
+        total = locust[level].cpu_ms_per_request
+        plain_cpu = plain[level].cpu_ms_per_request
+        locust_own = total - split.cpu_ms_per_request
+        values = [plain_cpu, total, sdk, sidecar, locust_own, total - plain_cpu]
+        rows.append([level, *(round(v, 3) for v in values)])
+    return rows
+
+
+def point_rows(measurements: list[Measurement]) -> list[list[object]]:
+    return [
+        [m.protocol, m.generator, m.concurrency, round(m.rps), round(m.p50_ms, 2),
+         round(m.p99_ms, 2), round(m.cpu_ms_per_request, 3)]
+        for m in measurements
+    ]  # fmt: skip
+
+
+def split_text(rows: list[list[object]]) -> str:
+    if not rows:
+        return "(gRPC was not measured.)"
+    row = rows[-1]  # the highest concurrency
+    level, plain, total, sdk, sidecar, locust, _gap = row
+    if any(math.isnan(float(v)) for v in row[1:]):  # type: ignore[arg-type]
+        return markdown_table(SPLIT_HEADERS, rows)
+    return f"""{markdown_table(SPLIT_HEADERS, rows)}
+
+CPU ms per request, means over the rounds. "SDK side" is the Locust process's share
+without Locust (`benchmarks/loadgen_split.py`: greenlets calling `TritonClient.embed`
+through the sidecar, as the user does): the SDK's request building, tritonclient's
+protobuf and the framing. "sidecar" is the sidecar process (grpc.aio relaying bytes).
+"Locust itself" is the Locust run's total less both (its task loop, request events,
+statistics and the kit's recorder). At {level} users the Locust user spends {total} ms
+per request against the plain client's {plain}: {sidecar} ms of it is gRPC's own Python
+call in the sidecar (what the plain client's `grpc.aio` pays too), {sdk} ms the SDK's
+side and {locust} ms Locust itself. The server shares the 2 cores, so every extra
+millisecond of generator CPU is taken from Triton: that, not the hub, is what keeps the
+gRPC user from the plain client's rate."""
+
+
+def report(measurements: list[Measurement], args: argparse.Namespace, started: str) -> str:
+    rows = summary_rows(measurements, args.protocols)
+    summary = markdown_table(SUMMARY_HEADERS, rows)
+    points = markdown_table(POINT_HEADERS, point_rows(measurements))
+    split = split_text(split_rows(measurements)) if "grpc" in args.protocols else ""
+    return f"""# Load-generator calibration
+
+Generated by `python -m benchmarks.loadgen` on {started}.
+Machine: {machine_description()}. No GPU; the server shares these cores.
+
+Trivial model: a python-backend identity (TEXT -> 4-float EMBEDDING), one instance, in a
+temporary repository served by the embedded Triton. Locust runs the real `BertUser`
+(`--model-name bert=identity`, no wait, one SDK `TritonClient` per user) through
+`python -m loadtest run`, in one process or with `--processes 2`; the plain client is
+tritonclient's asyncio client, one process, N closed loops on one connection.
+Over gRPC the Locust user's calls go through the default `--grpc-transport sidecar`: one
+asyncio process per Locust process makes the gRPC calls, fed serialized requests over
+one socket that gevent waits on (`loadtest/sidecar.py`, `loadtest/sidecar_client.py`);
+the row "gevent (before)" is the former transport, gRPC in the Locust process with
+`grpc.experimental.gevent.init_gevent()`, which hands every blocking call to a native
+thread. Each point: {args.duration:g} s measured after {WARMUP_S:g} s of warm-up; the
+generators alternate, {args.repeats} rounds, concurrency {", ".join(map(str, args.levels))};
+the table keeps, per generator, the mean over rounds at its best concurrency. The server
+shares the 2 cores, so every rate is also bounded by Triton; the CPU columns (generator
+CPU time over the measured window, all of its processes and the sidecars, per request)
+compare the generators' own cost independently of that bound.
+
+## Best rate per generator
+
+{summary}
+
+{verdict(rows)}
+
+## Where the gRPC user's CPU goes
+
+{split}
+
+tritonclient's HTTP client is built on geventhttpclient and stays in the hub, so HTTP
+needs no sidecar. `--processes 2` is Locust's own way to spread users over more cores.
+Other bridges between greenlets and gRPC are measured in `benchmarks/loadgen_bridges.md`
+(`python -m benchmarks.loadgen_bridges`).
+
+## Every point
+
+{points}
+"""
