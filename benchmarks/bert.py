@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import datetime
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -341,6 +342,16 @@ def add_floor(repo: Path, model: ModelUnderTest) -> None:
     config = parse((repo / model.name / "config.pbtxt").read_text())
     width = int(config.output[0].dims[-1])
     write_floor_model(repo, model.floor, width, config.max_batch_size)
+
+
+def minilm_label(repository: Path) -> str:
+    """What the served ``bert`` encoder is, from its build record (random weights are for
+    speed only: the lent GPU machine builds MiniLM's shape without its weights)."""
+    record = repository / "bert_model" / "build.json"
+    info = json.loads(record.read_text()) if record.exists() else {}
+    if info.get("random_weights") == "true":
+        return "MiniLM-L6 shape (RANDOM WEIGHTS)"
+    return "all-MiniLM-L6-v2 (real weights)"
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -700,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
     from server import ServerConfig, TritonServer
 
     args = parse_args(argv)
-    label = "all-MiniLM-L6-v2 (real weights)"
+    label = minilm_label(args.model_repository)
     models = [ModelUnderTest("bert", label, args.seconds, floor="bert_floor")]
     if not args.skip_base:
         label = "bert-base shape (RANDOM WEIGHTS, max length 256)"
