@@ -372,16 +372,16 @@ def _torch_copy_model(repository: Path) -> None:
             return input_ids.float(), cross
 
     class Decoder(torch.nn.Module):
-        def forward(self, input_ids, encoder_attention_mask, cross_kv, past_kv):
+        def forward(self, input_ids, encoder_attention_mask, cross_kv, past_kv, beam_index):
             step = past_kv.shape[4]
             source = cross_kv[0, 0, :, 0, :, 0].long()
             last = torch.zeros_like(source[:, 0])  # </s> once the source is copied
             target = source[:, step] if step < source.shape[1] else last
             logits = torch.full((source.shape[0], 140), -20.0)
             logits[torch.arange(source.shape[0]), target] = 20.0
-            rows, heads = past_kv.shape[2], past_kv.shape[3]
+            rows, heads = beam_index.shape[0], past_kv.shape[3]
             pad = torch.zeros(past_kv.shape[0], 2, rows, heads, 1, past_kv.shape[5])
-            grown = torch.cat([past_kv, pad], 4)
+            grown = torch.cat([past_kv.index_select(2, beam_index), pad], 4)
             return logits, grown
 
     for name, module in (("copy_encoder", Encoder()), ("copy_decoder", Decoder())):
