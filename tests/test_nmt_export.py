@@ -127,6 +127,4 @@ def test_search_gives_the_same_ids_either_way(model, graphs) -> None:
     jobs = [Job(ids, beam, 12) for ids, beam in zip(sources, (3, 1, 4, 3), strict=True)]
     in_graph = OrtStepModel(*graphs, threads=1)
     assert in_graph.reorders
-    assert generate(in_graph, jobs, settings) == generate(
-        _NumpyReorder(*graphs), jobs, settings
-    )
+    assert generate(in_graph, jobs, settings) == generate(_NumpyReorder(*graphs), jobs, settings)
