@@ -318,6 +318,8 @@ def test_bls_step_model_feeds_and_outputs(pb_utils) -> None:
     assert runner.encode(ids, mask).tolist() == [0.0]
     logits, present = runner.step(ids, mask, np.ones(1), np.zeros(1))
     assert (logits.tolist(), present.tolist()) == ([0.0], [1.0])
+    runner.step(ids, mask, np.ones(1), np.zeros(1), np.array([0]))
+    assert seen.pop()[1]["beam_index"] == [0]
     assert seen == [
         ("enc", {"input_ids": [[4, 0]], "attention_mask": [[1, 1]]}, ["cross_kv"]),
         (
@@ -347,7 +349,7 @@ def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
     runner = nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)
     from python_models.nmt_ort import SessionStepModel
 
-    assert type(runner) is SessionStepModel
+    assert type(runner) is SessionStepModel and runner.reorders  # the graph has beam_index
     for session in (runner.encoder, runner.decoder):
         assert session.get_session_options().intra_op_num_threads == 3
     assert "nmt_encoder" in runner.encoder._model_path
@@ -355,8 +357,11 @@ def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
     # One of the two without an ONNX file: both through BLS.
     (repository / "nmt_decoder" / "1" / "model.onnx").unlink()
     runner = nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)
-    assert type(runner) is BlsStepModel
+    assert type(runner) is BlsStepModel and not runner.reorders  # no config names beam_index
     assert (runner.encoder, runner.decoder) == ("nmt_encoder", "nmt_decoder")
+    config = (MODEL_REPOSITORY / "nmt_decoder" / "config.pbtxt").read_text()
+    (repository / "nmt_decoder" / "config.pbtxt").write_text(config)  # a plan's would name it
+    assert nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3).reorders
     # One TorchScript file alone does not make a torch step model.
     (repository / "nmt_encoder" / "1" / "model.pt").write_bytes(b"")
     assert type(nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)) is BlsStepModel
