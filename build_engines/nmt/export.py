@@ -108,11 +108,14 @@ class DecoderStepGraph(nn.Module):
         # [layers * 2 * past_rows, heads, past_len, head_dim]; -1 on past_len, which is 0 at
         # the first step (a 0 in an ONNX Reshape's shape would copy the input's dimension).
         cache = past_kv.reshape(layers * 2 * past_rows, heads, -1, head_dim)
+        # Every layer's cross keys and values in one Split (cross_kv[index][0] is two).
+        cross = cross_kv.reshape(layers * 2, -1, *cross_kv.shape[3:]).unbind(0)
         new = []
         for index, layer in enumerate(self.layers):
             keys = beam_index + 2 * index * past_rows
             past = (cache.index_select(0, keys), cache.index_select(0, keys + past_rows))
-            hidden, kv = self._layer(layer, hidden, past, cross_kv[index], bias)
+            pair = (cross[2 * index], cross[2 * index + 1])
+            hidden, kv = self._layer(layer, hidden, past, pair, bias)
             new.append(kv)
         logits = self.lm_head(hidden[:, 0]) + self.final_logits_bias
         return logits, torch.cat([past_kv.index_select(2, beam_index), torch.stack(new)], dim=4)
