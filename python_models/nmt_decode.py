@@ -14,8 +14,9 @@ sentence keeps its own beam size and length limit and leaves the batch, through
 (:class:`_Group`): one top-k over every sentence's beams at once, numpy arrays for
 the hypotheses, and Python loops only over events (a hypothesis ending). The state
 (KV cache) is reordered by beam inside the next step where the model ``reorders``
-(the Transformer decoder's ``beam_index`` input: a copy of the whole cache between
-steps was 13 of 43 ms of a large INT8 step); else by one gather between steps, skipped
+(the Transformer decoder's ``beam_index`` input: the graph slices the cache per layer
+anyway, so the gather replaces a copy instead of adding one); else by one gather between
+steps, skipped
 when no row moved (greedy), done by the StepModel itself where it keeps the state
 (``take``, a torch device).
 """
