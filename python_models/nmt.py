@@ -37,7 +37,7 @@ from python_models import bls
 from python_models.base import Arrays, InvalidInput, PythonModel, array_response, error_response
 from python_models.contracts import BEAM_INDEX
 from python_models.nmt_decode import Job, StepModel, generate
-from python_models.nmt_ort import SessionStepModel, session
+from python_models.nmt_ort import OrtStepModel
 from python_models.nmt_settings import Limits, from_parameters
 from python_models.nmt_text import MarianText
 from python_models.nmt_timing import TimedStepModel
@@ -86,8 +86,10 @@ def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> S
     """The sibling models' files run in-process, else BLS calls to those models.
 
     In-process saves a Triton round trip per decoder step: ONNX files through ONNX
-    Runtime sessions, TorchScript (``--engine torch``) through torch on the device the
-    encoder's instance group names, the KV cache kept there between steps. Another
+    Runtime sessions, each row's best tokens too (:class:`OrtStepModel`, as the in-process
+    benchmark runs it: with numpy's the served beam-4 search was ~20 ms a sentence
+    slower on the large model), TorchScript (``--engine torch``) through torch on the
+    device the encoder's instance group names, the KV cache kept there between steps. Another
     engine (a TensorRT plan on a GPU host) plugs in as another :class:`StepModel`.
     """
     names = (encoder, decoder)
@@ -100,7 +102,7 @@ def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> S
     paths = [sibling_onnx(version_dir, name) for name in names]
     if None in paths:
         return BlsStepModel(encoder, decoder, _config_lists(version_dir, decoder, BEAM_INDEX))
-    return SessionStepModel(*(session(path, threads) for path in paths))
+    return OrtStepModel(*paths, threads=threads)
 
 
 def parse_rows(inputs: Arrays, text: MarianText, limits: Limits) -> list[Job]:

@@ -347,9 +347,12 @@ def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
         )
     version_dir = repository / "nmt" / "1"
     runner = nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)
-    from python_models.nmt_ort import SessionStepModel
+    from python_models.nmt_decode import candidates_of, row_candidates
+    from python_models.nmt_ort import OrtStepModel
 
-    assert type(runner) is SessionStepModel and runner.reorders  # the graph has beam_index
+    assert type(runner) is OrtStepModel and runner.reorders  # the graph has beam_index
+    # Each row's best tokens in ONNX Runtime, as in process (not numpy over [rows, vocab]).
+    assert candidates_of(runner) is not row_candidates
     for session in (runner.encoder, runner.decoder):
         assert session.get_session_options().intra_op_num_threads == 3
     assert "nmt_encoder" in runner.encoder._model_path
