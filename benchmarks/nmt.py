@@ -185,6 +185,7 @@ class PhaseTimer:
         self.reset()
         timed = TimedStepModel(model, self._add)
         self.encode, self.step = timed.encode, timed.step
+        self.reorders = timed.reorders  # the step gathers the cache by beam (nmt_decode)
         for own in ("take", "candidates"):  # the model's, where it has them (a torch device)
             if hasattr(timed, own):
                 setattr(self, own, getattr(timed, own))

@@ -294,7 +294,8 @@ class Nmt(Case):
         from python_models.nmt_ort import SessionStepModel
 
         text, settings = self._decoding()
-        steps = SessionStepModel(self.open(paths["nmt_encoder"]), self.open(paths["nmt_decoder"]))
+        encoder, decoder = self.open(paths["nmt_encoder"]), self.open(paths["nmt_decoder"])
+        steps = SessionStepModel(encoder, decoder, reorders=True)  # the export's beam_index
         max_length = int(self._config()["max_position_embeddings"])
         jobs = [Job(text.encode(source), 1, max_length) for source in sources]
         return [text.decode(ids) for ids in generate(steps, jobs, settings)]

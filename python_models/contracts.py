@@ -20,3 +20,12 @@ FAMILY_METHODS = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
 def family_of(model_name: str) -> str:
     """The family a served model belongs to: ``bert_model`` -> ``bert``, ``nmt`` -> ``nmt``."""
     return model_name.split("_")[0]
+
+
+# nmt_decoder: one Transformer decoder step over a KV cache (build_engines/nmt/export.py writes
+# the graph, build_engines/nmt/repository.py its config; the search feeds it). ``beam_index``
+# [rows] names the ``past_kv`` row each row continues: the beam reorder runs inside the step
+# (one gather, no copy of the whole cache between steps). The RNN decoder has no such input.
+BEAM_INDEX = "beam_index"
+NMT_DECODER_INPUTS = ("input_ids", "encoder_attention_mask", "cross_kv", "past_kv", BEAM_INDEX)
+NMT_DECODER_OUTPUTS = ("logits", "present_kv")

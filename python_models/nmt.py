@@ -35,8 +35,9 @@ import numpy as np
 
 from python_models import bls
 from python_models.base import Arrays, InvalidInput, PythonModel, array_response, error_response
+from python_models.contracts import BEAM_INDEX
 from python_models.nmt_decode import Job, StepModel, generate
-from python_models.nmt_ort import SessionStepModel, session
+from python_models.nmt_ort import OrtStepModel
 from python_models.nmt_settings import Limits, from_parameters
 from python_models.nmt_text import MarianText
 from python_models.nmt_timing import TimedStepModel
@@ -50,32 +51,45 @@ except ImportError:  # pragma: no cover
 
 class BlsStepModel:
     """``encode``/``step`` as BLS calls to the encoder and decoder models (one Triton round
-    trip per decoder step: the fallback when those models serve no ONNX file)."""
+    trip per decoder step: the fallback when those models serve no ONNX file).
+    ``reorders``: the decoder takes ``beam_index`` (its config lists it)."""
 
-    def __init__(self, encoder: str, decoder: str) -> None:
-        self.encoder, self.decoder = encoder, decoder
+    def __init__(self, encoder: str, decoder: str, reorders: bool = False) -> None:
+        self.encoder, self.decoder, self.reorders = encoder, decoder, reorders
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": input_ids, "attention_mask": attention_mask}
         return bls.infer(self.encoder, feed, ["cross_kv"])[0]
 
-    def step(self, input_ids, attention_mask, cross_kv, past_kv) -> tuple[np.ndarray, np.ndarray]:
+    def step(
+        self, input_ids, attention_mask, cross_kv, past_kv, beam_index=None
+    ) -> tuple[np.ndarray, np.ndarray]:
         feed = {
             "input_ids": input_ids,
             "encoder_attention_mask": attention_mask,
             "cross_kv": cross_kv,
             "past_kv": past_kv,
         }
+        if beam_index is not None:
+            feed[BEAM_INDEX] = np.asarray(beam_index, dtype=np.int64)
         logits, present = bls.infer(self.decoder, feed, ["logits", "present_kv"])
         return logits, present
+
+
+def _config_lists(version_dir: Path, model: str, tensor: str) -> bool:
+    """Whether the sibling ``model``'s config.pbtxt names ``tensor`` (an input or output)."""
+    config = Path(version_dir).parent.parent / model / "config.pbtxt"
+    return config.is_file() and f'"{tensor}"' in config.read_text()
 
 
 def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> StepModel:
     """The sibling models' files run in-process, else BLS calls to those models.
 
     In-process saves a Triton round trip per decoder step: ONNX files through ONNX
-    Runtime sessions, TorchScript (``--engine torch``) through torch on the device the
-    encoder's instance group names, the KV cache kept there between steps. Another
+    Runtime sessions, each row's best tokens too (:class:`OrtStepModel`, as the in-process
+    benchmark runs it: with numpy's the served beam-4 search was ~20 ms a sentence
+    slower on the large model), TorchScript (``--engine torch``) through torch on the
+    device the encoder's instance group names, the KV cache kept there between steps. Another
     engine (a TensorRT plan on a GPU host) plugs in as another :class:`StepModel`.
     """
     names = (encoder, decoder)
@@ -87,8 +101,8 @@ def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> S
         return load_step_model(scripts[0], scripts[1], device, threads)
     paths = [sibling_onnx(version_dir, name) for name in names]
     if None in paths:
-        return BlsStepModel(encoder, decoder)
-    return SessionStepModel(*(session(path, threads) for path in paths))
+        return BlsStepModel(encoder, decoder, _config_lists(version_dir, decoder, BEAM_INDEX))
+    return OrtStepModel(*paths, threads=threads)
 
 
 def parse_rows(inputs: Arrays, text: MarianText, limits: Limits) -> list[Job]:

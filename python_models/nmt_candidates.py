@@ -12,7 +12,6 @@ the ``k`` best per row, ties to the lower id (TopK's rule). Python 3.10 compatib
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 
@@ -21,7 +20,10 @@ from python_models.ort_session import SessionSettings, create_session
 
 
 def candidates_graph() -> bytes:
-    """``(logits [r, v], ban [v], k [1]) -> (values [r, k], ids [r, k])``, serialised."""
+    """``(logits [r, v], k [1]) -> (values [r, k], ids [r, k])``, serialised: each row's ``k``
+    best log-probs. No ban in the graph: adding a [v] row of -inf was one more pass over the
+    [rows, 58k] log-probs (read and written); the caller asks for ``len(banned)`` more and
+    drops the banned ids from the few it gets."""
     from onnx import TensorProto, helper
 
     def node(op: str, inputs: list[str], outputs: list[str], **attributes):
@@ -29,15 +31,13 @@ def candidates_graph() -> bytes:
 
     nodes = [
         node("LogSoftmax", ["logits"], ["log_probs"], axis=1),  # one fused MLAS kernel
-        node("Add", ["log_probs", "ban"], ["banned"]),  # -inf on the banned ids
-        node("TopK", ["banned", "k"], ["values", "ids"], axis=1, largest=1, sorted=1),
+        node("TopK", ["log_probs", "k"], ["values", "ids"], axis=1, largest=1, sorted=1),
     ]
     graph = helper.make_graph(
         nodes,
         "row_candidates",
         [
             helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["rows", "vocab"]),
-            helper.make_tensor_value_info("ban", TensorProto.FLOAT, ["vocab"]),
             helper.make_tensor_value_info("k", TensorProto.INT64, [1]),
         ],
         [
@@ -47,13 +47,6 @@ def candidates_graph() -> bytes:
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     return model.SerializeToString()
-
-
-@lru_cache(maxsize=8)
-def _ban(vocab: int, suppressed: tuple[int, ...]) -> np.ndarray:
-    ban = np.zeros(vocab, dtype=np.float32)
-    ban[list(suppressed)] = -np.inf
-    return ban
 
 
 class OrtCandidates:
@@ -66,10 +59,14 @@ class OrtCandidates:
     def __call__(
         self, logits: np.ndarray, keep: int, suppressed: Sequence[int]
     ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``keep + len(suppressed)`` best, the suppressed ones set to -inf: at least
+        ``keep`` others remain, and :func:`best_first` puts them first in TopK's order."""
+        vocab = logits.shape[1]
         feed = {
             "logits": np.ascontiguousarray(logits, dtype=np.float32),
-            "ban": _ban(logits.shape[1], tuple(suppressed)),
-            "k": np.array([keep], dtype=np.int64),
+            "k": np.array([min(keep + len(suppressed), vocab)], dtype=np.int64),
         }
         values, ids = self.session.run(None, feed)
+        if suppressed:
+            values[np.isin(ids, list(suppressed))] = -np.inf
         return best_first(values, ids, keep)

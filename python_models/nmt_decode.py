@@ -13,8 +13,12 @@ sentence keeps its own beam size and length limit and leaves the batch, through
 ``on_done``, as soon as it is finished. The search is vectorised per beam size
 (:class:`_Group`): one top-k over every sentence's beams at once, numpy arrays for
 the hypotheses, and Python loops only over events (a hypothesis ending). The state
-(KV cache) is reordered by one gather per step, skipped when no row moved (greedy),
-and done by the StepModel itself where it keeps the state (``take``, a torch device).
+(KV cache) is reordered by beam inside the next step where the model ``reorders``
+(the Transformer decoder's ``beam_index`` input: the graph slices the cache per layer
+anyway, so the gather replaces a copy instead of adding one); else by one gather between
+steps, skipped
+when no row moved (greedy), done by the StepModel itself where it keeps the state
+(``take``, a torch device).
 """
 
 from __future__ import annotations
@@ -42,10 +46,20 @@ class StepModel(Protocol):
         attention_mask: np.ndarray,
         cross_kv: np.ndarray,
         past_kv: np.ndarray,
+        beam_index: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``logits [rows, vocab]`` and the next state (rows on axis 2): the grown KV cache,
-        or the RNN's new recurrent state. A model that also has ``candidates`` (see
-        :func:`candidates_of`) may keep the logits where they are (a device tensor)."""
+        or the RNN's new recurrent state. A model whose ``reorders`` is true (see
+        :func:`reorders`) gets ``beam_index [rows]``, the ``past_kv`` row each row
+        continues, every step; others get ``past_kv`` already in row order. A model that
+        also has ``candidates`` (see :func:`candidates_of`) may keep the logits where they
+        are (a device tensor)."""
+
+
+def reorders(model: StepModel) -> bool:
+    """Whether the model's step gathers the state by ``beam_index`` itself (in its graph);
+    else the search reorders the state between steps (:func:`take_rows`)."""
+    return bool(getattr(model, "reorders", False))
 
 
 def candidates_of(model: StepModel) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
@@ -369,6 +383,7 @@ def generate(
     row_sentence = np.arange(len(jobs))
     past = initial_state(settings, len(jobs))
     rows_cross, rows_mask = cross, mask
+    index = np.arange(len(jobs))  # the past row each row continues
     cur_len = 1
     while groups:
         new_rows = np.concatenate([g.row_sentences() for g in groups])
@@ -377,7 +392,7 @@ def generate(
             rows_mask = mask[new_rows]
             row_sentence = new_rows
         last = np.concatenate([g.last_tokens() for g in groups])[:, None]
-        logits, present = model.step(last, rows_mask, rows_cross, past)
+        logits, past = _step(model, (last, rows_mask, rows_cross), past, index)
         keep, offset = [], 0
         for group in groups:
             rows = group.rows
@@ -389,9 +404,16 @@ def generate(
             keep.append(group.advance(values, tokens, cur_len, done) + offset)
             offset += rows
         groups = [g for g in groups if len(g.index)]
-        index = np.concatenate(keep)
-        if len(index) != present.shape[2] or not np.array_equal(index, np.arange(len(index))):
-            present = take_rows(model, present, index)  # reorder by beam, drop finished rows
-        past = present
+        index = np.concatenate(keep)  # reorder by beam, drop finished rows: the next step's
         cur_len += 1
     return results
+
+
+def _step(model: StepModel, inputs: tuple, past, index: np.ndarray):
+    """One decoder step from ``past`` whose rows ``index`` go on: the model gathers them
+    itself where it ``reorders``, else they are gathered here when any row moved."""
+    if reorders(model):
+        return model.step(*inputs, past, index)
+    if len(index) != past.shape[2] or not np.array_equal(index, np.arange(len(index))):
+        past = take_rows(model, past, index)
+    return model.step(*inputs, past)

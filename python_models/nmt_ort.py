@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from python_models.contracts import BEAM_INDEX
 from python_models.nmt_candidates import OrtCandidates
 from python_models.ort_session import SessionSettings, create_session
 
@@ -25,12 +26,15 @@ class SessionStepModel:
     with ONNX Runtime's ``run(None, feeds)``: sessions, or stand-ins that call a server.
 
     Outputs are taken by position, in the exported graphs' order: the encoder gives
-    (last_hidden_state, cross_kv), the decoder (logits, present_kv).
+    (last_hidden_state, cross_kv), the decoder (logits, present_kv). ``reorders``: the
+    decoder takes ``beam_index`` (the Transformer's; the RNN decoder has none), read from
+    the decoder's inputs where it lists them, else given.
     """
 
-    def __init__(self, encoder: Any, decoder: Any) -> None:
+    def __init__(self, encoder: Any, decoder: Any, reorders: bool | None = None) -> None:
         self.encoder = encoder
         self.decoder = decoder
+        self.reorders = _takes_beam_index(decoder) if reorders is None else reorders
 
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": input_ids, "attention_mask": attention_mask}
@@ -42,6 +46,7 @@ class SessionStepModel:
         attention_mask: np.ndarray,
         cross_kv: np.ndarray,
         past_kv: np.ndarray,
+        beam_index: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         feed = {
             "input_ids": input_ids,
@@ -49,10 +54,18 @@ class SessionStepModel:
             "cross_kv": cross_kv,
             "past_kv": past_kv,
         }
+        if beam_index is not None:
+            feed[BEAM_INDEX] = np.asarray(beam_index, dtype=np.int64)
         if not isinstance(self.decoder, ort.InferenceSession):
             logits, present = self.decoder.run(None, feed)[:2]
             return logits, present
         return _run_bound(self.decoder, feed)
+
+
+def _takes_beam_index(decoder: Any) -> bool:
+    """Whether a decoder (a session, or a stand-in that lists its inputs) has ``beam_index``."""
+    inputs = getattr(decoder, "get_inputs", None)
+    return inputs is not None and BEAM_INDEX in {value.name for value in inputs()}
 
 
 def _run_bound(session: ort.InferenceSession, feed: dict[str, np.ndarray]):

@@ -37,10 +37,15 @@ class TimedStepModel:
     def encode(self, input_ids, attention_mask):
         return self._timed("encode", self.model.encode)(input_ids, attention_mask)
 
-    def step(self, input_ids, attention_mask, cross_kv, past_kv):
+    @property
+    def reorders(self) -> bool:
+        """The wrapped model's: the search then hands it ``beam_index`` (see nmt_decode)."""
+        return bool(getattr(self.model, "reorders", False))
+
+    def step(self, input_ids, attention_mask, cross_kv, past_kv, *beam_index):
         start = time.perf_counter()
         try:
-            return self.model.step(input_ids, attention_mask, cross_kv, past_kv)
+            return self.model.step(input_ids, attention_mask, cross_kv, past_kv, *beam_index)
         finally:
             synchronize = getattr(self.model, "synchronize", None)
             if synchronize is not None:

@@ -1,8 +1,9 @@
 """The decode loop's model calls on torch modules in-process: CUDA when available, else CPU.
 
 The same :mod:`nmt_decode` search drives it. The cross state and the KV cache stay torch
-tensors on the device from step to step (the search reorders them through :meth:`take`,
-an ``index_select`` on the device). Only the token ids and mask go in, and only each row's
+tensors on the device from step to step (the decoder step gathers the cache by
+``beam_index`` itself; the search reorders the cross state through :meth:`take`, an
+``index_select`` on the device). Only the token ids and mask go in, and only each row's
 best few tokens come out (:meth:`TorchStepModel.candidates`, a top-k on the device): on
 the H100 the large model's [rows, 58k] logits crossing to the host and the numpy top-k
 over them were 63% of a beam-4 search at concurrency 32. Python 3.10 compatible.
@@ -32,7 +33,8 @@ def _placed(module: torch.nn.Module, device: torch.device, dtype: torch.dtype | 
 class TorchStepModel:
     """``encode``/``step``/``take`` (see :class:`python_models.nmt_decode.StepModel`) over an
     encoder module ``(input_ids, attention_mask) -> (hidden, cross_kv)`` and a decoder-step
-    module ``(input_ids, encoder_attention_mask, cross_kv, past_kv) -> (logits, present_kv)``
+    module ``(input_ids, encoder_attention_mask, cross_kv, past_kv, beam_index) -> (logits,
+    present_kv)``
     (the graphs the ONNX export traces, so both engines compute the same thing)."""
 
     def __init__(
@@ -61,14 +63,19 @@ class TorchStepModel:
     def encode(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
         return self.encoder(self._tensor(input_ids), self._tensor(attention_mask))[1]
 
+    reorders = True  # the decoder-step module gathers the cache by ``beam_index`` itself
+
     @torch.inference_mode()
-    def step(self, input_ids, attention_mask, cross_kv, past_kv) -> tuple[torch.Tensor, Any]:
+    def step(
+        self, input_ids, attention_mask, cross_kv, past_kv, beam_index
+    ) -> tuple[torch.Tensor, Any]:
         """Logits stay on the device, for :meth:`candidates`."""
         return self.decoder(
             self._tensor(input_ids),
             self._tensor(attention_mask),
             self._tensor(cross_kv, floating=True),
             self._tensor(past_kv, floating=True),
+            self._tensor(np.asarray(beam_index, dtype=np.int64)),
         )
 
     @torch.inference_mode()

@@ -318,6 +318,8 @@ def test_bls_step_model_feeds_and_outputs(pb_utils) -> None:
     assert runner.encode(ids, mask).tolist() == [0.0]
     logits, present = runner.step(ids, mask, np.ones(1), np.zeros(1))
     assert (logits.tolist(), present.tolist()) == ([0.0], [1.0])
+    runner.step(ids, mask, np.ones(1), np.zeros(1), np.array([0]))
+    assert seen.pop()[1]["beam_index"] == [0]
     assert seen == [
         ("enc", {"input_ids": [[4, 0]], "attention_mask": [[1, 1]]}, ["cross_kv"]),
         (
@@ -345,9 +347,12 @@ def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
         )
     version_dir = repository / "nmt" / "1"
     runner = nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)
-    from python_models.nmt_ort import SessionStepModel
+    from python_models.nmt_decode import candidates_of, row_candidates
+    from python_models.nmt_ort import OrtStepModel
 
-    assert type(runner) is SessionStepModel
+    assert type(runner) is OrtStepModel and runner.reorders  # the graph has beam_index
+    # Each row's best tokens in ONNX Runtime, as in process (not numpy over [rows, vocab]).
+    assert candidates_of(runner) is not row_candidates
     for session in (runner.encoder, runner.decoder):
         assert session.get_session_options().intra_op_num_threads == 3
     assert "nmt_encoder" in runner.encoder._model_path
@@ -355,8 +360,11 @@ def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
     # One of the two without an ONNX file: both through BLS.
     (repository / "nmt_decoder" / "1" / "model.onnx").unlink()
     runner = nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)
-    assert type(runner) is BlsStepModel
+    assert type(runner) is BlsStepModel and not runner.reorders  # no config names beam_index
     assert (runner.encoder, runner.decoder) == ("nmt_encoder", "nmt_decoder")
+    config = (MODEL_REPOSITORY / "nmt_decoder" / "config.pbtxt").read_text()
+    (repository / "nmt_decoder" / "config.pbtxt").write_text(config)  # a plan's would name it
+    assert nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3).reorders
     # One TorchScript file alone does not make a torch step model.
     (repository / "nmt_encoder" / "1" / "model.pt").write_bytes(b"")
     assert type(nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)) is BlsStepModel
@@ -372,16 +380,16 @@ def _torch_copy_model(repository: Path) -> None:
             return input_ids.float(), cross
 
     class Decoder(torch.nn.Module):
-        def forward(self, input_ids, encoder_attention_mask, cross_kv, past_kv):
+        def forward(self, input_ids, encoder_attention_mask, cross_kv, past_kv, beam_index):
             step = past_kv.shape[4]
             source = cross_kv[0, 0, :, 0, :, 0].long()
             last = torch.zeros_like(source[:, 0])  # </s> once the source is copied
             target = source[:, step] if step < source.shape[1] else last
             logits = torch.full((source.shape[0], 140), -20.0)
             logits[torch.arange(source.shape[0]), target] = 20.0
-            rows, heads = past_kv.shape[2], past_kv.shape[3]
+            rows, heads = beam_index.shape[0], past_kv.shape[3]
             pad = torch.zeros(past_kv.shape[0], 2, rows, heads, 1, past_kv.shape[5])
-            grown = torch.cat([past_kv, pad], 4)
+            grown = torch.cat([past_kv.index_select(2, beam_index), pad], 4)
             return logits, grown
 
     for name, module in (("copy_encoder", Encoder()), ("copy_decoder", Decoder())):

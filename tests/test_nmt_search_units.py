@@ -90,6 +90,12 @@ def test_onnx_runtime_candidates_match_the_numpy_search(threads: int) -> None:
         np.testing.assert_allclose(values, expected_values, rtol=0, atol=2e-5)
     assert candidates(logits, 3, (PAD,))[1][2].tolist() == [40, 41, 2999]
     assert PAD not in candidates(logits, 8, (PAD,))[1][4]
+    logits[5, [7, PAD, 9]] = 50.0  # banned ids at a row's top, not in every row's
+    for keep in (1, 8):
+        values, tokens = candidates(logits, keep, (PAD, 7))
+        expected_values, expected_tokens = row_candidates(logits.copy(), keep, (PAD, 7))
+        assert tokens.tolist() == expected_tokens.tolist() and tokens[5, 0] == 9
+        np.testing.assert_allclose(values, expected_values, rtol=0, atol=2e-5)
     unbanned = candidates(logits, 1, ())
     assert unbanned[1][4, 0] == PAD
     np.testing.assert_allclose(unbanned[0][4, 0], 0.0, atol=1e-6)  # log(~1): it dominates

@@ -119,9 +119,11 @@ def test_bound_step_equals_a_plain_run(onnx_files, text) -> None:
     assert np.array_equal(cross, plain_cross)
     past = np.zeros((3, 2, 2, 4, 0, 32), dtype=np.float32)
     start = np.full((2, 1), 139, dtype=np.int64)
+    rows = np.arange(2)
     feed = {"input_ids": start, "encoder_attention_mask": mask, "cross_kv": cross, "past_kv": past}
+    feed["beam_index"] = rows
     expected_logits, expected_present = model.decoder.run(None, feed)[:2]
-    logits, present = model.step(start, mask, cross, past)
+    logits, present = model.step(start, mask, cross, past, rows)
     assert logits.shape == (2, 140) and present.shape == (3, 2, 2, 4, 1, 32)
     assert np.array_equal(logits, expected_logits)
     assert np.array_equal(present, expected_present)

@@ -56,7 +56,8 @@ def test_torch_matches_onnxruntime_token_for_token(engines, beams, max_lengths, 
 
 
 def test_torch_state_stays_a_device_tensor(engines):
-    """The cache is reordered by ``take`` on the device, never turned into numpy."""
+    """The cache is reordered by the step (``beam_index``) and the cross state by ``take``,
+    both on the device, never turned into numpy."""
     settings, text, _, torch_model = engines
     (job,) = _jobs(text, [1], [8])
     ids = np.array([job.source_ids]), np.ones((1, len(job.source_ids)), dtype=np.int64)
@@ -64,9 +65,15 @@ def test_torch_state_stays_a_device_tensor(engines):
     layers, heads, head_dim = settings.cache_shape
     past = np.zeros((layers, 2, 1, heads, 0, head_dim), np.float32)
     start = np.array([[settings.decoder_start_token_id]])
-    logits, present = torch_model.step(start, ids[1], cross, past)
+    logits, present = torch_model.step(start, ids[1], cross, past, np.array([0]))
     assert isinstance(cross, torch.Tensor) and isinstance(present, torch.Tensor)
     assert isinstance(logits, torch.Tensor) and present.shape[4] == 1  # stays on the device
+    again = np.array([[5], [6]])
+    _, grown = torch_model.step(
+        again, ids[1][[0, 0]], torch_model.take(cross, [0, 0]), present, [0, 0]
+    )
+    assert isinstance(grown, torch.Tensor) and grown.shape[2] == 2 and grown.shape[4] == 2
+    assert torch.equal(grown[:, :, 0, :, :1], grown[:, :, 1, :, :1])  # the one past row, twice
     twice = torch_model.take(present, np.array([0, 0]))
     assert isinstance(twice, torch.Tensor) and twice.shape[2] == 2
     assert torch.equal(twice[:, :, 0], twice[:, :, 1])
@@ -93,7 +100,8 @@ def test_candidates_on_the_device_match_the_numpy_search(engines):
     layers, heads, head_dim = settings.cache_shape
     past = np.zeros((layers, 2, len(jobs), heads, 0, head_dim), np.float32)
     start = np.full((len(jobs), 1), settings.decoder_start_token_id)
-    logits, _ = torch_model.step(start, mask, torch_model.encode(ids, mask), past)
+    rows = np.arange(len(jobs))
+    logits, _ = torch_model.step(start, mask, torch_model.encode(ids, mask), past, rows)
     suppressed = settings.suppressed_token_ids
     values, tokens = torch_model.candidates(logits, 8, suppressed)
     expected_values, expected_tokens = row_candidates(logits.cpu().numpy(), 8, suppressed)

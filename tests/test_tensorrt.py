@@ -73,7 +73,8 @@ FAMILY_SPECS = {
         "input_ids": (TensorProto.INT64, ["rows", 1]),
         "encoder_attention_mask": (TensorProto.INT64, ["rows", "src_len"]),
         "cross_kv": (TensorProto.FLOAT, [3, 2, "rows", 4, "src_len", 32]),
-        "past_kv": (TensorProto.FLOAT, [3, 2, "rows", 4, "past_len", 32]),
+        "past_kv": (TensorProto.FLOAT, [3, 2, "past_rows", 4, "past_len", 32]),
+        "beam_index": (TensorProto.INT64, ["rows"]),
     },
 }
 
@@ -109,6 +110,7 @@ def _config(name: str) -> mc.ModelConfig:
                 Tensor("encoder_attention_mask", "INT64", (-1, -1)),
                 Tensor("cross_kv", "FP32", (3, 2, -1, 4, -1, 32)),
                 Tensor("past_kv", "FP32", (3, 2, -1, 4, -1, 32)),
+                Tensor("beam_index", "INT64", (-1,)),
             ],
             [
                 Tensor("logits", "FP32", (-1, 80)),
@@ -174,6 +176,7 @@ def test_nmt_decoder_profile_covers_the_kv_cache(family_onnx) -> None:
     assert past.max == (3, 2, 32, 4, 40, 32)  # rows = batch 8 x 4 beams; up to the target limit
     assert shapes["cross_kv"].max[4] == 48 and shapes["encoder_attention_mask"].max == (32, 48)
     assert shapes["input_ids"].max == (32, 1)
+    assert shapes["beam_index"].min == (1,) and shapes["beam_index"].max == (32,)
 
 
 def test_nmt_encoder_profile(family_onnx) -> None:

@@ -15,6 +15,7 @@ from build_engines.repository import (
     set_parameters,
     write_model,
 )
+from python_models.contracts import NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
 from python_models.nmt_decode import DecodeSettings
 from python_models.nmt_settings import Limits, to_parameters
 from python_models.nmt_text import TARGET_VOCAB
@@ -68,17 +69,22 @@ def encoder_config(
 def decoder_config(
     settings: DecodeSettings, vocab: int, limits: Limits, options: BuildOptions
 ) -> ModelConfig:
+    """The step's tensors in the contract's order (python_models.contracts): ``past_kv`` holds
+    the previous step's rows, ``beam_index`` picks the one each row continues."""
+    ids, mask, cross, past, beam_index = NMT_DECODER_INPUTS
+    logits, present = NMT_DECODER_OUTPUTS
     config = onnx_model_config(
         DECODER,
         inputs=[
-            Tensor("input_ids", "INT64", (-1, 1)),
-            Tensor("encoder_attention_mask", "INT64", (-1, -1)),
-            Tensor("cross_kv", "FP32", _cache(settings)),
-            Tensor("past_kv", "FP32", _cache(settings)),
+            Tensor(ids, "INT64", (-1, 1)),
+            Tensor(mask, "INT64", (-1, -1)),
+            Tensor(cross, "FP32", _cache(settings)),
+            Tensor(past, "FP32", _cache(settings)),
+            Tensor(beam_index, "INT64", (-1,)),
         ],
         outputs=[
-            Tensor("logits", "FP32", (-1, vocab)),
-            Tensor("present_kv", "FP32", _cache(settings)),
+            Tensor(logits, "FP32", (-1, vocab)),
+            Tensor(present, "FP32", _cache(settings)),
         ],
         max_batch_size=0,
         instances=options.instances,

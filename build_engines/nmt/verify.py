@@ -16,6 +16,7 @@ import onnxruntime as ort
 import torch
 
 from build_engines.nmt.export import cache_shape
+from python_models.contracts import BEAM_INDEX
 from python_models.ort_session import create_session, threaded
 
 TOLERANCE = 1e-3
@@ -69,6 +70,7 @@ def compare(
             "encoder_attention_mask": mask,
             "cross_kv": cross,
             "past_kv": past,
+            BEAM_INDEX: np.arange(len(sources)),  # teacher forcing: no row moves
         }
         logits, past = decoder.run(None, feed)
         expected = reference.logits[:, step].numpy()

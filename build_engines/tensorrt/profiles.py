@@ -106,7 +106,8 @@ def _int_parameter(config, keys: Sequence[str], default: int) -> int:
 
 def nmt_ranges(config) -> RangeTable:
     """Encoder: batch x source length. Decoder step (no Triton batching: the KV cache has its
-    rows on axis 2): rows = batch x beams, source length, and the self-attention cache
+    rows on axis 2): rows = batch x beams (``past_rows``, the previous step's, alike: the
+    step gathers them by ``beam_index``), source length, and the self-attention cache
     (``past_len``) from 0 (first step) up to the longest output."""
     source = _int_parameter(config, ("max_source_length", "max_source_tokens"), 64)
     target = _int_parameter(config, ("max_target_length", "max_length", "max_new_tokens"), 64)
@@ -115,6 +116,7 @@ def nmt_ranges(config) -> RangeTable:
     return {
         "batch": (DimRange(1, batch, batch),),
         "rows": (DimRange(1, batch, batch * beams),),
+        "past_rows": (DimRange(1, batch, batch * beams),),
         "src_len": (DimRange(1, min(16, source), source),),
         "past_len": (DimRange(0, min(16, target), target),),
     }

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from build_engines.nmt.export import DecoderStepGraph, EncoderGraph, cache_shape, load_model
+from python_models.contracts import BEAM_INDEX
 from python_models.nmt_torch import TorchStepModel
 
 Feeds = dict[str, np.ndarray]
@@ -42,15 +43,20 @@ def encoder_feeds(rows: int, length: int, pad: int = 0) -> Feeds:
 
 
 def decoder_feeds(model: torch.nn.Module, rows: int, src_len: int, past_len: int) -> Feeds:
+    """A step whose past has one row more than the step (a finished sentence's row dropped)
+    and whose ``beam_index`` repeats and reorders rows, so a trace that baked in either
+    shape or the identity fails the parity check."""
     rng = np.random.default_rng(rows * 100 + past_len)
     mask = np.ones((rows, src_len), dtype=np.int64)
     if rows > 1:
         mask[-1, src_len // 2 :] = 0
+    past = cache_shape(model, rows + 1, past_len)
     return {
         "input_ids": np.full((rows, 1), 7, dtype=np.int64),
         "encoder_attention_mask": mask,
         "cross_kv": rng.standard_normal(cache_shape(model, rows, src_len)).astype(np.float32),
-        "past_kv": rng.standard_normal(cache_shape(model, rows, past_len)).astype(np.float32),
+        "past_kv": rng.standard_normal(past).astype(np.float32),
+        BEAM_INDEX: rng.integers(0, rows + 1, rows).astype(np.int64),
     }
 
 
