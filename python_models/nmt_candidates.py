@@ -45,7 +45,9 @@ def candidates_graph() -> bytes:
             helper.make_tensor_value_info("ids", TensorProto.INT64, ["rows", "keep"]),
         ],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    # IR 8 is what opset 17 needs; onnx's default (its newest, 14 in onnx 1.23) is more than
+    # the ONNX Runtime of a stub may read (1.20 reads up to 10, 1.30 up to 13).
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return model.SerializeToString()
 
 

@@ -99,3 +99,17 @@ def test_onnx_runtime_candidates_match_the_numpy_search(threads: int) -> None:
     unbanned = candidates(logits, 1, ())
     assert unbanned[1][4, 0] == PAD
     np.testing.assert_allclose(unbanned[0][4, 0], 0.0, atol=1e-6)  # log(~1): it dominates
+
+
+def test_the_candidates_graph_loads_on_the_oldest_supported_onnxruntime():
+    """The graph is built at run time in the stub, whose ONNX Runtime may be older than the
+    `onnx` package that writes it: onnx 1.23 stamps IR version 14 by default, which ONNX
+    Runtime 1.30 (the lent GPU machine) refused. docker/requirements-triton.txt allows
+    onnxruntime 1.20, which reads IR versions up to 10 (ONNX Runtime's versioning table)."""
+    import onnx
+
+    from python_models.nmt_candidates import candidates_graph
+
+    model = onnx.load_from_string(candidates_graph())
+    assert model.ir_version <= 10
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
