@@ -29,7 +29,9 @@ def step_model(
     """A step model over a loaded ``MarianMTModel`` or a checkpoint directory."""
     if not isinstance(model, torch.nn.Module):
         model = load_model(Path(model))
-    return TorchStepModel(EncoderGraph(model), DecoderStepGraph(model), device, dtype)
+    return TorchStepModel(
+        EncoderGraph(model), DecoderStepGraph(model, concat_cache=True), device, dtype
+    )
 
 
 def encoder_feeds(rows: int, length: int, pad: int = 0) -> Feeds:
@@ -72,7 +74,7 @@ def sources(model: torch.nn.Module) -> dict[str, tuple[torch.nn.Module, Feeds, l
             [encoder_feeds(3, 11, pad=4), encoder_feeds(1, 3)],
         ),
         "nmt_decoder": (
-            DecoderStepGraph(model),
+            DecoderStepGraph(model, concat_cache=True),
             decoder_feeds(model, 3, 5, 4),
             [decoder_feeds(model, 5, 9, 0), decoder_feeds(model, 1, 4, 12)],
         ),
