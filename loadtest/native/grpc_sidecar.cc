@@ -112,7 +112,9 @@ class Sidecar {
         char chunk[1 << 16];
         for (;;) {
             const ssize_t got = read(fd_, chunk, sizeof(chunk));
-            if (got == 0) return 0;  // the Locust process closed its end, or died
+            // EOF or a reset: the Locust process closed its end, or died (unread replies
+            // turn its close into a reset), as the Python sidecar's connection_lost.
+            if (got == 0 || (got < 0 && errno == ECONNRESET)) return 0;
             if (got < 0) {
                 if (errno == EINTR) continue;
                 std::perror("triton-kit-grpc-sidecar: read");
