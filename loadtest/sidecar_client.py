@@ -50,13 +50,15 @@ GONE = 2  # reader-side status: the sidecar is gone; the body is the message
 
 
 NATIVE_NAME = "triton-kit-grpc-sidecar"
+NATIVE_ENV = "TRITON_KIT_NATIVE_SIDECAR"  # another binary, e.g. built outside the venv
 BUILD_SCRIPT = "scripts/build-native-sidecar.sh"
 KINDS = ("auto", "native", "python")  # auto: native where it is built and can serve the URL
 
 
 def native_path() -> Path:
-    """Where scripts/build-native-sidecar.sh puts the binary: this venv's bin."""
-    return Path(sys.prefix) / "bin" / NATIVE_NAME
+    """``$TRITON_KIT_NATIVE_SIDECAR``, else where scripts/build-native-sidecar.sh puts the
+    binary: this venv's bin."""
+    return Path(os.environ.get(NATIVE_ENV) or Path(sys.prefix) / "bin" / NATIVE_NAME)
 
 
 def use_native(kind: str, endpoint: Endpoint) -> bool:

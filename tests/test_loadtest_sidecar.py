@@ -119,6 +119,27 @@ def test_server_invalid_argument_is_the_same_sdk_error(
     assert probe["invalid"]["status"] == str(raised.value.status)
 
 
+def test_without_the_native_sidecar_the_python_one_serves_and_says_so(
+    triton_server: TritonServer, tmp_path: Path
+) -> None:
+    """No binary (as on a machine without the build tools): the default falls back, loudly."""
+    require_models("bert")
+    env = {**os.environ, "TRITON_KIT_NATIVE_SIDECAR": str(tmp_path / "not-built")}
+    command = [sys.executable, "-m", "tests.sidecar_probe", triton_server.grpc_url, "auto"]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env, check=True
+    )
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["ready"] is True and out["native"] is False, out
+    assert "native gRPC sidecar not built" in done.stderr, done.stderr[-2000:]
+    assert "scripts/build-native-sidecar.sh" in done.stderr, done.stderr[-2000:]
+    forced = subprocess.run(
+        [*command[:-1], "native"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert forced.returncode != 0
+    assert f"no native gRPC sidecar at {tmp_path / 'not-built'}" in forced.stderr
+
+
 def test_a_dead_sidecar_fails_calls_at_once_and_names_itself(probe: dict) -> None:
     """Killed under a call (60 s deadline): the call fails within seconds, as do later ones."""
     pid = probe["sidecar_pid"]
