@@ -44,6 +44,7 @@ namespace {
 constexpr size_t kRequestHeader = 4 + 1 + 8 + 4 + 4;  // <IBdII, packed
 constexpr size_t kReplyHeader = 4 + 1 + 4;            // <IBI, packed
 constexpr uint8_t kOk = 0, kRpcError = 1;
+constexpr double kLongestDeadline = 1e9;  // seconds; about 30 years
 const char* const kMethods[] = {
     "/inference.GRPCInferenceService/ModelInfer",
     "/inference.GRPCInferenceService/ServerReady",
@@ -158,7 +159,7 @@ class Sidecar {
             Fail(id, grpc::StatusCode::INTERNAL, problem);
             return;
         }
-        if (deadline >= 0) {
+        if (deadline >= 0 && deadline < kLongestDeadline) {  // beyond: none (no overflow)
             call->context.set_deadline(std::chrono::system_clock::now() +
                                        std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            std::chrono::duration<double>(deadline)));
