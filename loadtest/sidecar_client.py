@@ -7,7 +7,7 @@ process's one sidecar over a gevent socket, and sleeps on a waiter until the rea
 greenlet hands back the reply bytes; no native thread is involved.
 
 The sidecar is the native one (``loadtest/native``, built into the venv by
-``scripts/build-native-sidecar.sh``: gRPC C++, a few tens of microseconds of CPU per call)
+``scripts/build-native-sidecar.sh``: gRPC C++, about 0.09 ms of CPU per call, 0.15 in Python)
 where it is built and the URL is plain grpc://, else the Python one (``loadtest.sidecar``,
 grpc.aio). Both speak ``loadtest.sidecar_wire``'s frames, so nothing else differs.
 
