@@ -50,10 +50,16 @@ models: $(MODELS) ## Build every model into model_repository/ (skips what is up 
 system-deps: $(STAMP) ## Prometheus, docker-compose and hadolint for the deployment tests
 	bash scripts/install-system-deps.sh
 
+# The Locust gRPC user's native sidecar; without g++/libgrpc++-dev the script says so and
+# the load test uses the Python sidecar (system-deps installs them as root).
+NATIVE_SIDECAR := $(VENV)/bin/triton-kit-grpc-sidecar
+$(NATIVE_SIDECAR): $(STAMP) $(wildcard loadtest/native/*)
+	bash scripts/build-native-sidecar.sh $(VENV)
+
 demo: models ## The main job: build, serve, call every model, short load test, results table
 	$(PY) demo.py
 
-test: models system-deps k8s-check ## Run the test suite against a real Triton server (and make k8s-check)
+test: models system-deps $(NATIVE_SIDECAR) k8s-check ## Run the test suite against a real Triton server (and make k8s-check)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # checkov's dependencies pin versions the project's .venv does not share: own venv under build/.
@@ -112,14 +118,14 @@ SLO_P99_MS ?=
 SLO_ERROR_RATIO ?=
 LOADTEST_ARGS ?=
 
-loadtest: models ## Stepped Locust load on the embedded Triton; reports in reports/loadtest/<time>/ (LOADTEST_STEPS, LOADTEST_STEP_TIME, LOADTEST_MODELS, LOADTEST_PROTOCOLS, SLO_P99_MS, SLO_ERROR_RATIO)
+loadtest: models $(NATIVE_SIDECAR) ## Stepped Locust load on the embedded Triton; reports in reports/loadtest/<time>/ (LOADTEST_STEPS, LOADTEST_STEP_TIME, LOADTEST_MODELS, LOADTEST_PROTOCOLS, SLO_P99_MS, SLO_ERROR_RATIO)
 	$(PY) -m loadtest run --steps $(LOADTEST_STEPS) --step-time $(LOADTEST_STEP_TIME) \
 		--settle-time $(LOADTEST_SETTLE_TIME) --models $(LOADTEST_MODELS) \
 		--protocols $(LOADTEST_PROTOCOLS) \
 		$(if $(SLO_P99_MS),--slo-p99-ms $(SLO_P99_MS)) \
 		$(if $(SLO_ERROR_RATIO),--slo-error-ratio $(SLO_ERROR_RATIO)) $(LOADTEST_ARGS)
 
-bench-loadgen: $(STAMP) ## Calibrate the Locust load generator against a plain asyncio client
+bench-loadgen: $(STAMP) $(NATIVE_SIDECAR) ## Calibrate the Locust load generator against a plain asyncio client
 	$(PY) -m benchmarks.loadgen
 
 SOAK_MINUTES ?= 30

@@ -52,10 +52,14 @@ WARMUP_S = 2.0
 GOAL = 0.9  # issue 13: the Locust user reaches >= 0.9x the plain client
 LOCUST = "Locust BertUser (SDK), 1 process"
 LOCUST_GENERATORS = {1: LOCUST, 2: "Locust BertUser (SDK), --processes 2"}
-# gRPC only: the transport the Locust user had before the sidecar (issue 13's 0.63x).
+# gRPC: the Locust rows above use the native sidecar (--grpc-transport sidecar-native);
+# the Python sidecar and the transport before any sidecar (issue 13's 0.63x) for comparison.
+LOCUST_PYTHON = "Locust BertUser (SDK), 1 process, --grpc-transport sidecar-python"
 LOCUST_GEVENT = "Locust BertUser (SDK), 1 process, --grpc-transport gevent"
-# gRPC only: the Locust user's SDK calls over the sidecar, with no Locust (the cost split).
-SPLIT = "SDK over the sidecar, greenlets, no Locust"
+# gRPC only: the Locust user's SDK calls over each sidecar, with no Locust (the cost split).
+SPLIT = "SDK over the native sidecar, greenlets, no Locust"
+SPLIT_PYTHON = "SDK over the Python sidecar, greenlets, no Locust"
+SPLITS = {"native": SPLIT, "python": SPLIT_PYTHON}
 PLAIN = "plain asyncio tritonclient.aio"
 SENTENCE = "The customer reviewed the quarterly report before the meeting started."
 
@@ -89,7 +93,7 @@ def measure_locust(
     duration: float,
     out: Path,
     processes: int = 1,
-    transport: str = "sidecar",
+    transport: str = "sidecar-native",
 ) -> Measurement:
     """The real BertUser, headless, one step of ``users`` after a settle period."""
     from loadtest.runner import RunConfig, run_protocol
@@ -106,7 +110,8 @@ def measure_locust(
     )
     target = out / f"locust-{protocol}-{users}-{processes}-{time.monotonic_ns()}"
     (result,) = run_protocol(url, config, target)
-    name = LOCUST_GEVENT if transport == "gevent" else LOCUST_GENERATORS[processes]
+    named = {"gevent": LOCUST_GEVENT, "sidecar-python": LOCUST_PYTHON}
+    name = named.get(transport, LOCUST_GENERATORS[processes])
     return Measurement(
         protocol, name, users, result.requests, result.throughput_rps,
         result.p50_ms, result.p99_ms, 1000.0 * result.client_cpu_s / max(result.requests, 1),
@@ -131,15 +136,15 @@ def measure_plain(url: str, protocol: str, concurrency: int, duration: float) ->
     )  # fmt: skip
 
 
-def measure_split(url: str, concurrency: int, duration: float) -> Measurement:
-    """The SDK over the sidecar in greenlets without Locust (``benchmarks.loadgen_split``)."""
+def measure_split(url: str, concurrency: int, duration: float, kind: str) -> Measurement:
+    """The SDK over the ``kind`` sidecar in greenlets without Locust (``loadgen_split``)."""
     command = [sys.executable, "-m", "benchmarks.loadgen_split", "--url", url, "--model", MODEL]
-    command += ["--concurrency", str(concurrency), "--duration", str(duration)]
+    command += ["--concurrency", str(concurrency), "--duration", str(duration), "--kind", kind]
     row = _json_child([*command, "--text", SENTENCE], duration)
     own, sidecar = row["process_cpu_ms_per_request"], row["sidecar_cpu_ms_per_request"]
     return Measurement(
-        "grpc", SPLIT, concurrency, row["requests"], row["rps"], row["p50_ms"], row["p99_ms"],
-        own + sidecar, sidecar,
+        "grpc", SPLITS[kind], concurrency, row["requests"], row["rps"], row["p50_ms"],
+        row["p99_ms"], own + sidecar, sidecar,
     )  # fmt: skip
 
 
@@ -215,8 +220,11 @@ def measure_point(
         measure_locust(url, protocol, level, args.duration, tmp, processes=2),
     ]
     if protocol == "grpc":
-        points.append(measure_locust(url, protocol, level, args.duration, tmp, transport="gevent"))
-        points.append(measure_split(url, level, args.duration))
+        for transport in ("sidecar-python", "gevent"):
+            points.append(
+                measure_locust(url, protocol, level, args.duration, tmp, transport=transport)
+            )
+        points += [measure_split(url, level, args.duration, kind) for kind in SPLITS]
     for m in points:
         print(f"{protocol} {m.generator} x{level}: {m.rps:.0f} req/s", flush=True)
     return points
@@ -246,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plain":
         print(json.dumps(asyncio.run(plain_loop(args.url, args.concurrency, args.duration))))
         return 0
+    from loadtest.sidecar_client import BUILD_SCRIPT, native_path
+
+    if "grpc" in args.protocols and not native_path().is_file():
+        print(f"benchmarks.loadgen: no native gRPC sidecar at {native_path()}: run {BUILD_SCRIPT}")
+        return 2
     started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     begin = time.monotonic()
     from benchmarks.loadgen_report import report

@@ -2,8 +2,8 @@
 
 Kept apart from the measuring so each module has one job. Per generator, the mean over
 rounds at its best concurrency; for gRPC also the split of the Locust user's CPU time per
-request into the SDK's side, the sidecar and Locust itself, which says where the cost
-that separates it from the plain client goes.
+request into the SDK's side, the sidecar and Locust itself, for the native sidecar and the
+Python one, which says where the cost that separates it from the plain client goes.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from benchmarks.loadgen import (
     LOCUST,
     LOCUST_GENERATORS,
     LOCUST_GEVENT,
+    LOCUST_PYTHON,
     PLAIN,
     SPLIT,
+    SPLIT_PYTHON,
     WARMUP_S,
     Measurement,
 )
@@ -59,9 +61,13 @@ POINT_HEADERS = [
     "protocol", "generator", "concurrency", "req/s", "p50 ms", "p99 ms", "client CPU ms/req",
 ]  # fmt: skip
 SPLIT_HEADERS = [
-    "concurrency", "plain CPU", "Locust user total", "SDK side (no Locust)", "sidecar",
-    "Locust itself", "Locust total - plain",
+    "sidecar kind", "concurrency", "plain CPU", "Locust user total", "SDK side (no Locust)",
+    "sidecar", "Locust itself", "Locust total - plain",
 ]  # fmt: skip
+
+
+COMPARED_GEVENT = ("gevent (before)", LOCUST_GEVENT)
+COMPARISONS = {"sidecar-python": "the Python sidecar (grpc.aio)", "gevent (before)": "init_gevent"}
 
 
 def _ratio(a: Measurement | None, b: Measurement) -> object:
@@ -73,11 +79,11 @@ def summary_rows(measurements: list[Measurement], protocols: list[str]) -> list[
     for protocol in protocols:
         plain = best(measurements, protocol, PLAIN)
         assert plain is not None
-        variants = [("sidecar", LOCUST, LOCUST_GENERATORS[2])] if protocol == "grpc" else [
-            ("-", LOCUST, LOCUST_GENERATORS[2])
-        ]  # fmt: skip
-        if protocol == "grpc" and best(measurements, protocol, LOCUST_GEVENT) is not None:
-            variants.append(("gevent (before)", LOCUST_GEVENT, ""))
+        variants = [("sidecar (native)", LOCUST, LOCUST_GENERATORS[2])] if protocol == "grpc" \
+            else [("-", LOCUST, LOCUST_GENERATORS[2])]  # fmt: skip
+        for transport, name in (("sidecar-python", LOCUST_PYTHON), COMPARED_GEVENT):
+            if protocol == "grpc" and best(measurements, protocol, name) is not None:
+                variants.append((transport, name, ""))
         for transport, single_name, double_name in variants:
             single = best(measurements, protocol, single_name)
             double = best(measurements, protocol, double_name) if double_name else None
@@ -94,8 +100,10 @@ def verdict(rows: list[list[object]]) -> str:
     """One sentence per protocol's default transport against the goal."""
     lines = []
     for protocol, transport, _, _, single, _, double, *_ in rows:
-        if str(transport).endswith("(before)"):
-            lines.append(f"- {protocol}, before (init_gevent): {single}x the plain client.")
+        if str(transport) in COMPARISONS:
+            lines.append(
+                f"- {protocol}, {COMPARISONS[str(transport)]}: {single}x the plain client."
+            )
             continue
         met = "meets" if float(single) >= GOAL else "misses"  # type: ignore[arg-type]
         lines.append(
@@ -106,10 +114,22 @@ def verdict(rows: list[list[object]]) -> str:
 
 
 def split_rows(measurements: list[Measurement]) -> list[list[object]]:
-    plain = {m.concurrency: m for m in level_means(measurements, "grpc", PLAIN)}
-    locust = {m.concurrency: m for m in level_means(measurements, "grpc", LOCUST)}
+    """Per sidecar kind and concurrency: the Locust user's CPU split (see ``split_text``)."""
     rows: list[list[object]] = []
-    for split in level_means(measurements, "grpc", SPLIT):
+    for kind, locust_name, split_name in (
+        ("native", LOCUST, SPLIT), ("python", LOCUST_PYTHON, SPLIT_PYTHON)
+    ):  # fmt: skip
+        rows += [[kind, *row] for row in _split_rows(measurements, locust_name, split_name)]
+    return rows
+
+
+def _split_rows(
+    measurements: list[Measurement], locust_name: str, split_name: str
+) -> list[list[object]]:
+    plain = {m.concurrency: m for m in level_means(measurements, "grpc", PLAIN)}
+    locust = {m.concurrency: m for m in level_means(measurements, "grpc", locust_name)}
+    rows: list[list[object]] = []
+    for split in level_means(measurements, "grpc", split_name):
         level = split.concurrency
         if level not in plain or level not in locust:
             continue
@@ -131,26 +151,37 @@ def point_rows(measurements: list[Measurement]) -> list[list[object]]:
     ]  # fmt: skip
 
 
+def _highest(rows: list[list[object]], kind: str) -> list[object] | None:
+    """The row of ``kind`` at the highest concurrency (None: not measured, or not a number)."""
+    mine = [row for row in rows if row[0] == kind]
+    if not mine or any(math.isnan(float(v)) for v in mine[-1][2:]):  # type: ignore[arg-type]
+        return None
+    return mine[-1]
+
+
 def split_text(rows: list[list[object]]) -> str:
     if not rows:
         return "(gRPC was not measured.)"
-    row = rows[-1]  # the highest concurrency
-    level, plain, total, sdk, sidecar, locust, _gap = row
-    if any(math.isnan(float(v)) for v in row[1:]):  # type: ignore[arg-type]
+    native, python = _highest(rows, "native"), _highest(rows, "python")
+    if native is None or python is None:
         return markdown_table(SPLIT_HEADERS, rows)
+    _, level, plain, total, sdk, sidecar, locust, _gap = native
+    py_total, py_sidecar = python[3], python[5]
     return f"""{markdown_table(SPLIT_HEADERS, rows)}
 
 CPU ms per request, means over the rounds. "SDK side" is the Locust process's share
 without Locust (`benchmarks/loadgen_split.py`: greenlets calling `TritonClient.embed`
 through the sidecar, as the user does): the SDK's request building, tritonclient's
-protobuf and the framing. "sidecar" is the sidecar process (grpc.aio relaying bytes).
-"Locust itself" is the Locust run's total less both (its task loop, request events,
-statistics and the kit's recorder). At {level} users the Locust user spends {total} ms
-per request against the plain client's {plain}: {sidecar} ms of it is gRPC's own Python
-call in the sidecar (what the plain client's `grpc.aio` pays too), {sdk} ms the SDK's
-side and {locust} ms Locust itself. The server shares the 2 cores, so every extra
-millisecond of generator CPU is taken from Triton: that, not the hub, is what keeps the
-gRPC user from the plain client's rate."""
+protobuf and the framing. "sidecar" is the sidecar process relaying bytes: the native
+one (`loadtest/native`, gRPC C++'s generic API, the default where built) or the Python
+one (`loadtest/sidecar.py`, grpc.aio). "Locust itself" is the Locust run's total less both
+(its task loop, request events, statistics and the kit's recorder). At {level} users the
+Locust user over the native sidecar spends {total} ms per request against the plain
+client's {plain}: {sidecar} ms in the sidecar (over the Python sidecar: {py_sidecar} ms,
+gRPC's own Python call, which the plain client's `grpc.aio` pays too; {py_total} ms in
+all), {sdk} ms the SDK's side and {locust} ms Locust itself. The server shares the 2
+cores, so every millisecond of generator CPU is taken from Triton: that, not the hub, is
+what sets the gRPC user's rate against the plain client's."""
 
 
 # Issue 13: a measured idea that was dropped; kept in the generator so a re-run keeps it.
@@ -188,12 +219,16 @@ temporary repository served by the embedded Triton. Locust runs the real `BertUs
 `python -m loadtest run`, in one process or with `--processes 2`; the plain client is
 tritonclient's asyncio client, one process, N closed loops on one connection.
 Over gRPC the Locust user's calls go through the default `--grpc-transport sidecar`: one
-asyncio process per Locust process makes the gRPC calls, fed serialized requests over
-one socket that gevent waits on (`loadtest/sidecar.py`, `loadtest/sidecar_client.py`);
-the row "gevent (before)" is the former transport, gRPC in the Locust process with
-`grpc.experimental.gevent.init_gevent()`, which hands every blocking call to a native
-thread. Each point: {args.duration:g} s measured after {WARMUP_S:g} s of warm-up; the
-generators alternate, {args.repeats} rounds, concurrency {", ".join(map(str, args.levels))};
+process per Locust process makes the gRPC calls, fed serialized requests over one socket
+that gevent waits on (`loadtest/sidecar_client.py`). The Locust rows use the native
+sidecar (`loadtest/native/grpc_sidecar.cc`, gRPC C++'s generic API, built by
+`scripts/build-native-sidecar.sh`; forced with `sidecar-native`); the row
+"sidecar-python" is the Python sidecar (`loadtest/sidecar.py`, grpc.aio, the fallback
+where the native one is not built), and "gevent (before)" the former transport, gRPC in
+the Locust process with `grpc.experimental.gevent.init_gevent()`, which hands every
+blocking call to a native thread. Each point: {args.duration:g} s measured after
+{WARMUP_S:g} s of warm-up; the generators alternate, {args.repeats} rounds, concurrency
+{", ".join(map(str, args.levels))};
 the table keeps, per generator, the mean over rounds at its best concurrency. The server
 shares the 2 cores, so every rate is also bounded by Triton; the CPU columns (generator
 CPU time over the measured window, all of its processes and the sidecars, per request)

@@ -1,10 +1,11 @@
-"""Where the Locust gRPC user's CPU goes: the SDK over the sidecar, without Locust.
+"""Where the Locust gRPC user's CPU goes: the SDK over a sidecar, without Locust.
 
 Run by ``benchmarks.loadgen`` as a subprocess (it patches the process with gevent): N
 greenlets in closed loops call ``TritonClient.embed`` through ``loadtest.sidecar_client``,
 as the Locust user does, but with no Locust around them. It reports the CPU time per
-request of this process (the SDK, protobuf and framing) and of the sidecar (grpc.aio)
-apart, so that the Locust run's total can be split into SDK, sidecar and Locust itself.
+request of this process (the SDK, protobuf and framing) and of the sidecar (``--kind``:
+the native one or the Python one, grpc.aio) apart, so that the Locust run's total can be
+split into SDK, sidecar and Locust itself.
 Prints one JSON line.
 """
 
@@ -15,10 +16,11 @@ import json
 import sys
 
 
-def measure(url: str, concurrency: int, duration: float, model: str, text: str) -> dict:
+def measure(url: str, concurrency: int, duration: float, model: str, text: str, kind: str) -> dict:
     from gevent import monkey
 
     monkey.patch_all()
+    import functools
     import time
 
     import gevent
@@ -31,8 +33,9 @@ def measure(url: str, concurrency: int, duration: float, model: str, text: str) 
     latencies: list[float] = []
     measure_from = time.perf_counter() + WARMUP_S
     stop_at = measure_from + duration
+    factory = functools.partial(sidecar_client.factory, kind=kind)
     clients = [
-        TritonClient(url, models={"embed": model}, retry=0, client_factory=sidecar_client.factory)
+        TritonClient(url, models={"embed": model}, retry=0, client_factory=factory)
         for _ in range(concurrency)
     ]
 
@@ -71,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--model", required=True)
     parser.add_argument("--text", required=True)
+    parser.add_argument("--kind", choices=("native", "python"), default="native")
     args = parser.parse_args(argv)
-    row = measure(args.url, args.concurrency, args.duration, args.model, args.text)
+    row = measure(args.url, args.concurrency, args.duration, args.model, args.text, args.kind)
     print(json.dumps(row))
     return 0
 

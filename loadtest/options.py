@@ -16,7 +16,7 @@ from loadtest import stability
 
 DEFAULT_STEPS = "1,2,4,8"
 # Model family -> Locust user class (named here so the runner need not import Locust).
-GRPC_TRANSPORTS = ("sidecar", "gevent")
+GRPC_TRANSPORTS = ("sidecar", "sidecar-native", "sidecar-python", "gevent")
 USER_CLASS_NAMES = {"resnet50": "ResNet50User", "bert": "BertUser", "nmt": "NmtUser"}
 
 
@@ -59,9 +59,11 @@ def _add_to(group: argparse._ArgumentGroup) -> None:
         "--grpc-transport",
         choices=GRPC_TRANSPORTS,
         default="sidecar",
-        help="How gRPC users reach Triton: 'sidecar' (default), one asyncio gRPC process "
-        "per Locust process, fed over a socket; 'gevent', gRPC in the Locust process "
-        "through grpc's init_gevent (slower: a native thread per call).",
+        help="How gRPC users reach Triton: 'sidecar' (default), one gRPC process per "
+        "Locust process, fed over a socket: the native one (scripts/build-native-sidecar.sh) "
+        "where built, else the Python one; 'sidecar-native' or 'sidecar-python' force one; "
+        "'gevent', gRPC in the Locust process through grpc's init_gevent (slowest: a native "
+        "thread per call).",
     )
     group.add_argument("--beam-size", type=int, default=4, help="Beam width of nmt.beam.")
     group.add_argument(

@@ -1,6 +1,7 @@
-"""The frames between a Locust process and its gRPC sidecar (``loadtest.sidecar``).
+"""The frames between a Locust process and its gRPC sidecar (``loadtest.sidecar``, or the
+native one, ``loadtest/native/grpc_sidecar.cc``, which mirrors these structs by hand).
 
-Both ends share this module so the layout is written once. A request frame carries a
+Both Python ends share this module so the layout is written once. A request frame carries a
 call id (replies may come back in any order, since one socket multiplexes every user of
 the process), the gRPC method, the deadline, the metadata and the already serialized
 protobuf; the sidecar forwards the bytes untouched and never parses protobuf itself.

@@ -2,9 +2,9 @@
 
 Each user owns one ``client.TritonClient`` (the HTTP client is not thread-safe). Over
 gRPC the clients' calls go, by default, through the process's one sidecar
-(``loadtest.sidecar_client``: an asyncio gRPC process fed over a socket gevent waits on),
-because gRPC in the gevent process costs a native-thread handoff per call;
-``--grpc-transport gevent`` keeps gRPC in the process (``gevent_grpc``).
+(``loadtest.sidecar_client``: a native, else asyncio, gRPC process fed over a socket
+gevent waits on), because gRPC in the gevent process costs a native-thread handoff per
+call; ``--grpc-transport gevent`` keeps gRPC in the process (``gevent_grpc``).
 ``TritonUser.call`` times an SDK call and fires ``events.request``; the concrete users
 only pick payloads. Every client, and every sidecar, is closed when the test stops: an
 open gRPC channel keeps the process alive after its summary under gevent.
@@ -12,6 +12,7 @@ open gRPC channel keeps the process alive after its summary under gevent.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
@@ -90,9 +91,11 @@ class TritonUser(User):
         options = self.environment.parsed_options
         if self.endpoint.protocol != "grpc":
             return None
-        if getattr(options, "grpc_transport", "sidecar") == "gevent":
+        transport = getattr(options, "grpc_transport", "sidecar")
+        if transport == "gevent":
             return None
-        return sidecar_client.factory
+        kind = {"sidecar-native": "native", "sidecar-python": "python"}.get(transport, "auto")
+        return functools.partial(sidecar_client.factory, kind=kind)
 
     def on_stop(self) -> None:
         if self.client is not None:

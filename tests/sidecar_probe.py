@@ -1,7 +1,8 @@
 """Run by tests/test_loadtest_sidecar.py in its own gevent-patched process: the SDK over
 the Locust gRPC sidecar, an error from the server, and a sidecar killed under a call.
 
-``python -m tests.sidecar_probe GRPC_URL`` prints one JSON object.
+``python -m tests.sidecar_probe GRPC_URL [KIND]`` prints one JSON object; KIND is one of
+``sidecar_client.KINDS`` (default ``auto``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from gevent import monkey
 
 monkey.patch_all()
 
+import functools  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
@@ -43,13 +45,15 @@ def timed_failure(fn: Any) -> dict[str, Any]:
     return {"type": None, "seconds": time.monotonic() - start}
 
 
-def main(url: str) -> dict[str, Any]:
-    client = TritonClient(url, timeout=30, retry=0, client_factory=sidecar_client.factory)
+def main(url: str, kind: str) -> dict[str, Any]:
+    factory = functools.partial(sidecar_client.factory, kind=kind)
+    client = TritonClient(url, timeout=30, retry=0, client_factory=factory)
     out: dict[str, Any] = {"ready": client.server_ready() and client.model_ready("bert")}
     out["embedding"] = client.embed("A sentence for the sidecar.").tolist()
     out["invalid"] = timed_failure(lambda: client.infer("bert", WRONG_INPUT))
     (sidecar,) = sidecar_client._sidecars.values()
     out["sidecar_pid"] = sidecar.pid
+    out["native"] = sidecar.native
     # A call in flight when the sidecar dies: stopped first so the call cannot complete.
     os.kill(sidecar.pid, signal.SIGSTOP)
     gevent.spawn_later(0.5, os.kill, sidecar.pid, signal.SIGKILL)
@@ -61,4 +65,4 @@ def main(url: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1])))
+    print(json.dumps(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "auto")))

@@ -1,5 +1,9 @@
 """The Locust gRPC user's sidecar transport (loadtest/sidecar*.py) against the real Triton.
 
+Every check runs against both sidecars that speak the frames: the Python one
+(loadtest/sidecar.py) and the native one (loadtest/native, built by
+scripts/build-native-sidecar.sh; its cases skip, naming the script, where it is not built).
+
 Locust and gevent run only in subprocesses (importing them would patch pytest). The
 references are independent of the code under test: embeddings from tritonclient's own
 gRPC client, errors from the SDK's default gRPC transport, processes from /proc.
@@ -32,6 +36,9 @@ from tests.conftest import require_models
 from tests.test_loadtest import ROOT
 
 TAG = "SIDECAR_TEST_TAG"
+# Where scripts/build-native-sidecar.sh puts the native sidecar (named here, not imported:
+# loadtest.sidecar_client would bring gevent into the pytest process).
+NATIVE = Path(sys.prefix) / "bin" / "triton-kit-grpc-sidecar"
 
 
 def _reference_embedding(server: TritonServer, text: str) -> np.ndarray:
@@ -62,14 +69,30 @@ def _tagged_processes(tag: str) -> list[str]:
     return found
 
 
+@pytest.fixture(params=["python", "native"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """Which sidecar the test drives; the native one only where it is built."""
+    if request.param == "native" and not os.access(NATIVE, os.X_OK):
+        pytest.skip(f"no native gRPC sidecar at {NATIVE}: run scripts/build-native-sidecar.sh")
+    return str(request.param)
+
+
+def _sidecar_command(kind: str, fd: int, address: str) -> list[str]:
+    if kind == "native":
+        return [str(NATIVE), "--fd", str(fd), "--address", address]
+    return [sys.executable, "-m", "loadtest.sidecar", "--fd", str(fd), "--address", address]
+
+
 @pytest.fixture
-def probe(triton_server: TritonServer) -> dict:
+def probe(triton_server: TritonServer, kind: str) -> dict:
     require_models("bert")
     done = subprocess.run(
-        [sys.executable, "-m", "tests.sidecar_probe", triton_server.grpc_url],
+        [sys.executable, "-m", "tests.sidecar_probe", triton_server.grpc_url, kind],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["native"] is (kind == "native"), out  # the sidecar asked for, not the other
+    return out
 
 
 def test_sdk_over_the_sidecar_matches_plain_tritonclient(
@@ -94,6 +117,27 @@ def test_server_invalid_argument_is_the_same_sdk_error(
     assert probe["invalid"]["type"] == type(raised.value).__name__
     assert probe["invalid"]["message"] == str(raised.value)
     assert probe["invalid"]["status"] == str(raised.value.status)
+
+
+def test_without_the_native_sidecar_the_python_one_serves_and_says_so(
+    triton_server: TritonServer, tmp_path: Path
+) -> None:
+    """No binary (as on a machine without the build tools): the default falls back, loudly."""
+    require_models("bert")
+    env = {**os.environ, "TRITON_KIT_NATIVE_SIDECAR": str(tmp_path / "not-built")}
+    command = [sys.executable, "-m", "tests.sidecar_probe", triton_server.grpc_url, "auto"]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env, check=True
+    )
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["ready"] is True and out["native"] is False, out
+    assert "native gRPC sidecar not built" in done.stderr, done.stderr[-2000:]
+    assert "scripts/build-native-sidecar.sh" in done.stderr, done.stderr[-2000:]
+    forced = subprocess.run(
+        [*command[:-1], "native"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert forced.returncode != 0
+    assert f"no native gRPC sidecar at {tmp_path / 'not-built'}" in forced.stderr
 
 
 def test_a_dead_sidecar_fails_calls_at_once_and_names_itself(probe: dict) -> None:
@@ -132,14 +176,19 @@ def _wait_for(predicate: Callable[[], bool], seconds: float) -> bool:
     return predicate()
 
 
+# --grpc-transport sidecar, the default, is the native sidecar wherever it is built.
+TRANSPORTS = {"python": "sidecar-python", "native": "sidecar"}
+
+
 def test_locust_grpc_run_returns_reference_outputs_and_leaves_no_process(
-    triton_server: TritonServer, tmp_path: Path
+    triton_server: TritonServer, tmp_path: Path, kind: str
 ) -> None:
-    """A real headless Locust run of the BertUser over gRPC (sidecar: the default)."""
+    """A real headless Locust run of the BertUser over gRPC through the ``kind`` sidecar."""
     require_models("bert")
     tag = uuid.uuid4().hex
     dump = tmp_path / "dump.json"
     args = ["--headless", "--host", triton_server.grpc_url, "-u", "4", "-r", "4"]
+    args += ["--grpc-transport", TRANSPORTS[kind]]
     args += ["--run-time", "4s", "--only-summary", "--exit-code-on-error", "0"]
     env = {TAG: tag, "SIDECAR_TEST_DUMP": str(dump)}
     with _locust(args, tmp_path / "locust.log", env) as process:
@@ -150,6 +199,7 @@ def test_locust_grpc_run_returns_reference_outputs_and_leaves_no_process(
     assert left == [], f"processes outlived the Locust run: {left}"
     recorded = json.loads(dump.read_text())
     assert len(recorded["sidecar_pids"]) == 1, recorded["sidecar_pids"]  # one per process
+    assert recorded["sidecar_kinds"] == [kind], recorded["sidecar_kinds"]
     embeddings = recorded["embeddings"]
     assert embeddings, log[-3000:]
     for text in list(embeddings)[:5]:
@@ -158,11 +208,14 @@ def test_locust_grpc_run_returns_reference_outputs_and_leaves_no_process(
     assert "0(0.00%)" in log, log[-3000:]  # Locust's summary: no failed request
 
 
-def test_the_sidecar_ends_with_a_killed_locust(triton_server: TritonServer, tmp_path: Path) -> None:
+def test_the_sidecar_ends_with_a_killed_locust(
+    triton_server: TritonServer, tmp_path: Path, kind: str
+) -> None:
     """SIGKILL leaves Locust no time to close anything: the sidecar ends on its socket's EOF."""
     require_models("bert")
     tag = uuid.uuid4().hex
     args = ["--headless", "--host", triton_server.grpc_url, "-u", "2", "-r", "2"]
+    args += ["--grpc-transport", TRANSPORTS[kind]]
     args += ["--run-time", "60s", "--only-summary"]
     env = {TAG: tag, "SIDECAR_TEST_DUMP": str(tmp_path / "dump.json")}
     with _locust(args, tmp_path / "locust.log", env) as process:
@@ -192,7 +245,9 @@ def _read_replies(sock: socket.socket, count: int) -> dict[int, tuple[int, bytes
     return replies
 
 
-def test_the_sidecar_reassembles_frames_cut_anywhere(triton_server: TritonServer) -> None:
+def test_the_sidecar_reassembles_frames_cut_anywhere(
+    triton_server: TritonServer, kind: str
+) -> None:
     """The real sidecar, fed byte by byte without gevent: two calls, replies by call id."""
     require_models("bert")
     text = b"Cut into single bytes."
@@ -204,10 +259,8 @@ def test_the_sidecar_reassembles_frames_cut_anywhere(triton_server: TritonServer
     frames += wire.request_frame(8, wire.INFER, None, None, missing.SerializeToString())
     ours, theirs = socket.socketpair()
     address = triton_server.grpc_url.split("://", 1)[1]
-    command = [sys.executable, "-m", "loadtest.sidecar", "--fd", str(theirs.fileno())]
-    process = subprocess.Popen(
-        [*command, "--address", address], cwd=ROOT, pass_fds=[theirs.fileno()]
-    )
+    command = _sidecar_command(kind, theirs.fileno(), address)
+    process = subprocess.Popen(command, cwd=ROOT, pass_fds=[theirs.fileno()])
     theirs.close()
     try:
         for byte in frames:
