@@ -29,3 +29,15 @@ def family_of(model_name: str) -> str:
 BEAM_INDEX = "beam_index"
 NMT_DECODER_INPUTS = ("input_ids", "encoder_attention_mask", "cross_kv", "past_kv", BEAM_INDEX)
 NMT_DECODER_OUTPUTS = ("logits", "present_kv")
+
+
+def decoder_feed(input_ids, attention_mask, cross_kv, past_kv, beam_index=None) -> dict:
+    """The step's inputs by name, as every caller of the decoder sends them (sessions, BLS,
+    the calibration recorder); ``beam_index`` (int64) only for a decoder that reorders."""
+    import numpy as np
+
+    arrays = (input_ids, attention_mask, cross_kv, past_kv)
+    feed = dict(zip(NMT_DECODER_INPUTS[:4], arrays, strict=True))
+    if beam_index is not None:
+        feed[BEAM_INDEX] = np.asarray(beam_index, dtype=np.int64)
+    return feed

@@ -35,7 +35,7 @@ import numpy as np
 
 from python_models import bls
 from python_models.base import Arrays, InvalidInput, PythonModel, array_response, error_response
-from python_models.contracts import BEAM_INDEX
+from python_models.contracts import BEAM_INDEX, decoder_feed
 from python_models.nmt_decode import Job, StepModel, generate
 from python_models.nmt_ort import OrtStepModel
 from python_models.nmt_settings import Limits, from_parameters
@@ -64,14 +64,7 @@ class BlsStepModel:
     def step(
         self, input_ids, attention_mask, cross_kv, past_kv, beam_index=None
     ) -> tuple[np.ndarray, np.ndarray]:
-        feed = {
-            "input_ids": input_ids,
-            "encoder_attention_mask": attention_mask,
-            "cross_kv": cross_kv,
-            "past_kv": past_kv,
-        }
-        if beam_index is not None:
-            feed[BEAM_INDEX] = np.asarray(beam_index, dtype=np.int64)
+        feed = decoder_feed(input_ids, attention_mask, cross_kv, past_kv, beam_index)
         logits, present = bls.infer(self.decoder, feed, ["logits", "present_kv"])
         return logits, present
 

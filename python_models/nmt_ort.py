@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from python_models.contracts import BEAM_INDEX
+from python_models.contracts import BEAM_INDEX, decoder_feed
 from python_models.nmt_candidates import OrtCandidates
 from python_models.ort_session import SessionSettings, create_session
 
@@ -48,14 +48,7 @@ class SessionStepModel:
         past_kv: np.ndarray,
         beam_index: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        feed = {
-            "input_ids": input_ids,
-            "encoder_attention_mask": attention_mask,
-            "cross_kv": cross_kv,
-            "past_kv": past_kv,
-        }
-        if beam_index is not None:
-            feed[BEAM_INDEX] = np.asarray(beam_index, dtype=np.int64)
+        feed = decoder_feed(input_ids, attention_mask, cross_kv, past_kv, beam_index)
         if not isinstance(self.decoder, ort.InferenceSession):
             logits, present = self.decoder.run(None, feed)[:2]
             return logits, present

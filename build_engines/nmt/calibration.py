@@ -13,7 +13,7 @@ import numpy as np
 
 from build_engines.engines import CalibrationSource
 from build_engines.nmt import corpus
-from python_models.contracts import BEAM_INDEX
+from python_models.contracts import decoder_feed
 from python_models.nmt_decode import DecodeSettings, Job, generate
 from python_models.nmt_ort import OrtStepModel
 from python_models.nmt_text import MarianText
@@ -43,14 +43,7 @@ class _Recorder(OrtStepModel):
         return super().encode(input_ids, attention_mask)
 
     def step(self, input_ids, attention_mask, cross_kv, past_kv, beam_index=None):
-        feed = {
-            "input_ids": input_ids,
-            "encoder_attention_mask": attention_mask,
-            "cross_kv": cross_kv,
-            "past_kv": past_kv,
-        }
-        if beam_index is not None:
-            feed[BEAM_INDEX] = np.asarray(beam_index, dtype=np.int64)
+        feed = decoder_feed(input_ids, attention_mask, cross_kv, past_kv, beam_index)
         self.decoder_feeds.append(feed)
         return super().step(input_ids, attention_mask, cross_kv, past_kv, beam_index)
 
