@@ -121,3 +121,14 @@ def result_row(result: Result) -> list[object]:
 
 
 RESULT_HEADERS = ["configuration", "concurrency", "items/s", "p50 ms", "p95 ms", "p99 ms", "calls"]
+
+
+def closed_loop_summary(latencies_s: list[float], duration_s: float) -> dict[str, float]:
+    """Requests, rate and p50/p99 (ms) of one closed-loop window; NaN percentiles if empty."""
+    samples = np.array(latencies_s) * 1000.0
+    return {
+        "requests": len(latencies_s),
+        "rps": len(latencies_s) / duration_s,
+        "p50_ms": float(np.percentile(samples, 50)) if len(samples) else float("nan"),
+        "p99_ms": float(np.percentile(samples, 99)) if len(samples) else float("nan"),
+    }

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import closed_loop_summary
+
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "identity"
 IDENTITY_CONFIG = f"""name: "{MODEL}"
@@ -182,12 +184,8 @@ async def plain_loop(url: str, concurrency: int, duration: float) -> dict[str, f
         window, *_ = await asyncio.gather(cpu_window(), *(worker() for _ in range(concurrency)))
     finally:
         await client.close()
-    samples = np.array(latencies) * 1000.0
     return {
-        "requests": len(latencies),
-        "rps": len(latencies) / duration,
-        "p50_ms": float(np.percentile(samples, 50)) if len(samples) else float("nan"),
-        "p99_ms": float(np.percentile(samples, 99)) if len(samples) else float("nan"),
+        **closed_loop_summary(latencies, duration),
         "cpu_ms_per_request": 1000.0 * (window[1] - window[0]) / max(len(latencies), 1),
     }
 

@@ -24,8 +24,8 @@ def measure(url: str, concurrency: int, duration: float, model: str, text: str, 
     import time
 
     import gevent
-    import numpy as np
 
+    from benchmarks.common import closed_loop_summary
     from benchmarks.loadgen import WARMUP_S
     from client import TritonClient
     from loadtest import sidecar_client
@@ -56,12 +56,8 @@ def measure(url: str, concurrency: int, duration: float, model: str, text: str, 
     own_0, side_0, own_1, side_1 = timer.get()
     sidecar_client.close_all()
     count = max(len(latencies), 1)
-    samples = np.array(latencies) * 1000.0
     return {
-        "requests": len(latencies),
-        "rps": len(latencies) / duration,
-        "p50_ms": float(np.percentile(samples, 50)) if len(samples) else float("nan"),
-        "p99_ms": float(np.percentile(samples, 99)) if len(samples) else float("nan"),
+        **closed_loop_summary(latencies, duration),
         "process_cpu_ms_per_request": 1000.0 * (own_1 - own_0) / count,
         "sidecar_cpu_ms_per_request": 1000.0 * (side_1 - side_0) / count,
     }
