@@ -259,9 +259,13 @@ class SidecarClient:
     def __init__(self, sidecar: Sidecar) -> None:
         self.sidecar = sidecar
 
-    @staticmethod
-    def _metadata(headers: dict[str, str] | None) -> Any:
-        return tuple(headers.items()) if headers else None
+    def _unary(
+        self, method: int, request: Any, reply_type: Any, timeout: float | None, headers: Any
+    ) -> Any:
+        """One call through the sidecar: the request serialized here, the reply parsed here."""
+        metadata = tuple(headers.items()) if headers else None
+        reply = self.sidecar.call(method, request.SerializeToString(), timeout, metadata)
+        return reply_type.FromString(reply)
 
     def infer(
         self,
@@ -283,19 +287,14 @@ class SidecarClient:
             request_id=request_id, outputs=outputs, sequence_id=0, sequence_start=False,
             sequence_end=False, priority=0, timeout=timeout, parameters=parameters,
         )  # fmt: skip
-        reply = self.sidecar.call(
-            wire.INFER, request.SerializeToString(), client_timeout, self._metadata(headers)
-        )
-        return InferResult(service_pb2.ModelInferResponse.FromString(reply))
+        reply_type = service_pb2.ModelInferResponse
+        return InferResult(self._unary(wire.INFER, request, reply_type, client_timeout, headers))
 
     def is_server_ready(
         self, headers: dict[str, str] | None = None, client_timeout: float | None = None
     ) -> bool:
-        payload = service_pb2.ServerReadyRequest().SerializeToString()
-        reply = self.sidecar.call(
-            wire.SERVER_READY, payload, client_timeout, self._metadata(headers)
-        )
-        return service_pb2.ServerReadyResponse.FromString(reply).ready
+        request, reply_type = service_pb2.ServerReadyRequest(), service_pb2.ServerReadyResponse
+        return self._unary(wire.SERVER_READY, request, reply_type, client_timeout, headers).ready
 
     def is_model_ready(
         self,
@@ -304,13 +303,9 @@ class SidecarClient:
         headers: dict[str, str] | None = None,
         client_timeout: float | None = None,
     ) -> bool:
-        payload = service_pb2.ModelReadyRequest(
-            name=model_name, version=model_version
-        ).SerializeToString()
-        reply = self.sidecar.call(
-            wire.MODEL_READY, payload, client_timeout, self._metadata(headers)
-        )
-        return service_pb2.ModelReadyResponse.FromString(reply).ready
+        request = service_pb2.ModelReadyRequest(name=model_name, version=model_version)
+        reply_type = service_pb2.ModelReadyResponse
+        return self._unary(wire.MODEL_READY, request, reply_type, client_timeout, headers).ready
 
     def get_model_metadata(
         self,
@@ -320,13 +315,9 @@ class SidecarClient:
         as_json: bool = False,
         client_timeout: float | None = None,
     ) -> Any:
-        payload = service_pb2.ModelMetadataRequest(
-            name=model_name, version=model_version
-        ).SerializeToString()
-        reply = self.sidecar.call(
-            wire.MODEL_METADATA, payload, client_timeout, self._metadata(headers)
-        )
-        response = service_pb2.ModelMetadataResponse.FromString(reply)
+        request = service_pb2.ModelMetadataRequest(name=model_name, version=model_version)
+        reply_type = service_pb2.ModelMetadataResponse
+        response = self._unary(wire.MODEL_METADATA, request, reply_type, client_timeout, headers)
         if not as_json:
             return response
         from google.protobuf.json_format import MessageToJson  # type: ignore[import-untyped]
