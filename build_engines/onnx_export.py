@@ -45,6 +45,23 @@ def export(
     return path
 
 
+def pin_output_dims(path: Path, dims: Mapping[str, Mapping[int, int]]) -> Path:
+    """Write fixed sizes into outputs the exporter left symbolic (e.g. a bidirectional GRU's
+    concatenated width): Triton's onnxruntime backend compares configured output shapes with
+    the file's exactly, so the file must say what the config says."""
+    import onnx
+
+    model = onnx.load(str(path))
+    for output in model.graph.output:
+        for axis, size in dims.get(output.name, {}).items():
+            dim = output.type.tensor_type.shape.dim[axis]
+            dim.Clear()
+            dim.dim_value = size
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
 def max_abs_diff_vs_torch(
     module: object, path: Path, feeds: Mapping[str, np.ndarray], threads: int = 0
 ) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """Run a real Triton Inference Server: the container's, or the one in the nvidia-pytriton wheel."""
 
 from server.errors import (
+    BackendUnavailableError,
     BinaryNotFoundError,
     ModelLoadError,
     PortInUseError,
@@ -11,6 +12,7 @@ from server.errors import (
 from server.launcher import ServerConfig, TritonServer, free_port, free_ports
 
 __all__ = [
+    "BackendUnavailableError",
     "BinaryNotFoundError",
     "ModelLoadError",
     "PortInUseError",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server.errors import BinaryNotFoundError
+from server.native_backends import NATIVE_BACKENDS, NativeBackendError, built_library
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PROJECT_BACKENDS = Path(__file__).resolve().parent / "backends"
@@ -78,13 +79,17 @@ def _installation_for(binary: Path) -> TritonInstallation:
 def assemble_backend_dir(installation: TritonInstallation, dest: Path) -> Path:
     """Build a backend directory: Triton's own backends plus the project's Python ones.
 
-    The project's Python-based backends (e.g. ``onnxruntime/model.py``) are only
-    added where the installation lacks a native backend of the same name, so the
-    official container keeps its C++ onnxruntime backend.
+    A container or custom build keeps its own backends (its native onnxruntime and
+    pytorch). The wheel ships only the python backend, so Triton's own onnxruntime and
+    pytorch backends, built from the 24.10 sources by ``python -m server.native_backends
+    build``, are added where they are built and current; a missing one is not replaced by
+    anything (``missing_native_backends`` says why, the launcher refuses to start).
     """
     dest.mkdir(parents=True, exist_ok=True)
     if installation.from_wheel:
         _add_python_stub(installation, dest / "python")
+        for name in NATIVE_BACKENDS:
+            _add_native_backend(name, dest / name)
     else:
         for backend in sorted(installation.backends.iterdir()):
             _link(backend, dest / backend.name)
@@ -96,6 +101,31 @@ def assemble_backend_dir(installation: TritonInstallation, dest: Path) -> Path:
         ):
             shutil.copytree(backend, dest / backend.name, ignore=_PYCACHE)
     return dest
+
+
+def _add_native_backend(name: str, folder: Path) -> None:
+    """A copy, not a link: Triton rejects a backend library whose real path lies outside the
+    backend directory."""
+    try:
+        library = built_library(name)
+    except NativeBackendError:
+        return
+    folder.mkdir(exist_ok=True)
+    shutil.copy2(library, folder / library.name)
+
+
+def missing_native_backends(backend_dir: Path, needed: set[str]) -> dict[str, str]:
+    """For each needed native backend that ``backend_dir`` lacks, the one-line reason."""
+    missing = {}
+    for name in sorted(needed):
+        if (backend_dir / name).is_dir():
+            continue
+        try:
+            built_library(name)
+            missing[name] = f"Triton's {name} backend is not in {backend_dir}"
+        except NativeBackendError as exc:
+            missing[name] = str(exc)
+    return missing
 
 
 def _add_python_stub(installation: TritonInstallation, python_dir: Path) -> None:

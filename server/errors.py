@@ -15,6 +15,10 @@ class PortInUseError(ServerError):
     """A port the server needs is already bound by another process."""
 
 
+class BackendUnavailableError(ServerError):
+    """A model needs one of Triton's own backends that is not built or not current."""
+
+
 class ModelLoadError(ServerError):
     """Triton started but one or more models failed to load."""
 

@@ -26,15 +26,18 @@ from server.binary import (
     TritonInstallation,
     assemble_backend_dir,
     find_installation,
+    missing_native_backends,
     server_environment,
 )
 from server.drain import CONTROL_ARGS, Drainer
 from server.errors import (
+    BackendUnavailableError,
     ModelLoadError,
     PortInUseError,
     ServerExitedError,
     StartupTimeoutError,
 )
+from server.model_backends import native_backends_needed
 from server.plan_check import check_plans
 from server.security import api_key_from_env, api_key_headers, restricted_api_args
 from server.shm import new_prefix, prefix_args, remove_orphans, remove_regions
@@ -195,6 +198,7 @@ class TritonServer:
         remove_orphans()
         self._workdir = Path(tempfile.mkdtemp(prefix="tritonserver-"))
         backends = assemble_backend_dir(self.installation, self._workdir / "backends")
+        self._check_backends(backends)
         if cfg.log_file is None:
             cfg.log_file = PROJECT_ROOT / "logs" / f"tritonserver-{cfg.http_port}.log"
         cfg.log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -217,6 +221,20 @@ class TritonServer:
             self.stop()
             raise
         return self
+
+    def _check_backends(self, backends: Path) -> None:
+        """Refuse to start when a model needs a native backend that is not there: the
+        container would serve it with Triton's own, so nothing stands in for it here."""
+        needed = native_backends_needed(Path(self.config.model_repository))
+        missing = missing_native_backends(backends, set(needed))
+        if missing:
+            shutil.rmtree(self._workdir or backends, ignore_errors=True)
+            raise BackendUnavailableError(
+                "\n".join(
+                    f"{reason} (needed by {', '.join(needed[name])})"
+                    for name, reason in missing.items()
+                )
+            )
 
     def _assign_ports(self) -> None:
         cfg = self.config

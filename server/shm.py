@@ -18,8 +18,9 @@ from pathlib import Path
 SHM_DIR = Path("/dev/shm")
 PREFIX = "triton_kit_"
 _OURS = re.compile(rf"^{PREFIX}(?P<pid>\d+)_[0-9a-f]+_")
-# Python-based backends (ours: onnxruntime) take the same setting under their own name.
-PYTHON_BASED_BACKENDS = ("python", "onnxruntime")
+# Python-based backends take the same setting under their own name (Triton's onnxruntime
+# and pytorch backends are native and make no such regions).
+PYTHON_BASED_BACKENDS = ("python",)
 
 
 def new_prefix() -> str:

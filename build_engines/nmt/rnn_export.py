@@ -61,7 +61,7 @@ DECODER_AXES = {
 def export_encoder(model: RnnTranslator, path: Path) -> Path:
     ids = torch.tensor([[5, 6, 7, 8, 0], [5, 6, 0, 139, 139]], dtype=torch.long)
     mask = (ids != 139).long()
-    return onnx_export.export(
+    onnx_export.export(
         EncoderGraph(model),
         (ids, mask),
         path,
@@ -73,6 +73,7 @@ def export_encoder(model: RnnTranslator, path: Path) -> Path:
             "cross_kv": {2: "batch", 3: "src_len"},
         },
     )
+    return onnx_export.pin_output_dims(path, {"last_hidden_state": {2: model.config.hidden}})
 
 
 def export_decoder(model: RnnTranslator, path: Path) -> Path:
