@@ -1,8 +1,9 @@
-"""The Python-based onnxruntime backend honours config.pbtxt like the native one does."""
+"""Triton's own onnxruntime backend, as the embedded server runs it, honours config.pbtxt."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -131,18 +132,34 @@ def test_instance_count_and_threads_come_from_the_config(backend_server: TritonS
     assert "affine_0_0" in log and "affine_0_1" in log, "expected two model instances"
 
 
-def _stub_threads(server: TritonServer, model: str) -> int:
-    """Threads of the python stub process that serves ``model`` (observed, not configured)."""
+def _threads_added_by_loading(server: TritonServer, model: str) -> int:
+    """Threads the tritonserver process gains when ``model`` is loaded (observed, not
+    configured): Triton's own backend runs ONNX Runtime inside the server process."""
     import psutil
 
-    root = psutil.Process(server._process.pid)
-    stubs = [
-        child
-        for child in root.children(recursive=True)
-        if any(f"/{model}/" in part or part.endswith(f"/{model}") for part in child.cmdline())
-    ]
-    assert len(stubs) == 1, [c.cmdline() for c in root.children(recursive=True)]
-    return stubs[0].num_threads()
+    from server.security import api_key_headers
+
+    process = psutil.Process(server._process.pid)
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.config.grpc_port}")
+    headers = api_key_headers(server.api_key, "grpc")
+    client.unload_model(model, headers=headers)
+    before = _settled_threads(process)
+    client.load_model(model, headers=headers)
+    _infer(server, model, np.ones((1, 2), dtype=np.float32))
+    return _settled_threads(process) - before
+
+
+def _settled_threads(process: object, deadline_s: float = 15.0) -> int:
+    """The thread count once it has held still for half a second (an unload finishes, and
+    its threads exit, after the call returns)."""
+    readings: list[int] = []
+    stop = time.monotonic() + deadline_s
+    while time.monotonic() < stop:
+        readings.append(process.num_threads())  # type: ignore[attr-defined]
+        if len(readings) >= 6 and len(set(readings[-6:])) == 1:
+            return readings[-1]
+        time.sleep(0.1)
+    raise AssertionError(f"thread count never settled: {readings[-20:]}")
 
 
 def test_session_applies_the_intra_op_thread_count(backend_server: TritonServer) -> None:
@@ -150,7 +167,9 @@ def test_session_applies_the_intra_op_thread_count(backend_server: TritonServer)
     x = np.ones((1, 2), dtype=np.float32)
     for model in ("affine_t1", "affine_t5"):
         np.testing.assert_array_equal(_infer(backend_server, model, x)["y"], x * 2 + 1)
-    extra = _stub_threads(backend_server, "affine_t5") - _stub_threads(backend_server, "affine_t1")
+    extra = _threads_added_by_loading(backend_server, "affine_t5") - _threads_added_by_loading(
+        backend_server, "affine_t1"
+    )
     assert extra == 4
 
 
