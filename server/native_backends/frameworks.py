@@ -66,6 +66,6 @@ def torch_cuda_version(framework: Framework) -> str | None:
     ``version.py`` so nothing is imported."""
     version_file = framework.package_dir / "version.py"
     scope: dict[str, object] = {}
-    exec(compile(version_file.read_text(), str(version_file), "exec"), scope)  # noqa: S102
+    exec(compile(version_file.read_text(), str(version_file), "exec"), scope)
     cuda = scope.get("cuda")
     return str(cuda) if cuda else None

@@ -49,7 +49,8 @@ PATCHES: dict[str, tuple[Patch, ...]] = {
         Patch(
             "pytorch_backend/src/libtorch.cc",
             '#include "libtorch_utils.h"',
-            '#include "libtorch_utils.h"\n#ifdef TRITON_ENABLE_GPU\n#include <torch/cuda.h>\n#endif',
+            '#include "libtorch_utils.h"\n'
+            "#ifdef TRITON_ENABLE_GPU\n#include <torch/cuda.h>\n#endif",
             "torch::cuda::device_count() needs <torch/cuda.h> with recent torch headers",
             gpu_only=True,
         ),

@@ -137,7 +137,7 @@ def _unpack(archive: Path, source: Source, dest: Path) -> None:
         if hasattr(tarfile, "data_filter"):  # 3.10.12+: refuse links and paths out of dest
             tar.extractall(dest, filter="data")
         else:
-            tar.extractall(dest)  # noqa: S202 - sha256-pinned archive
+            tar.extractall(dest)
 
 
 def _clone(source: Source, tree: Path) -> None:

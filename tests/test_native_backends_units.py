@@ -1,0 +1,104 @@
+"""The native-backend build refuses what it was not verified with, naming the fix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from server.native_backends import NativeBackendError, built_library
+from server.native_backends import sources as src
+from server.native_backends.frameworks import installed
+from server.native_backends.patches import Patch, apply
+from server.native_backends.provenance import RECORD_NAME, Provenance
+
+SHARED = src.DEFAULT_SOURCE_DIRS[0]
+
+
+def test_an_archive_whose_sha256_differs_is_refused(tmp_path: Path) -> None:
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    (archives / src.SOURCES["core"].archive).write_bytes(b"not the r24.10 release")
+    with pytest.raises(NativeBackendError, match=r"sha256 .* not the pinned"):
+        src.fetch(["core"], tmp_path / "out", archives)
+    assert not (tmp_path / "out" / "core").exists()
+
+
+def test_a_missing_archive_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(NativeBackendError, match=r"core-r24\.10\.tar\.gz is missing"):
+        src.fetch(["core"], tmp_path / "out", tmp_path)
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"no {SHARED} (the archives CI has)")
+def test_the_pinned_sums_are_those_of_the_shipped_archives() -> None:
+    listed = dict(
+        reversed(line.split()) for line in (SHARED / "SHA256SUMS").read_text().splitlines()
+    )
+    for source in src.SOURCES.values():
+        assert listed[source.archive] == source.sha256
+        digest = hashlib.sha256((SHARED / source.archive).read_bytes()).hexdigest()
+        assert digest == source.sha256
+
+
+def _record(folder: Path, version: str) -> None:
+    folder.mkdir(parents=True)
+    (folder / "libtriton_onnxruntime.so").write_bytes(b"\x7fELF")
+    Provenance("onnxruntime", "libtriton_onnxruntime.so", "onnxruntime", version, False, "k").write(
+        folder
+    )
+
+
+def test_a_library_built_against_another_onnxruntime_is_stale(tmp_path: Path) -> None:
+    _record(tmp_path / "onnxruntime", "0.0.1")
+    here = installed("onnxruntime")
+    assert here is not None
+    with pytest.raises(NativeBackendError) as caught:
+        built_library("onnxruntime", tmp_path)
+    message = str(caught.value)
+    assert "built against onnxruntime 0.0.1" in message
+    assert f"onnxruntime here is {here.version}" in message
+    assert "make backends" in message
+
+
+def test_a_current_library_is_accepted(tmp_path: Path) -> None:
+    here = installed("onnxruntime")
+    assert here is not None
+    _record(tmp_path / "onnxruntime", here.version)
+    assert built_library("onnxruntime", tmp_path) == tmp_path / "onnxruntime" / (
+        "libtriton_onnxruntime.so"
+    )
+
+
+def test_an_unbuilt_backend_names_the_build_command(tmp_path: Path) -> None:
+    with pytest.raises(NativeBackendError, match=f"no .*{RECORD_NAME}.*make backends"):
+        built_library("pytorch", tmp_path)
+
+
+def test_a_corrupt_record_counts_as_unbuilt(tmp_path: Path) -> None:
+    (tmp_path / "pytorch").mkdir()
+    (tmp_path / "pytorch" / RECORD_NAME).write_text(json.dumps({"backend": "pytorch"}))
+    with pytest.raises(NativeBackendError, match="not built"):
+        built_library("pytorch", tmp_path)
+
+
+def test_a_patch_whose_text_is_gone_fails_loudly(tmp_path: Path) -> None:
+    (tmp_path / "common" / "src").mkdir(parents=True)
+    (tmp_path / "common" / "src" / "CMakeLists.txt").write_text("project(x)\n")
+    with pytest.raises(NativeBackendError, match="no longer contains 'add_subdirectory"):
+        apply(tmp_path, ["common"], gpu=False)
+
+
+def test_gpu_only_patches_are_left_out_of_cpu_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import server.native_backends.patches as patches
+
+    target = tmp_path / "x.txt"
+    target.write_text("old\n")
+    monkeypatch.setitem(patches.PATCHES, "x", (Patch("x.txt", "old", "new", "why", True),))
+    apply(tmp_path, ["x"], gpu=False)
+    assert target.read_text() == "old\n"
+    apply(tmp_path, ["x"], gpu=True)
+    assert target.read_text() == "new\n"
