@@ -18,6 +18,7 @@ from benchmarks.common import markdown_table
 from build_engines.sample_images import synthetic_images
 from client import TritonClient
 from server import ServerConfig, TritonServer
+from server.model_backends import backend_table
 
 ROOT = Path(__file__).resolve().parent
 LOAD_STEPS = "1,4"  # users per model at each load step
@@ -122,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         for url in (server.grpc_url, server.http_url):
             with TritonClient(url, timeout=120) as client:
                 rows += [DEMOS[name](client) for name in models]
+        print("\n## Served by\n")
+        print(markdown_table(["model", "backend"], backend_table(args.model_repository)))
         print("\n## Calls through the SDK\n")
         print(markdown_table(["model", "protocol", "result", "median ms"], rows))
         if args.step_seconds > 0:

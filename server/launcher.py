@@ -37,7 +37,7 @@ from server.errors import (
     ServerExitedError,
     StartupTimeoutError,
 )
-from server.model_backends import native_backends_needed
+from server.model_backends import backend_table, native_backends_needed
 from server.plan_check import check_plans
 from server.security import api_key_from_env, api_key_headers, restricted_api_args
 from server.shm import new_prefix, prefix_args, remove_orphans, remove_regions
@@ -397,7 +397,10 @@ def run_foreground(config: ServerConfig) -> int:
             f"{server.metrics_url} (metrics); log: {server.log_file}",
             flush=True,
         )
-        print(f"models: {', '.join(server.model_names())}", flush=True)
+        ready = set(server.model_names())
+        for model, backend in backend_table(Path(config.model_repository)):
+            if model in ready:
+                print(f"  {model:<28} {backend}", flush=True)
         print("Ctrl-C stops it.", flush=True)
         while not stop_requested and server.is_running():
             time.sleep(0.5)

@@ -37,6 +37,17 @@ def model_backends(repository: Path) -> dict[str, str]:
     return found
 
 
+def backend_table(repository: Path) -> list[tuple[str, str]]:
+    """``(model, what serves it)`` rows for people: Triton's own backends named as such."""
+    rows = []
+    for model, backend in model_backends(repository).items():
+        if backend_for_platform("", backend) is not None:
+            rows.append((model, f"{backend} (Triton's own, r24.10)"))
+        else:
+            rows.append((model, backend))
+    return rows
+
+
 def native_backends_needed(repository: Path) -> dict[str, list[str]]:
     """``{native backend: [models]}`` for the models that Triton's own backends serve."""
     needed: dict[str, list[str]] = {}
