@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 
 from build_engines.nmt.pipeline import decode_settings, limits
-from python_models.nmt_decode import DecodeSettings, Job, generate
-from python_models.nmt_ort import OrtStepModel
-from python_models.nmt_text import MarianText
+from python_models.nmt.decode import DecodeSettings, Job, generate
+from python_models.nmt.ort import OrtStepModel
+from python_models.nmt.text import MarianText
 
 warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
 

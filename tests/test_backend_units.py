@@ -14,8 +14,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from python_models.base import InvalidInput
-from python_models.parameters import ModelParameters
+from python_models.common.base import InvalidInput
+from python_models.common.parameters import ModelParameters
 from server.backends.onnxruntime.model import TritonPythonModel
 
 

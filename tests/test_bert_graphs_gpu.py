@@ -27,7 +27,7 @@ import torch
 from build_engines.bert import default_checkpoint
 from build_engines.repository import parse, render
 from client import TritonClient
-from python_models.base import PROFILE_DIR_ENV
+from python_models.common.base import PROFILE_DIR_ENV
 from server import ServerConfig, TritonServer
 from tests.test_bert import COSINE_MIN, SENTENCES
 

@@ -1,4 +1,4 @@
-"""``python_models.bert`` (tokenizer + encoder in one stub) without a server.
+"""``python_models.bert.model`` (tokenizer + encoder in one stub) without a server.
 
 The tokenizer is the nine-word WordPiece of tests/test_text_units.py; the encoder is an ONNX
 graph written here whose "embedding" of a row is (sum of the ids it attends to, tokens
@@ -19,11 +19,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from python_models import bert
-from python_models.base import PROFILE_DIR_ENV
-from python_models.bert import BertEmbeddingModel, encoder_session_settings
-from python_models.ort_session import SessionSettings
-from python_models.parameters import ModelParameters
+from python_models.bert import model
+from python_models.common.base import PROFILE_DIR_ENV
+from python_models.bert.model import BertEmbeddingModel, encoder_session_settings
+from python_models.common.ort_session import SessionSettings
+from python_models.common.parameters import ModelParameters
 from tests import pb_utils_standin as standin
 from tests.pb_utils_standin import error_of, outputs, request
 from tests.test_text_units import write_tokenizer
@@ -89,7 +89,7 @@ def _model(repository: Path, config: dict | None = None) -> BertEmbeddingModel:
 @pytest.fixture
 def pb_utils(monkeypatch):
     monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)
-    return standin.install(monkeypatch, "python_models.base", "python_models.bls")
+    return standin.install(monkeypatch, "python_models.common.base", "python_models.common.bls")
 
 
 def _texts(*items: object) -> dict[str, np.ndarray]:

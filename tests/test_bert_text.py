@@ -1,4 +1,4 @@
-"""Tokenization and bucketing (python_models.text) and the exported graph, without a server."""
+"""Tokenization and bucketing (python_models.bert.text) and the exported graph, without a server."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from build_engines.bert import default_checkpoint
-from python_models.base import InvalidInput
-from python_models.text import (
+from python_models.common.base import InvalidInput
+from python_models.bert.text import (
     TextLimits,
     bucket_for,
     bucket_lengths,

@@ -1,4 +1,4 @@
-"""``python_models.bls.infer`` through tests/pb_utils_standin.py: the request it builds (model,
+"""``python_models.common.bls.infer`` through tests/pb_utils_standin.py: the request it builds (model,
 inputs as the called model reads them, requested outputs) and what it returns or raises."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from python_models import bls
+from python_models.common import bls
 from tests import pb_utils_standin as standin
 
 
 @pytest.fixture
 def pb_utils(monkeypatch):
-    return standin.install(monkeypatch, "python_models.bls")
+    return standin.install(monkeypatch, "python_models.common.bls")
 
 
 def test_infer_sends_the_inputs_and_returns_the_outputs_in_the_asked_order(pb_utils) -> None:

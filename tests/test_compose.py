@@ -367,7 +367,7 @@ IMAGES = [
             "triton_python_backend_utils": "the python backend",
             # Optional GPU paths with fallbacks (24.10's python backend has no torch): `bert`
             # calls bert_model through BLS, the image pre-processors decode with PIL.
-            "torch": "optional: python_models.bert/_torch_recipe fall back without it",
+            "torch": "optional: python_models.bert.model/_torch_recipe fall back without it",
             "torchvision": "optional: nvJPEG decode only where it imports",
         },
         served=("python_models",),

@@ -3,7 +3,7 @@
 A server (or a python-backend model inside the serving container) that imported the build
 package would drag ONNX export, calibration and TensorRT building into the serving image, and
 couple what is served to how it was built. The contract both sides share lives on the server
-side (``python_models.tensorrt_sidecar``, ``server.tensorrt_device``)."""
+side (``python_models.common.tensorrt_sidecar``, ``server.tensorrt_device``)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from build_engines.repository import Tensor, onnx_model_config, parse, render
-from python_models.parameters import ModelParameters, ParameterError
+from python_models.common.parameters import ModelParameters, ParameterError
 
 
 def _configs(repository: Path) -> dict[str, mc.ModelConfig]:

@@ -19,9 +19,9 @@ from build_engines.nmt import export, repository
 from build_engines.nmt.pipeline import decode_settings, limits
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.options import BuildOptions
-from python_models.contracts import BEAM_INDEX, NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
-from python_models.nmt_decode import Job, generate
-from python_models.nmt_ort import OrtStepModel, session
+from python_models.common.contracts import BEAM_INDEX, NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
+from python_models.nmt.decode import Job, generate
+from python_models.nmt.ort import OrtStepModel, session
 
 _TYPES = {onnx.TensorProto.INT64: "INT64", onnx.TensorProto.FLOAT: "FP32"}
 

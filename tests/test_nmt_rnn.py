@@ -18,8 +18,8 @@ from build_engines.nmt.rnn_export import compare, export_decoder, export_encoder
 from build_engines.nmt.rnn_pipeline import decode_settings, limits, verification_ids
 from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
 from client import TritonClient
-from python_models.nmt_decode import Job, generate
-from python_models.nmt_ort import OrtStepModel
+from python_models.nmt.decode import Job, generate
+from python_models.nmt.ort import OrtStepModel
 from tests.conftest import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -216,8 +216,8 @@ def _inputs(text: bytes, beam: int | None, max_length: int | None) -> list[grpcc
 
 def _served_settings(name: str):
     from build_engines.repository import parse
-    from python_models.nmt_settings import from_parameters
-    from python_models.parameters import ModelParameters
+    from python_models.nmt.settings import from_parameters
+    from python_models.common.parameters import ModelParameters
 
     require_models(name)
     config = parse((MODEL_REPOSITORY / name / "config.pbtxt").read_text())

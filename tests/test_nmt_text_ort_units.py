@@ -1,4 +1,4 @@
-"""``python_models.nmt_text`` and ``python_models.nmt_ort`` without a server.
+"""``python_models.nmt.text`` and ``python_models.nmt.ort`` without a server.
 
 Token ids are read off assets/nmt-en-fr-numbers/vocab.json by hand (``</s>`` 0, ``<unk>`` 1,
 ``<pad>`` 139, ``▁four`` 15, ``▁hundred`` 3, ``▁and`` 2, ``▁one`` 8); "b" is not in that
@@ -17,8 +17,8 @@ import onnxruntime as ort
 import pytest
 
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from python_models.nmt_ort import OrtStepModel, SessionStepModel, _run_bound, session
-from python_models.nmt_text import TARGET_VOCAB, MarianText
+from python_models.nmt.ort import OrtStepModel, SessionStepModel, _run_bound, session
+from python_models.nmt.text import TARGET_VOCAB, MarianText
 from tests.conftest import MODEL_REPOSITORY, require_models
 
 

@@ -12,9 +12,9 @@ from build_engines.nmt import corpus
 from build_engines.nmt.pipeline import decode_settings, limits
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.torch_engine.nmt import step_model
-from python_models.nmt_decode import Job, generate, pad_sources
-from python_models.nmt_ort import OrtStepModel
-from python_models.nmt_text import MarianText
+from python_models.nmt.decode import Job, generate, pad_sources
+from python_models.nmt.ort import OrtStepModel
+from python_models.nmt.text import MarianText
 from tests.conftest import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -82,7 +82,7 @@ def test_torch_state_stays_a_device_tensor(engines):
 def test_each_in_process_engine_brings_its_own_candidates(engines):
     """Both in-process step models pick each row's best tokens inside their engine (ONNX
     Runtime's TopK, torch's topk), not through numpy over [rows, vocab] logits."""
-    from python_models.nmt_decode import candidates_of, row_candidates
+    from python_models.nmt.decode import candidates_of, row_candidates
 
     _, _, ort_model, torch_model = engines
     assert candidates_of(ort_model) is not row_candidates
@@ -92,7 +92,7 @@ def test_each_in_process_engine_brings_its_own_candidates(engines):
 def test_candidates_on_the_device_match_the_numpy_search(engines):
     """Each row's best tokens come from the device, [rows, keep]: the same tokens as the
     numpy path over the same logits, log-probs within float32 rounding."""
-    from python_models.nmt_decode import row_candidates
+    from python_models.nmt.decode import row_candidates
 
     settings, text, _, torch_model = engines
     jobs = _jobs(text, [1, 1, 1], [8, 8, 8])

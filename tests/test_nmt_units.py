@@ -8,12 +8,12 @@ import pytest
 from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.repository import parse
-from python_models.base import InvalidInput
-from python_models.nmt import parse_rows
-from python_models.nmt_decode import DecodeSettings, Job, generate
-from python_models.nmt_settings import Limits, from_parameters, to_parameters
-from python_models.nmt_text import MarianText
-from python_models.parameters import ModelParameters
+from python_models.common.base import InvalidInput
+from python_models.nmt.model import parse_rows
+from python_models.nmt.decode import DecodeSettings, Job, generate
+from python_models.nmt.settings import Limits, from_parameters, to_parameters
+from python_models.nmt.text import MarianText
+from python_models.common.parameters import ModelParameters
 from tests.conftest import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -130,13 +130,13 @@ def test_served_config_has_the_documented_io() -> None:
         served = parse((MODEL_REPOSITORY / name / "config.pbtxt").read_text())
         assert served.platform == "onnxruntime_onnx"
     shim = (MODEL_REPOSITORY / "nmt" / "1" / "model.py").read_text()
-    assert "from python_models.nmt import NmtModel as TritonPythonModel" in shim
+    assert "from python_models.nmt.model import NmtModel as TritonPythonModel" in shim
 
 
 def test_short_requests_finish_before_long_ones(text) -> None:
     """on_done fires per sentence as it ends: what lets the BLS model answer early."""
     require_models("nmt_encoder", "nmt_decoder")
-    from python_models.nmt_ort import OrtStepModel
+    from python_models.nmt.ort import OrtStepModel
 
     runner = OrtStepModel(
         MODEL_REPOSITORY / "nmt_encoder" / "1" / "model.onnx",

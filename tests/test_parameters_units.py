@@ -1,11 +1,11 @@
-"""python_models.parameters and .contracts without a server (fast: mutation runs)."""
+"""python_models.common.parameters and .contracts without a server (fast: mutation runs)."""
 
 from __future__ import annotations
 
 import pytest
 
-from python_models import contracts
-from python_models.parameters import ModelParameters, ParameterError
+from python_models.common import contracts
+from python_models.common.parameters import ModelParameters, ParameterError
 
 
 def _params(**values: str) -> ModelParameters:

@@ -94,7 +94,7 @@ NO_VNNI_CPU = "EPYC-Rome"
 RUN_ONNX = """
 import sys
 import numpy as np
-from python_models.ort_session import create_session
+from python_models.common.ort_session import create_session
 x = np.load(sys.argv[1])
 for model in sys.argv[2:]:
     np.save(model + ".y.npy", create_session(model).run(None, {"x": x})[0])

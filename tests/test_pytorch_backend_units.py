@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import torch
 
-from python_models.base import ExecuteProfile, InvalidInput
-from python_models.cuda_graphs import CudaGraph, graph_key
-from python_models.parameters import ModelParameters
+from python_models.common.base import ExecuteProfile, InvalidInput
+from python_models.common.cuda_graphs import CudaGraph, graph_key
+from python_models.common.parameters import ModelParameters
 from server.backends.pytorch.model import TritonPythonModel
 
 
@@ -153,7 +153,7 @@ def _initialize_picks_the_device(directory: str, kind: str) -> None:
     # No stub here, so the stub's numpy<2 guard (test_server_environment.py) is set aside:
     # the H100's own Python, which runs this test there, has numpy 2.5.
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr("python_models.base.require_numpy_1", lambda: None)
+        monkeypatch.setattr("python_models.common.base.require_numpy_1", lambda: None)
         model = _initialized(Path(directory), kind)
     expected = "cuda:0" if kind == "GPU" and torch.cuda.is_available() else "cpu"
     assert model.device == torch.device(expected)
@@ -370,7 +370,7 @@ def test_an_instance_goes_to_its_device_id(tmp_path: Path) -> None:
 def _instance_device_ids(directory: str) -> None:
     """No id given: GPU 0. An id past the last GPU: refused, not quietly GPU 0."""
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr("python_models.base.require_numpy_1", lambda: None)
+        monkeypatch.setattr("python_models.common.base.require_numpy_1", lambda: None)
         assert _initialized(Path(directory) / "a", "GPU", None).device == torch.device("cuda:0")
         missing = str(torch.cuda.device_count())
         try:

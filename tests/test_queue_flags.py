@@ -14,7 +14,7 @@ import pytest
 
 from build_engines.cli import FAMILIES, build_parser, family_options, main
 from build_engines.options import BuildOptions, rebuild_command
-from python_models.serving_policy import QueuePolicy
+from python_models.common.serving_policy import QueuePolicy
 
 
 def _queue(*flags: str, family: str = "resnet50") -> QueuePolicy:

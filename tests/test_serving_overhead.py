@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from build_engines.repository import parse
-from python_models.sibling import sibling_onnx
+from python_models.common.sibling import sibling_onnx
 from tests.conftest import MODEL_REPOSITORY
 
 
@@ -55,8 +55,8 @@ def test_bert_is_one_python_model() -> None:
 
 def test_nmt_search_finds_its_graphs_in_process() -> None:
     """The search runs the encoder/decoder files itself: no Triton round trip per step."""
-    from python_models.nmt import step_model
-    from python_models.nmt_ort import SessionStepModel
+    from python_models.nmt.model import step_model
+    from python_models.nmt.ort import SessionStepModel
 
     version_dir = MODEL_REPOSITORY / "nmt" / "1"
     if not version_dir.exists():

@@ -1,6 +1,6 @@
 """Served-model settings parsed from config parameters, without a server (fast: mutation runs).
 
-python_models.nmt_settings (decode settings and limits), ort_session (the session options
+python_models.nmt.settings (decode settings and limits), ort_session (the session options
 the native onnxruntime backend would apply, read back from ONNX Runtime), sibling (which
 ONNX file a python model runs in-process) and serving_policy (the queue defaults).
 """
@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from python_models.nmt_decode import DecodeSettings
-from python_models.nmt_settings import (
+from python_models.nmt.decode import DecodeSettings
+from python_models.nmt.settings import (
     DEFAULT_MAX_BEAM_TOKENS,
     Limits,
     from_parameters,
     to_parameters,
 )
-from python_models.ort_session import SessionSettings, session_options, threaded
-from python_models.parameters import ModelParameters, ParameterError
-from python_models.serving_policy import BOUNDED_QUEUE_POLICY, DEFAULT_QUEUE_POLICY, QueuePolicy
-from python_models.sibling import sibling_onnx
+from python_models.common.ort_session import SessionSettings, session_options, threaded
+from python_models.common.parameters import ModelParameters, ParameterError
+from python_models.common.serving_policy import BOUNDED_QUEUE_POLICY, DEFAULT_QUEUE_POLICY, QueuePolicy
+from python_models.common.sibling import sibling_onnx
 
 SETTINGS = DecodeSettings(
     decoder_start_token_id=59513,

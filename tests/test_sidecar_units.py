@@ -1,4 +1,4 @@
-"""``python_models.tensorrt_sidecar``: the plan record and the flag the compose service asks for.
+"""``python_models.common.tensorrt_sidecar``: the plan record and the flag the compose service asks for.
 
 The expected JSON is written out by hand (keys sorted, two-space indent, a final newline),
 and the flag is tensorrt_backend r24.10's ``--backend-config=tensorrt,version-compatible=true``.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from python_models.tensorrt_sidecar import (
+from python_models.common.tensorrt_sidecar import (
     SIDECAR_NAME,
     VERSION_COMPATIBLE_FLAG,
     Sidecar,
@@ -146,7 +146,7 @@ def test_main_usage(argv: list[str], capsys) -> None:
     assert main(argv) == 2
     assert capsys.readouterr() == (
         "",
-        "usage: python -m python_models.tensorrt_sidecar backend-config REPOSITORY\n",
+        "usage: python -m python_models.common.tensorrt_sidecar backend-config REPOSITORY\n",
     )
 
 

@@ -37,7 +37,7 @@ from build_engines.tensorrt.profiles import (
     ranges_for,
 )
 from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
-from python_models.tensorrt_sidecar import Sidecar
+from python_models.common.tensorrt_sidecar import Sidecar
 from server.errors import PlanMismatchError, ServerError
 from server.plan_check import check_plans, find_problems
 from server.tensorrt_device import Gpu, TensorRTRuntime, parse_nvidia_smi, release

@@ -2,7 +2,7 @@
 
 The tokenizer is a real ``tokenizers`` WordPiece tokenizer over a nine-word vocabulary
 written here, so every expected token id is read off the vocabulary by hand, never
-computed by ``python_models.text``. setup() runs as ``initialize()`` would call it, with
+computed by ``python_models.bert.text``. setup() runs as ``initialize()`` would call it, with
 a parsed parameters block (as tests/test_image_units.py does for the image models).
 """
 
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-from python_models.base import InvalidInput
-from python_models.parameters import ModelParameters, ParameterError
-from python_models.text import (
+from python_models.common.base import InvalidInput
+from python_models.common.parameters import ModelParameters, ParameterError
+from python_models.bert.text import (
     BertTokenizerModel,
     TextLimits,
     bucket_for,

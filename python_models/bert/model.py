@@ -11,17 +11,17 @@ could not group (it only groups equal shapes).
 The encoder is the ONNX file that the sibling ``encoder_model`` (``bert_model``)
 serves, run in-process by ONNX Runtime; the repository holds it once. Built with
 ``--engine torch``, the sibling holds TorchScript ``model.pt`` instead, run in-process
-by torch on the sibling's device (:mod:`python_models.bert_torch`). When that model
+by torch on the sibling's device (:mod:`python_models.bert.torch_encoder`). When that model
 serves neither (a TensorRT plan on a GPU host), or torch is missing from the stub's
 environment (the official container), the encoder is called through BLS, so one
 repository works on all of them.
 
 On a GPU the TorchScript encoder can replay one CUDA graph per (batch bucket, sequence
-bucket) (:mod:`python_models.bert_torch`): when the sibling's config says
+bucket) (:mod:`python_models.bert.torch_encoder`): when the sibling's config says
 ``optimization { cuda { graphs: true ... } }`` (Triton's own field) or this model's
 ``cuda_graphs`` parameter is true. Off by default: this path has not yet run on a GPU.
 
-Parameters: those of :class:`python_models.text.BertTokenizerModel`, plus
+Parameters: those of :class:`python_models.bert.text.BertTokenizerModel`, plus
 ``encoder_model``, ``intra_op_thread_count`` (threads of the in-process session) and
 ``cuda_graphs`` (default false).
 """
@@ -33,12 +33,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from python_models import bls
-from python_models.base import Arrays
-from python_models.ort_session import SessionSettings, create_session
-from python_models.parameters import ModelParameters
-from python_models.sibling import sibling_onnx
-from python_models.text import BertTokenizerModel, group_by_bucket, pad_rows
+from python_models.common import bls
+from python_models.common.base import Arrays
+from python_models.common.ort_session import SessionSettings, create_session
+from python_models.common.parameters import ModelParameters
+from python_models.common.sibling import sibling_onnx
+from python_models.bert.text import BertTokenizerModel, group_by_bucket, pad_rows
 
 Encoder = Callable[[Arrays], np.ndarray]
 
@@ -84,8 +84,8 @@ class BertEmbeddingModel(BertTokenizerModel):
         return lambda feeds: ort_session.run([self.output_name], feeds)[0]
 
     def _torch_encoder(self, model: str, script, threads: int) -> Encoder:
-        from python_models.bert_torch import torch_encoder
-        from python_models.sibling import sibling_device
+        from python_models.bert.torch_encoder import torch_encoder
+        from python_models.common.sibling import sibling_device
 
         device = sibling_device(self.version_dir, model)
         graphs = self._graph_pairs(model) if device == "cuda" else []
@@ -100,8 +100,8 @@ class BertEmbeddingModel(BertTokenizerModel):
     def _graph_pairs(self, model: str) -> list[tuple[int, int]]:
         """Graph shapes from the sibling's ``optimization.cuda`` (or the default grid), when
         the sibling asks for graphs or ``cuda_graphs: true`` is among this model's parameters."""
-        from python_models.bert_torch import graph_pairs, sibling_config
-        from python_models.cuda_graphs import graphs_enabled
+        from python_models.bert.torch_encoder import graph_pairs, sibling_config
+        from python_models.common.cuda_graphs import graphs_enabled
 
         try:
             config = sibling_config(self.version_dir, model)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from python_models.base import Arrays, InvalidInput, PythonModel
+from python_models.common.base import Arrays, InvalidInput, PythonModel
 
 # Steps of 16 then 32 tokens: on CPU the cost is about linear in the padded length, so
 # finer buckets waste less; each extra bucket only splits the dynamic batcher's groups.

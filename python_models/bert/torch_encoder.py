@@ -6,7 +6,7 @@ one-model design (no Triton hop per call) on CPU and GPU alike. The device follo
 sibling's instance group (``KIND_GPU``: the GPU the build traced on), so a module traced
 on the GPU is not moved to the CPU or the other way round.
 
-On the GPU the encoder replays CUDA graphs (:mod:`python_models.cuda_graphs`, the same
+On the GPU the encoder replays CUDA graphs (:mod:`python_models.common.cuda_graphs`, the same
 class the pytorch backend uses): one per (batch bucket, sequence bucket), rows padded up
 to the smallest batch bucket that holds them and sliced back. Texts are already padded
 to a sequence bucket by the tokenizer, so the sequence buckets are the ``bert`` model's
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from python_models.base import Arrays
-from python_models.cuda_graphs import (
+from python_models.common.base import Arrays
+from python_models.common.cuda_graphs import (
     CudaGraph,
     batch_buckets,
     cuda_options,

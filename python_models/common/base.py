@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from python_models.parameters import ModelParameters
+from python_models.common.parameters import ModelParameters
 
 try:  # Present only inside Triton's python stub.
     import triton_python_backend_utils as pb_utils

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from python_models.base import Arrays
+from python_models.common.base import Arrays
 
 try:  # Present only inside Triton's python stub.
     import triton_python_backend_utils as pb_utils

@@ -6,7 +6,7 @@ Version-compatible plans embed a lean runtime (host code) that Triton's TensorRT
 runs when started with ``--backend-config=tensorrt,version-compatible=true`` (tensorrt_backend
 r24.10, src/tensorrt.cc and src/loader.cc). The compose service asks this module for it:
 
-    python3 -m python_models.tensorrt_sidecar backend-config /models
+    python3 -m python_models.common.tensorrt_sidecar backend-config /models
 
 prints that flag when the repository holds such a plan, and nothing otherwise. Python 3.10.
 """
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] != "backend-config":
         print(
-            "usage: python -m python_models.tensorrt_sidecar backend-config REPOSITORY",
+            "usage: python -m python_models.common.tensorrt_sidecar backend-config REPOSITORY",
             file=sys.stderr,
         )
         return 2

@@ -1,6 +1,6 @@
 """Each row's best tokens inside ONNX Runtime: the CPU step model's side of the search.
 
-The numpy path (:func:`python_models.nmt_decode.row_candidates`) took 24-37 ms a step over
+The numpy path (:func:`python_models.nmt.decode.row_candidates`) took 24-37 ms a step over
 opus-mt-en-de's 58k-token logits at 128 rows, a third of a beam-4 call at concurrency 32;
 the same log_softmax and TopK as a small ONNX graph run in C++ on the session's threads
 (10.5 ms on 2 threads; at 44 rows on 1 thread 3.8 ms with ONNX's fused LogSoftmax, 4.7 with
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from python_models.nmt_decode import best_first
-from python_models.ort_session import SessionSettings, create_session
+from python_models.nmt.decode import best_first
+from python_models.common.ort_session import SessionSettings, create_session
 
 
 def candidates_graph() -> bytes:

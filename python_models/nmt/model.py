@@ -33,15 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from python_models import bls
-from python_models.base import Arrays, InvalidInput, PythonModel, array_response, error_response
-from python_models.contracts import BEAM_INDEX, decoder_feed
-from python_models.nmt_decode import Job, StepModel, generate
-from python_models.nmt_ort import OrtStepModel
-from python_models.nmt_settings import Limits, from_parameters
-from python_models.nmt_text import MarianText
-from python_models.nmt_timing import TimedStepModel
-from python_models.sibling import sibling_device, sibling_onnx
+from python_models.common import bls
+from python_models.common.base import Arrays, InvalidInput, PythonModel, array_response, error_response
+from python_models.common.contracts import BEAM_INDEX, decoder_feed
+from python_models.nmt.decode import Job, StepModel, generate
+from python_models.nmt.ort import OrtStepModel
+from python_models.nmt.settings import Limits, from_parameters
+from python_models.nmt.text import MarianText
+from python_models.nmt.timing import TimedStepModel
+from python_models.common.sibling import sibling_device, sibling_onnx
 
 try:  # Present only inside Triton's python stub.
     import triton_python_backend_utils as pb_utils
@@ -88,7 +88,7 @@ def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> S
     names = (encoder, decoder)
     scripts = [sibling_onnx(version_dir, name, "model.pt") for name in names]
     if None not in scripts:
-        from python_models.nmt_torch import load_step_model
+        from python_models.nmt.torch_steps import load_step_model
 
         device = sibling_device(version_dir, encoder)
         return load_step_model(scripts[0], scripts[1], device, threads)

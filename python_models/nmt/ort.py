@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from python_models.contracts import BEAM_INDEX, decoder_feed
-from python_models.nmt_candidates import OrtCandidates
-from python_models.ort_session import SessionSettings, create_session
+from python_models.common.contracts import BEAM_INDEX, decoder_feed
+from python_models.nmt.candidates import OrtCandidates
+from python_models.common.ort_session import SessionSettings, create_session
 
 
 def session(path: Path, threads: int) -> ort.InferenceSession:
@@ -22,7 +22,7 @@ def session(path: Path, threads: int) -> ort.InferenceSession:
 
 
 class SessionStepModel:
-    """``encode``/``step`` (see :class:`python_models.nmt_decode.StepModel`) over two objects
+    """``encode``/``step`` (see :class:`python_models.nmt.decode.StepModel`) over two objects
     with ONNX Runtime's ``run(None, feeds)``: sessions, or stand-ins that call a server.
 
     Outputs are taken by position, in the exported graphs' order: the encoder gives

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from python_models.nmt_decode import best_first
+from python_models.nmt.decode import best_first
 
 
 def default_device() -> torch.device:
@@ -31,7 +31,7 @@ def _placed(module: torch.nn.Module, device: torch.device, dtype: torch.dtype | 
 
 
 class TorchStepModel:
-    """``encode``/``step``/``take`` (see :class:`python_models.nmt_decode.StepModel`) over an
+    """``encode``/``step``/``take`` (see :class:`python_models.nmt.decode.StepModel`) over an
     encoder module ``(input_ids, attention_mask) -> (hidden, cross_kv)`` and a decoder-step
     module ``(input_ids, encoder_attention_mask, cross_kv, past_kv, beam_index) -> (logits,
     present_kv)``
@@ -83,7 +83,7 @@ class TorchStepModel:
         self, logits: torch.Tensor, keep: int, suppressed: Sequence[int]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Each row's ``keep`` best tokens and log-probs, as
-        :func:`python_models.nmt_decode.row_candidates` computes them from numpy logits
+        :func:`python_models.nmt.decode.row_candidates` computes them from numpy logits
         (log_softmax over every token, then the ban), top-k on the device."""
         logits = logits.float()
         peak = logits.amax(dim=1, keepdim=True)

@@ -2,7 +2,7 @@
 
 Why: on a GPU host the PIL path costs CPU time per image that the GPU could spend, and
 clients that decode themselves send UINT8 HWC pixels that only need resizing. The recipe is
-:func:`python_models.image.preprocess`'s (shorter side to 256 bilinear with PIL's
+:func:`python_models.resnet50.image.preprocess`'s (shorter side to 256 bilinear with PIL's
 antialiasing, 8-bit rounding after the resize, centre crop, ImageNet mean/std), written
 with torch so it runs wherever the tensors are. On CPU the Triton models keep PIL; this
 module runs there too, for tests. Python 3.10.
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from python_models.base import InvalidInput
-from python_models.image import (
+from python_models.common.base import InvalidInput
+from python_models.resnet50.image import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     ImageLimits,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from python_models.base import Arrays, InvalidInput, PythonModel
-from python_models.contracts import CLASS_IDS, LABELS, SCORES
+from python_models.common.base import Arrays, InvalidInput, PythonModel
+from python_models.common.contracts import CLASS_IDS, LABELS, SCORES
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
@@ -136,7 +136,7 @@ class ImagePreprocessor(PythonModel):
     """IMAGE (encoded bytes) -> PIXELS (FP32 [3, crop, crop]).
 
     On a ``KIND_GPU`` instance (and where torchvision imports) JPEGs are decoded by nvJPEG
-    and resized/normalised by torch on that GPU (:mod:`python_models.resnet50_gpu`); other
+    and resized/normalised by torch on that GPU (:mod:`python_models.resnet50.gpu`); other
     formats are decoded by PIL there. Elsewhere the PIL path runs, unchanged.
     """
 
@@ -169,7 +169,7 @@ class ImagePreprocessor(PythonModel):
         try:
             import torch
 
-            from python_models.resnet50_gpu import TorchPreprocess
+            from python_models.resnet50.gpu import TorchPreprocess
         except Exception as exc:
             self.logger.warning("%s: torch pre-processing off (%s); PIL", self.model_name, exc)
             return None

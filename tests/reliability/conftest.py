@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from build_engines.repository import Tensor, python_model_config, write_model
-from python_models.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
+from python_models.common.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
 from server import ServerConfig
 
 ECHO_MODEL = """

@@ -13,7 +13,7 @@ from tritonclient.utils import InferenceServerException
 
 from build_engines.cli import build_parser, family_options
 from build_engines.repository import parse
-from python_models.serving_policy import QueuePolicy
+from python_models.common.serving_policy import QueuePolicy
 from server import TritonServer
 from tests.reliability.conftest import tiny_config, write_echo
 
@@ -44,7 +44,7 @@ def test_the_default_keeps_prefetching_and_the_bound_is_written_when_asked(
     tmp_path: Path,
 ) -> None:
     """Off by default (Triton 2.51 stops prefetching under any policy field, see
-    python_models/serving_policy.py); ``--queue-policy bounded`` writes every field."""
+    python_models/common/serving_policy.py); ``--queue-policy bounded`` writes every field."""
     config = parse((write_echo(tmp_path / "off", True) / "echo/config.pbtxt").read_text())
     assert config.HasField("dynamic_batching")
     assert not config.dynamic_batching.HasField("default_queue_policy")
