@@ -19,8 +19,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from python_models.base import Arrays, InvalidInput, PythonModel
-from python_models.ort_session import SessionSettings, create_session
+from python_models.common.base import Arrays, InvalidInput, PythonModel
+from python_models.common.ort_session import SessionSettings, create_session
 
 
 class TritonPythonModel(PythonModel):
@@ -30,7 +30,7 @@ class TritonPythonModel(PythonModel):
         if not path.exists():
             raise FileNotFoundError(f"{path} not found; build it with `python -m build_engines`")
         # Threads, execution mode and any ``session.*`` config entry, read from the config
-        # parameters the way the native backend reads them (python_models.ort_session).
+        # parameters the way the native backend reads them (python_models.common.ort_session).
         self.session = create_session(path, SessionSettings.from_parameters(self.params.as_dict()))
         self.onnx_input_dtypes = {
             node.name: _ORT_TO_NUMPY.get(node.type, np.float32)
