@@ -84,7 +84,7 @@ def prepare_inputs(repo: Path, settings: Settings) -> None:
         )
         if settings.gpu:
             set_instances(pre, 2, "KIND_GPU")
-        write_model(repo, pre, {"model.py": python_shim(f"python_models.resnet50.image.{cls}")})
+        write_model(repo, pre, {"model.py": python_shim(f"python_models.resnet50.model.{cls}")})
         steps = [
             EnsembleStep(f"{name}_pre", {image.name: image.name}, {PIXELS: "pixels"}),
             EnsembleStep("r50_px", {"pixel_values": "pixels"}, {"logits": "logits"}),

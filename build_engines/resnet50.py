@@ -260,7 +260,7 @@ def write_repository(
             queue=options.queue,
         ),
         {
-            "model.py": python_shim("python_models.resnet50.image.TopKPostprocessor"),
+            "model.py": python_shim("python_models.resnet50.model.TopKPostprocessor"),
             "labels.txt": "\n".join(imagenet_labels()) + "\n",
         },
     )
@@ -320,7 +320,7 @@ def preprocess_models(
         )
         if _gpu_preprocessing(options):
             set_instances(config, options.instances, "KIND_GPU")
-        models.append((config, {"model.py": python_shim(f"python_models.resnet50.image.{cls}")}))
+        models.append((config, {"model.py": python_shim(f"python_models.resnet50.model.{cls}")}))
     return models
 
 
