@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from python_models.common.base import Arrays, InvalidInput, PythonModel
+from python_models.common.contracts import DEFAULT_MAX_TEXT_BYTES
 
 # Steps of 16 then 32 tokens: on CPU the cost is about linear in the padded length, so
 # finer buckets waste less; each extra bucket only splits the dynamic batcher's groups.
 DEFAULT_BUCKETS = (16, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
-DEFAULT_MAX_TEXT_BYTES = 65536
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,10 @@ CLASSIFY_OUTPUTS = (CLASS_IDS, SCORES, LABELS)
 FAMILY_METHODS = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
 
 
+# The longest text (UTF-8 bytes) a request may carry, for bert and nmt alike.
+DEFAULT_MAX_TEXT_BYTES = 65536
+
+
 def family_of(model_name: str) -> str:
     """The family a served model belongs to: ``bert_model`` -> ``bert``, ``nmt`` -> ``nmt``."""
     return model_name.split("_")[0]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from python_models.nmt.decode import DecodeSettings
+from python_models.common.contracts import DEFAULT_MAX_TEXT_BYTES
 from python_models.common.parameters import ModelParameters
-from python_models.bert.text import DEFAULT_MAX_TEXT_BYTES
+from python_models.nmt.decode import DecodeSettings
 
 # rows x beam x MAX_LENGTH per request: 32 x 4 x 128 fits; 32 x 16 x 64 (10 s, +500 MB) does not.
 DEFAULT_MAX_BEAM_TOKENS = 16384
