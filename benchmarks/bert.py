@@ -41,9 +41,9 @@ from benchmarks.common import machine_description
 from benchmarks.floor_model import write_floor_model
 from build_engines.repository import parse, write_model
 from python_models.bert.model import encoder_session_settings
+from python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, tokenize
 from python_models.common.ort_session import SessionSettings, create_session
 from python_models.common.parameters import ModelParameters
-from python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, tokenize
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TRAFFIC = {"short": (8, 16), "medium": (60, 68), "mixed": (4, 256)}
@@ -634,7 +634,8 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
         f"include [CLS]/[SEP]); a pool of {POOL_SIZE} texts per traffic built from whole-word "
         "vocabulary entries, each text exactly its target length.",
         "- In-process: an ideal synchronous batcher. Each round takes `concurrency` texts, "
-        "tokenizes them with the same function as the Triton model (python_models.bert.text), runs one "
+        "tokenizes them with the same function as the Triton model "
+        "(python_models.bert.text), runs one "
         "session call per length bucket, and a text's latency is the time to its bucket's result.",
         "- Triton: the `bert` python model (tokenizer and the `bert_model` ONNX file run "
         "in-process, one encoder call per length bucket of each execute call; dynamic batching "

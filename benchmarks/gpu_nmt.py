@@ -168,8 +168,8 @@ def torch_repository(checkpoint: Path, work: Path, precision: str) -> Path:
 
 
 def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
-    from python_models.nmt.torch_steps import load_step_model
     from python_models.common.sibling import sibling_device
+    from python_models.nmt.torch_steps import load_step_model
 
     def factory():  # as the served model loads it: the encoder's device, one CPU thread
         return load_step_model(

@@ -210,8 +210,6 @@ def minilm_batches(settings: Settings) -> tuple[int, ...]:
 
 def minilm_in_process(repo: Path, settings: Settings) -> dict:
     """What one ``bert`` execute does, without Triton: tokenise, bucket, encode per bucket."""
-    from python_models.bert.torch_encoder import torch_encoder
-    from python_models.common.sibling import sibling_device
     from python_models.bert.text import (
         DEFAULT_BUCKETS,
         bucket_lengths,
@@ -220,6 +218,8 @@ def minilm_in_process(repo: Path, settings: Settings) -> dict:
         pad_rows,
         token_ids,
     )
+    from python_models.bert.torch_encoder import torch_encoder
+    from python_models.common.sibling import sibling_device
 
     version = repo / MINILM / "1"
     device = sibling_device(version, f"{MINILM}_model")

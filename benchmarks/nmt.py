@@ -235,9 +235,9 @@ class Served:
 
     @classmethod
     def load(cls, repository: Path) -> Served:
+        from python_models.common.parameters import ModelParameters
         from python_models.nmt.settings import from_parameters
         from python_models.nmt.text import MarianText
-        from python_models.common.parameters import ModelParameters
 
         config = parse((repository / "nmt" / "config.pbtxt").read_text())
         params = ModelParameters({k: v.string_value for k, v in config.parameters.items()})

@@ -68,11 +68,11 @@ def batch_engine(run: Callable[[Sequence[str], int], list[str]]) -> BatchFn:
 
 def in_process(repository: Path, bls: str, threads: int):
     """The served search on the served ONNX files, settings read from the served config."""
+    from python_models.common.parameters import ModelParameters
     from python_models.nmt.decode import Job, generate
     from python_models.nmt.ort import OrtStepModel
     from python_models.nmt.settings import from_parameters
     from python_models.nmt.text import MarianText
-    from python_models.common.parameters import ModelParameters
 
     config = parse((repository / bls / "config.pbtxt").read_text())
     params = ModelParameters({k: v.string_value for k, v in config.parameters.items()})

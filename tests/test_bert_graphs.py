@@ -18,9 +18,9 @@ import torch
 
 from build_engines.repository import Tensor, write_model
 from build_engines.torch_engine import TorchConfigOptions, torch_model_config
+from python_models.bert.text import pad_rows
 from python_models.bert.torch_encoder import TorchEncoder, graph_pairs, sibling_config
 from python_models.common.cuda_graphs import batch_buckets, graph_shapes, pick, row_chunks
-from python_models.bert.text import pad_rows
 
 NAMES = ("input_ids", "attention_mask")
 LENGTHS = (16, 32, 64)

@@ -19,9 +19,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from python_models.bert import model
-from python_models.common.base import PROFILE_DIR_ENV
+from python_models.bert import model as bert
 from python_models.bert.model import BertEmbeddingModel, encoder_session_settings
+from python_models.common.base import PROFILE_DIR_ENV
 from python_models.common.ort_session import SessionSettings
 from python_models.common.parameters import ModelParameters
 from tests import pb_utils_standin as standin

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from build_engines.bert import default_checkpoint
-from python_models.common.base import InvalidInput
 from python_models.bert.text import (
     TextLimits,
     bucket_for,
@@ -22,6 +21,7 @@ from python_models.bert.text import (
     token_ids,
     tokenize,
 )
+from python_models.common.base import InvalidInput
 from tests.conftest import MODEL_REPOSITORY
 
 BUCKETS = (16, 32, 64, 128, 256)

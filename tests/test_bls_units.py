@@ -1,5 +1,5 @@
-"""``python_models.common.bls.infer`` through tests/pb_utils_standin.py: the request it builds (model,
-inputs as the called model reads them, requested outputs) and what it returns or raises."""
+"""``python_models.common.bls.infer`` through tests/pb_utils_standin.py: the request it builds
+(model, inputs as the called model reads them, requested outputs) and what it returns or raises."""
 
 from __future__ import annotations
 

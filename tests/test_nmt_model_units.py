@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from python_models.nmt import model
 from python_models.common.base import PROFILE_DIR_ENV, InvalidInput
+from python_models.nmt import model as nmt
 from python_models.nmt.model import BlsStepModel, NmtModel, _decode_text, _per_row, parse_rows
 from python_models.nmt.settings import Limits
 from python_models.nmt.text import MarianText
@@ -97,7 +97,10 @@ def _config(**parameters: str) -> dict:
 def pb_utils(monkeypatch):
     monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)
     return standin.install(
-        monkeypatch, "python_models.common.base", "python_models.common.bls", "python_models.nmt.model"
+        monkeypatch,
+        "python_models.common.base",
+        "python_models.common.bls",
+        "python_models.nmt.model",
     )
 
 

@@ -216,8 +216,8 @@ def _inputs(text: bytes, beam: int | None, max_length: int | None) -> list[grpcc
 
 def _served_settings(name: str):
     from build_engines.repository import parse
-    from python_models.nmt.settings import from_parameters
     from python_models.common.parameters import ModelParameters
+    from python_models.nmt.settings import from_parameters
 
     require_models(name)
     config = parse((MODEL_REPOSITORY / name / "config.pbtxt").read_text())

@@ -9,11 +9,11 @@ from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.repository import parse
 from python_models.common.base import InvalidInput
-from python_models.nmt.model import parse_rows
+from python_models.common.parameters import ModelParameters
 from python_models.nmt.decode import DecodeSettings, Job, generate
+from python_models.nmt.model import parse_rows
 from python_models.nmt.settings import Limits, from_parameters, to_parameters
 from python_models.nmt.text import MarianText
-from python_models.common.parameters import ModelParameters
 from tests.conftest import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")

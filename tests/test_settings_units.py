@@ -11,6 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from python_models.common.ort_session import SessionSettings, session_options, threaded
+from python_models.common.parameters import ModelParameters, ParameterError
+from python_models.common.serving_policy import (
+    BOUNDED_QUEUE_POLICY,
+    DEFAULT_QUEUE_POLICY,
+    QueuePolicy,
+)
+from python_models.common.sibling import sibling_onnx
 from python_models.nmt.decode import DecodeSettings
 from python_models.nmt.settings import (
     DEFAULT_MAX_BEAM_TOKENS,
@@ -18,10 +26,6 @@ from python_models.nmt.settings import (
     from_parameters,
     to_parameters,
 )
-from python_models.common.ort_session import SessionSettings, session_options, threaded
-from python_models.common.parameters import ModelParameters, ParameterError
-from python_models.common.serving_policy import BOUNDED_QUEUE_POLICY, DEFAULT_QUEUE_POLICY, QueuePolicy
-from python_models.common.sibling import sibling_onnx
 
 SETTINGS = DecodeSettings(
     decoder_start_token_id=59513,

@@ -1,4 +1,5 @@
-"""``python_models.common.tensorrt_sidecar``: the plan record and the flag the compose service asks for.
+"""``python_models.common.tensorrt_sidecar``: the plan record and the flag the compose
+service asks for.
 
 The expected JSON is written out by hand (keys sorted, two-space indent, a final newline),
 and the flag is tensorrt_backend r24.10's ``--backend-config=tensorrt,version-compatible=true``.

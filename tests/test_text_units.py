@@ -15,8 +15,6 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-from python_models.common.base import InvalidInput
-from python_models.common.parameters import ModelParameters, ParameterError
 from python_models.bert.text import (
     BertTokenizerModel,
     TextLimits,
@@ -25,6 +23,8 @@ from python_models.bert.text import (
     decode_text,
     load_tokenizer,
 )
+from python_models.common.base import InvalidInput
+from python_models.common.parameters import ModelParameters, ParameterError
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "the", "cat", "##s"]
 PAD, UNK, CLS, SEP, HELLO, WORLD, THE, CAT, S = range(len(VOCAB))

@@ -47,8 +47,8 @@ def infer(server: TritonServer, image: np.ndarray) -> grpcclient.InferResult:
 @pytest.mark.parametrize(("name", "data"), case_bytes(), ids=[n for n, _ in case_bytes()])
 def test_torch_recipe_matches_the_reference_pixels(name: str, data: bytes) -> None:
     """The GPU path's resize/crop/normalise, on CPU torch: within 2 levels, nearly all equal."""
-    from python_models.resnet50.image import PreprocessSpec
     from python_models.resnet50.gpu import TorchPreprocess
+    from python_models.resnet50.image import PreprocessSpec
 
     recipe = TorchPreprocess(PreprocessSpec(), "cpu")
     got = recipe.pixels([recipe.from_hwc(decoded(data))])[0]
@@ -125,8 +125,8 @@ def test_nvjpeg_decode_and_gpu_resize_match_the_reference() -> None:
     held to the CPU recipe's 2 levels against the reference run on the very pixels nvJPEG
     decoded (not yet seen passing on the H100: run 5 stopped at the decode bound of 2).
     """
-    from python_models.resnet50.image import PreprocessSpec
     from python_models.resnet50.gpu import TorchPreprocess
+    from python_models.resnet50.image import PreprocessSpec
 
     recipe = TorchPreprocess(PreprocessSpec(), "cuda")
     for name, data in case_bytes():

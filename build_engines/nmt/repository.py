@@ -69,8 +69,8 @@ def encoder_config(
 def decoder_config(
     settings: DecodeSettings, vocab: int, limits: Limits, options: BuildOptions
 ) -> ModelConfig:
-    """The step's tensors in the contract's order (python_models.common.contracts): ``past_kv`` holds
-    the previous step's rows, ``beam_index`` picks the one each row continues."""
+    """The step's tensors in the contract's order (python_models.common.contracts): ``past_kv``
+    holds the previous step's rows, ``beam_index`` picks the one each row continues."""
     ids, mask, cross, past, beam_index = NMT_DECODER_INPUTS
     logits, present = NMT_DECODER_OUTPUTS
     config = onnx_model_config(

@@ -33,12 +33,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from python_models.bert.text import BertTokenizerModel, group_by_bucket, pad_rows
 from python_models.common import bls
 from python_models.common.base import Arrays
 from python_models.common.ort_session import SessionSettings, create_session
 from python_models.common.parameters import ModelParameters
 from python_models.common.sibling import sibling_onnx
-from python_models.bert.text import BertTokenizerModel, group_by_bucket, pad_rows
 
 Encoder = Callable[[Arrays], np.ndarray]
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from python_models.nmt.decode import best_first
 from python_models.common.ort_session import SessionSettings, create_session
+from python_models.nmt.decode import best_first
 
 
 def candidates_graph() -> bytes:

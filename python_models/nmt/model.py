@@ -34,14 +34,20 @@ from typing import Any
 import numpy as np
 
 from python_models.common import bls
-from python_models.common.base import Arrays, InvalidInput, PythonModel, array_response, error_response
+from python_models.common.base import (
+    Arrays,
+    InvalidInput,
+    PythonModel,
+    array_response,
+    error_response,
+)
 from python_models.common.contracts import BEAM_INDEX, decoder_feed
+from python_models.common.sibling import sibling_device, sibling_onnx
 from python_models.nmt.decode import Job, StepModel, generate
 from python_models.nmt.ort import OrtStepModel
 from python_models.nmt.settings import Limits, from_parameters
 from python_models.nmt.text import MarianText
 from python_models.nmt.timing import TimedStepModel
-from python_models.common.sibling import sibling_device, sibling_onnx
 
 try:  # Present only inside Triton's python stub.
     import triton_python_backend_utils as pb_utils

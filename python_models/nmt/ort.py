@@ -13,8 +13,8 @@ import numpy as np
 import onnxruntime as ort
 
 from python_models.common.contracts import BEAM_INDEX, decoder_feed
-from python_models.nmt.candidates import OrtCandidates
 from python_models.common.ort_session import SessionSettings, create_session
+from python_models.nmt.candidates import OrtCandidates
 
 
 def session(path: Path, threads: int) -> ort.InferenceSession:

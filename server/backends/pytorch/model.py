@@ -22,7 +22,13 @@ import numpy as np
 import torch
 
 from python_models.common.base import Arrays, InvalidInput, PythonModel
-from python_models.common.cuda_graphs import CudaGraph, graph_key, graph_shapes, graphs_enabled, pick
+from python_models.common.cuda_graphs import (
+    CudaGraph,
+    graph_key,
+    graph_shapes,
+    graphs_enabled,
+    pick,
+)
 
 
 class TritonPythonModel(PythonModel):
