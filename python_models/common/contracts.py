@@ -1,7 +1,7 @@
 """Names and defaults that the build, the served models and the client must agree on.
 
 Defined once here, on the server side. ``client/`` must stay installable on its own, so
-it keeps a copy; ``tests/test_contracts.py`` checks that the copy matches.
+it keeps a copy; ``tests/unit/client/test_contracts.py`` checks that the copy matches.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ queued request whose deadline passed, so under overload the queue grows.
 ``BOUNDED_QUEUE_POLICY`` is what ``python -m build_engines FAMILY --queue-policy bounded``
 writes into every dynamically batched model (``--max-queue-size`` and ``--queue-timeout-ms``
 change its numbers): for a Triton without that stall, or where rejecting fast matters more
-than latency at low load. ``tests/reliability/test_overload.py`` shows what it does.
+than latency at low load. ``tests/integration/reliability/test_overload.py`` shows what it does.
 """
 
 from __future__ import annotations

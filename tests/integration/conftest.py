@@ -1,45 +1,28 @@
-"""One real Triton server per test session, serving model_repository/ on free loopback ports."""
+"""Tests against a real Triton: every test here is marked ``server``.
+
+One real Triton server per test session, serving model_repository/ on free loopback ports.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from server import ServerConfig, TritonServer
+from tests.support.prerequisites import PROJECT_ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-MODEL_REPOSITORY = Path(os.environ.get("MODEL_REPOSITORY", PROJECT_ROOT / "model_repository"))
-
-
-def require_models(*names: str) -> None:
-    """Fail (not skip) when a model the test needs was not built: `make test` builds them."""
-    missing = [n for n in names if not (MODEL_REPOSITORY / n / "config.pbtxt").exists()]
-    if missing:
-        pytest.fail(
-            f"models {missing} are not in {MODEL_REPOSITORY}; run `make models` "
-            "(make test does this first)"
-        )
+INTEGRATION = Path(__file__).resolve().parent
 
 
-def require_tool(name: str) -> str:
-    """Path of an installed tool; skip with the install hint, or fail under CI."""
-    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if found:
-        return found
-    message = f"{name} is not installed: run `bash scripts/install-system-deps.sh`"
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI must run it before the tests)")
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
-def model_repository() -> Path:
-    return MODEL_REPOSITORY
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under tests/integration/ ``server`` (deselect with ``-m 'not server'``)."""
+    for item in items:
+        if INTEGRATION in item.path.parents:
+            item.add_marker(pytest.mark.server)
 
 
 @pytest.fixture(scope="session")

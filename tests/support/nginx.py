@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.conftest import require_tool
+from tests.support.prerequisites import require_tool
 
 MAIN_CONFIG = """
 daemon off;

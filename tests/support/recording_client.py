@@ -1,6 +1,6 @@
 """A tritonclient client that records what the SDK sends, checked against the real API.
 
-MOCKED ON PURPOSE (the injectable ``client_factory``, as tests/test_sdk_transport.py):
+MOCKED ON PURPOSE (the injectable ``client_factory``, as tests/unit/client/test_sdk_transport.py):
 mutation runs cannot start Triton per mutant. Every call is bound to the signature of the
 real tritonclient method of the same protocol and style (sync or asyncio), so a wrong
 argument name or order fails here as it would against tritonclient; replies are real

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.prerequisites import PROJECT_ROOT
+
+ROOT = PROJECT_ROOT
 SERVING = ("server", "python_models")
 
 

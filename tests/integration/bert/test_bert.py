@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from client import AsyncTritonClient, InvalidInputError, TritonClient
-from tests.batching import first_co_batched
-from tests.conftest import require_models
+from tests.support.batching import first_co_batched
+from tests.support.prerequisites import require_models
 
 COSINE_MIN = 0.9999
 LONG_TEXT = " ".join(f"token{i} and some filler words" for i in range(200))  # > 256 tokens

@@ -29,7 +29,7 @@ from build_engines.repository import parse, render
 from client import TritonClient
 from python_models.common.base import PROFILE_DIR_ENV
 from server import ServerConfig, TritonServer
-from tests.test_bert import COSINE_MIN, SENTENCES
+from tests.integration.bert.test_bert import COSINE_MIN, SENTENCES
 
 TOKENIZER_ENV = "TRITON_KIT_TOKENIZER"
 # Every length bucket up to 256 tokens and, sent together, batches of many sizes.

@@ -18,7 +18,7 @@ import torch
 from build_engines.bert import default_checkpoint
 from client import InvalidInputError, TritonClient
 from server import ServerConfig, TritonServer
-from tests.test_bert import COSINE_MIN, SENTENCES
+from tests.integration.bert.test_bert import COSINE_MIN, SENTENCES
 
 TEXTS = [*SENTENCES[:12], SENTENCES[-4], SENTENCES[-3]]  # short, multilingual, truncated
 

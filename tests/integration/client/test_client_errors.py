@@ -19,7 +19,7 @@ from client import (
     TritonClientError,
 )
 from client.transport import Endpoint
-from tests.conftest import require_models
+from tests.support.prerequisites import require_models
 
 LONG_TEXT = " ".join(["seventy-seven thousand seven hundred seventy-seven"] * 8)
 TOO_SHORT_S = 0.002  # NMT beam 8 on a long sentence takes far longer than this

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from conftest import MODEL_REPOSITORY, require_models
 from PIL import Image
 
 from client import (
@@ -21,7 +20,8 @@ from client import (
     TritonClientError,
 )
 from server import ServerConfig, TritonServer, free_port
-from tests.shm_regions import own_regions
+from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from tests.support.shm_regions import own_regions
 
 BAD_UTF8 = b"\xff\xfe"
 

@@ -1,8 +1,8 @@
 """SDK shared memory (issue 10): CUDA refused clearly where it cannot work, system round-trips.
 
-The CUDA option is measured on the lent H100 (benchmarks/gpu.py, ``gpu`` test in
-tests/test_sdk_server.py); here, on CPU, it must fail at construction with a message
-naming the option and the alternative, for both twins.
+The CUDA option is measured on the lent H100 (benchmarks/gpu.py, ``gpu`` test
+in tests/integration/client/test_sdk_server.py); here, on CPU, it must fail at construction
+with a message naming the option and the alternative, for both twins.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from PIL import Image
 
 from client import AsyncTritonClient, ConfigurationError, TritonClient
 from server import TritonServer
-from tests.conftest import require_models
-from tests.shm_regions import own_regions
+from tests.support.prerequisites import require_models
+from tests.support.shm_regions import own_regions
 
 NO_GPU = not torch.cuda.is_available()
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
-from pathlib import Path
 
 from server import TritonServer
+from tests.support.prerequisites import PROJECT_ROOT
 
-DASHBOARD = Path(__file__).resolve().parent.parent / "deploy/grafana/dashboards/triton.json"
+DASHBOARD = PROJECT_ROOT / "deploy/grafana/dashboards/triton.json"
 
 
 def _failure_panel() -> dict:

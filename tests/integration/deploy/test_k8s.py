@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from server import ServerConfig, TritonServer
-from tests.conftest import require_tool
+from tests.support.prerequisites import PROJECT_ROOT, require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 K8S = ROOT / "deploy/k8s"
 OVERLAYS = ("gpu", "cpu")
 ADMIN_KEY = "test-admin-key"
@@ -179,7 +179,7 @@ def test_front_door_sidecar_forwards_to_tritons_loopback_ports(rendered, tmp_pat
     its environment: it listens on its named ports, forwards to Triton's loopback ports, and
     nginx accepts the result; it runs non-root on a read-only root."""
     from server import front_door
-    from tests.nginx import configure
+    from tests.support.nginx import configure
 
     _, objects = rendered
     pod = _pod(objects, "Deployment", "triton")

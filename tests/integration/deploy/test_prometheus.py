@@ -31,9 +31,9 @@ import pytest
 import yaml
 
 from server import ServerConfig, TritonServer, free_port
-from tests.conftest import require_tool
+from tests.support.prerequisites import PROJECT_ROOT, require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 PROMETHEUS_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "triton.json"
 MODEL = "tiny"

@@ -1,4 +1,5 @@
-"""A Locust file for tests/test_loadtest_sidecar.py: the real BertUser, its replies kept.
+"""A Locust file for tests/integration/loadtest/test_sidecar.py: the real BertUser, its replies
+kept.
 
 Loaded only by a Locust subprocess (never imported by pytest: Locust patches gevent).
 Each user keeps the first embedding it gets per text; at test stop the process writes

@@ -1,7 +1,8 @@
-"""Run by tests/test_loadtest_sidecar.py in its own gevent-patched process: the SDK over
+"""Run by tests/integration/loadtest/test_sidecar.py in its own gevent-patched process: the SDK over
 the Locust gRPC sidecar, an error from the server, and a sidecar killed under a call.
 
-``python -m tests.sidecar_probe GRPC_URL [KIND]`` prints one JSON object; KIND is one of
+``python -m tests.integration.loadtest.sidecar_probe GRPC_URL [KIND]`` prints one JSON object;
+KIND is one of
 ``sidecar_client.KINDS`` (default ``auto``).
 """
 

@@ -22,8 +22,8 @@ from loadtest import recorder
 from loadtest.runner import LOCUSTFILES, RunConfig, locust_command
 from loadtest.summary import load_results
 from server import TritonServer, free_port
-from tests.conftest import require_models
-from tests.test_loadtest import _process
+from tests.integration.loadtest.test_loadtest import _process
+from tests.support.prerequisites import require_models
 
 WORKERS = 2
 

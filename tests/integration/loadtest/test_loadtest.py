@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_models
 
 from loadtest import recorder
 from server import TritonServer, free_port
+from tests.support.prerequisites import PROJECT_ROOT, require_models
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 LOCUST = [sys.executable, "-m", "locust", "-f", "loadtest/locustfile.py"]
 
 

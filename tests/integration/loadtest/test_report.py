@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MODEL_REPOSITORY, require_models, require_tool
 from google.protobuf import text_format
 from PIL import Image
 from tritonclient.grpc import model_config_pb2
@@ -27,8 +26,9 @@ from loadtest.report import MIN_P99_SAMPLES, markdown
 from loadtest.slo import Slo, capacities
 from loadtest.summary import StepResult
 from server import TritonServer
+from tests.support.prerequisites import MODEL_REPOSITORY, PROJECT_ROOT, require_models, require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 
 
 def _step(requests: int, p99: float, users: int = 1, rps: float = 10.0, protocol: str = "grpc",

@@ -8,8 +8,8 @@ import socket
 from pathlib import Path
 
 from server import TritonServer
-from tests.conftest import require_models
-from tests.test_loadtest import _run_loadtest
+from tests.integration.loadtest.test_loadtest import _run_loadtest
+from tests.support.prerequisites import require_models
 
 SHORT = ["--steps", "1", "--step-time", "4", "--settle-time", "1"]
 

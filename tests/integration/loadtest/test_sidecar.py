@@ -32,9 +32,11 @@ from tritonclient.grpc import service_pb2
 from client import ServerConnectionError, TritonClient
 from loadtest import sidecar_wire as wire
 from server import TritonServer
-from tests.conftest import require_models
-from tests.test_loadtest import ROOT
+from tests.integration.loadtest.test_loadtest import ROOT
+from tests.support.prerequisites import require_models
 
+PROBE = "tests.integration.loadtest.sidecar_probe"
+LOCUSTFILE = "tests/integration/loadtest/sidecar_locustfile.py"
 TAG = "SIDECAR_TEST_TAG"
 # Where scripts/build-native-sidecar.sh puts the native sidecar (named here, not imported:
 # loadtest.sidecar_client would bring gevent into the pytest process).
@@ -87,7 +89,7 @@ def _sidecar_command(kind: str, fd: int, address: str) -> list[str]:
 def probe(triton_server: TritonServer, kind: str) -> dict:
     require_models("bert")
     done = subprocess.run(
-        [sys.executable, "-m", "tests.sidecar_probe", triton_server.grpc_url, kind],
+        [sys.executable, "-m", PROBE, triton_server.grpc_url, kind],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -125,7 +127,13 @@ def test_without_the_native_sidecar_the_python_one_serves_and_says_so(
     """No binary (as on a machine without the build tools): the default falls back, loudly."""
     require_models("bert")
     env = {**os.environ, "TRITON_KIT_NATIVE_SIDECAR": str(tmp_path / "not-built")}
-    command = [sys.executable, "-m", "tests.sidecar_probe", triton_server.grpc_url, "auto"]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.integration.loadtest.sidecar_probe",
+        triton_server.grpc_url,
+        "auto",
+    ]
     done = subprocess.run(
         command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env, check=True
     )
@@ -153,7 +161,14 @@ def test_a_dead_sidecar_fails_calls_at_once_and_names_itself(probe: dict) -> Non
 @contextlib.contextmanager
 def _locust(args: list[str], log: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
     """A Locust process group, tagged through its environment, that cannot outlive the test."""
-    command = [sys.executable, "-m", "locust", "-f", "tests/sidecar_locustfile.py", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        "tests/integration/loadtest/sidecar_locustfile.py",
+        *args,
+    ]
     with open(log, "wb") as handle:
         process = subprocess.Popen(
             command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_models
 
 from loadtest.stability import StabilityRule, is_stable
 from server import TritonServer
+from tests.support.prerequisites import PROJECT_ROOT, require_models
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 RULE = StabilityRule(window_s=1.0, tolerance=0.1, windows=3, min_samples=10)
 
 

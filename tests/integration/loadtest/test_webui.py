@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import require_models
 
 from server import TritonServer, free_port
+from tests.support.prerequisites import PROJECT_ROOT, require_models
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 
 
 @contextlib.contextmanager

@@ -76,7 +76,7 @@ def test_served_int8_keeps_exact_match(repository: Path) -> None:
 
     from client import TritonClient
     from server import ServerConfig, TritonServer
-    from tests.nmt_reference import InProcess
+    from tests.support.nmt_reference import InProcess
 
     texts, references = _held_out()
     model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT))

@@ -20,7 +20,7 @@ from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
 from client import TritonClient
 from python_models.nmt.decode import Job, generate
 from python_models.nmt.ort import OrtStepModel
-from tests.conftest import MODEL_REPOSITORY, require_models
+from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 

@@ -18,8 +18,8 @@ import tritonclient.grpc as grpcclient
 from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from client import AsyncTritonClient, InvalidInputError, TritonClient
-from tests.conftest import MODEL_REPOSITORY, require_models
-from tests.nmt_reference import InProcess
+from tests.support.nmt_reference import InProcess
+from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 

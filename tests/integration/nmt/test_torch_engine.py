@@ -19,8 +19,8 @@ from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from client import InvalidInputError, TritonClient
 from server import ServerConfig, TritonServer
-from tests.batching import execution_count
-from tests.nmt_reference import hf_generate
+from tests.support.batching import execution_count
+from tests.support.nmt_reference import hf_generate
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 SENTENCES = [corpus.english(n) for n in (7, 42, 318, 1999, 50_005, 987_654)]

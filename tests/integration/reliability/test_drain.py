@@ -26,12 +26,11 @@ import tritonclient.http as httpclient
 from build_engines.repository import Step, Tensor, ensemble_config, python_model_config, write_model
 from server import TritonServer, free_ports
 from server.drain import Drainer, entry_models
-from tests.conftest import require_models
-from tests.reliability.conftest import ECHO_MODEL, write_echo
-from tests.reliability.test_lifecycle import _wait_ready
+from tests.integration.reliability.conftest import ECHO_MODEL, write_echo
+from tests.integration.reliability.test_lifecycle import _wait_ready
+from tests.support.prerequisites import PROJECT_ROOT, require_models
 
 pytestmark = pytest.mark.reliability
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STEP_S = 0.6  # one batch of echo (8 rows): at most one batch ends before the signal
 BLS_CALLS = 3
 ENSEMBLE_REQUESTS = 24

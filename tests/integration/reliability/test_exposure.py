@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support.prerequisites import PROJECT_ROOT
+
 pytestmark = pytest.mark.reliability
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = PROJECT_ROOT
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 

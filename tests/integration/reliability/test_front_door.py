@@ -29,9 +29,14 @@ from tritonclient.utils import InferenceServerException
 
 from server import TritonServer, free_ports
 from server import front_door as template
-from tests.nginx import configure
-from tests.reliability import test_request_size as sizes
-from tests.reliability.test_request_size import LIMIT, OVERSIZED, TOLERANCE, _rejected_oversized
+from tests.integration.reliability import test_request_size as sizes
+from tests.integration.reliability.test_request_size import (
+    LIMIT,
+    OVERSIZED,
+    TOLERANCE,
+    _rejected_oversized,
+)
+from tests.support.nginx import configure
 
 pytestmark = pytest.mark.reliability
 gate_server = sizes.gate_server  # the fixture: a python model that rejects DATA over LIMIT
@@ -63,7 +68,7 @@ def _wait_listening(addresses: list[str], process: subprocess.Popen[bytes], log:
 
 
 def test_the_compose_settings_render_to_a_config_nginx_accepts(tmp_path: Path) -> None:
-    """DEFAULTS are docker-compose.yml's values (tests/test_compose.py checks that)."""
+    """DEFAULTS are docker-compose.yml's values (tests/unit/deploy/test_compose.py checks that)."""
     configure(tmp_path / "nginx", template.render(template.DEFAULTS))
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from client import InvalidInputError, TritonClient
 from python_models.resnet50.image import ImageLimits
-from tests.conftest import require_models
+from tests.support.prerequisites import require_models
 
 pytestmark = pytest.mark.reliability
 

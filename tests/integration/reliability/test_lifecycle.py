@@ -22,10 +22,10 @@ import tritonclient.http as httpclient
 from server import TritonServer, free_port, free_ports
 from server.launcher import wait_ready
 from server.shm import PREFIX, SHM_DIR
-from tests.reliability.conftest import tiny_config
+from tests.integration.reliability.conftest import tiny_config
+from tests.support.prerequisites import PROJECT_ROOT
 
 pytestmark = pytest.mark.reliability
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _wait_ready(port: int, timeout_s: float = 120.0) -> None:

@@ -15,7 +15,7 @@ from build_engines.cli import build_parser, family_options
 from build_engines.repository import parse
 from python_models.common.serving_policy import QueuePolicy
 from server import TritonServer
-from tests.reliability.conftest import tiny_config, write_echo
+from tests.integration.reliability.conftest import tiny_config, write_echo
 
 pytestmark = pytest.mark.reliability
 SERVICE_S = 0.2  # one batch of up to 4

@@ -25,10 +25,10 @@ import pytest
 
 from client import AsyncTritonClient, ServerConnectionError, TritonClient
 from server import free_port
-from tests.reliability.test_lifecycle import _wait_ready
+from tests.integration.reliability.test_lifecycle import _wait_ready
+from tests.support.prerequisites import PROJECT_ROOT
 
 pytestmark = pytest.mark.reliability
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FIRST_CALL_BOUND_S = 2.0  # the gRPC client took 8-9 s
 DOWN_CALL_BOUND_S = 10.0  # a call while the server is gone fails, it does not hang
 

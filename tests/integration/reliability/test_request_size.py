@@ -26,7 +26,7 @@ from build_engines.repository import Tensor, python_model_config, write_model
 from server import TritonServer
 from server.binary import find_installation, server_environment
 from server.shm import SHM_DIR
-from tests.reliability.conftest import tiny_config
+from tests.integration.reliability.conftest import tiny_config
 
 pytestmark = pytest.mark.reliability
 LIMIT = 1 << 20

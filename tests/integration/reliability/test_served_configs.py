@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import require_models
+from tests.support.prerequisites import require_models
 
 pytestmark = pytest.mark.reliability
 MODELS = ("resnet50", "bert", "nmt")

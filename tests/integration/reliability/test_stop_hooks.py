@@ -7,7 +7,7 @@ compose stop` SIGTERMs it. Each test takes the command from the rendered manifes
 the resolved compose file and runs it against the wheel's tritonserver with the
 deployment's own Triton flags, with the files laid out as the serving image copies
 them (``-S``: only PYTHONPATH, i.e. what the image carries, is importable) and
-ensemble and BLS requests in flight (tests/reliability/test_drain.py's repository).
+ensemble and BLS requests in flight (tests/integration/reliability/test_drain.py's repository).
 Every one must complete, new work be refused, and Triton exit within the grace.
 """
 
@@ -31,19 +31,19 @@ from server import free_ports
 from server.binary import assemble_backend_dir, find_installation, server_environment
 from server.launcher import http_ready
 from server.shm import new_prefix, prefix_args, remove_regions
-from tests.conftest import require_tool
-from tests.reliability.test_drain import (
+from tests.integration.deploy.test_k8s import K8S, _render, _triton, pre_stop_drain
+from tests.integration.reliability.test_drain import (
     BLS_REQUESTS,
     ENSEMBLE_REQUESTS,
     _infer,
     write_drain_repository,
 )
-from tests.test_compose import COMPOSE_FILE, compose_stop_path
-from tests.test_compose import run as run_compose_tool
-from tests.test_k8s import K8S, _render, _triton, pre_stop_drain
+from tests.support.prerequisites import PROJECT_ROOT, require_tool
+from tests.unit.deploy.test_compose import COMPOSE_FILE, compose_stop_path
+from tests.unit.deploy.test_compose import run as run_compose_tool
 
 pytestmark = pytest.mark.reliability
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = PROJECT_ROOT
 KEY = "test-drain-key"
 IMAGE_ROOT = "/opt/triton-kit"
 

@@ -10,9 +10,9 @@ import pytest
 from PIL import Image
 
 from client import AsyncTritonClient, Classification, TritonClient
-from tests.conftest import require_models
-from tests.images import case_bytes
-from tests.reference import imagenet_label, resnet50_reference
+from tests.support.images import case_bytes
+from tests.support.prerequisites import require_models
+from tests.support.reference import imagenet_label, resnet50_reference
 
 CASES = case_bytes()
 SCORE_TOLERANCE = 1e-4
@@ -91,8 +91,8 @@ def test_labels_are_imagenet_names_by_id(triton_client: TritonClient) -> None:
 
 def test_reference_preprocessing_uses_rgb_order_of_the_constants() -> None:
     """A flat mid-grey image normalises to the known per-channel values, R then G then B."""
-    from tests.images import encode
-    from tests.reference import reference_pixels
+    from tests.support.images import encode
+    from tests.support.reference import reference_pixels
 
     grey = encode(Image.new("RGB", (300, 300), (128, 128, 128)), "PNG")
     pixels = reference_pixels(grey)

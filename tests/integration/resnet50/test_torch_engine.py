@@ -1,7 +1,7 @@
 """ResNet-50 built with ``--engine torch``: served classes match the ONNX path (issue 10).
 
 The build writes TorchScript ``resnet50_model/1/model.pt`` (``pytorch_libtorch``), served by
-the project's pytorch backend. The reference is tests/reference.py (PIL + numpy recipe) on
+the project's pytorch backend. The reference is tests/support/reference.py (PIL + numpy recipe) on
 the build's own verified ONNX, for encoded images (``resnet50``) and decoded UINT8 ones
 (``resnet50_uint8``).
 """
@@ -20,8 +20,8 @@ from PIL import Image
 
 from client import InvalidInputError, TritonClient
 from server import ServerConfig, TritonServer
-from tests.images import case_bytes
-from tests.reference import resnet50_reference
+from tests.support.images import case_bytes
+from tests.support.reference import resnet50_reference
 
 SCORE_TOLERANCE = 1e-4
 # A ResNet-50 build and a server start: minutes on 2 shared cores (4 min measured).

@@ -1,6 +1,6 @@
 """UINT8 HWC input (``resnet50_uint8``) and the torch pre-processing the GPU path runs.
 
-References come from tests/reference.py (PIL and numpy, written apart from the server):
+References come from tests/support/reference.py (PIL and numpy, written apart from the server):
 the UINT8 path must classify a decoded image exactly as the reference classifies its
 encoded bytes. The torch recipe (nvJPEG + torch resize on a GPU instance) is checked here
 on CPU torch against the same reference pixels, and on the GPU by the `gpu` test.
@@ -22,10 +22,10 @@ from PIL import Image
 from tritonclient.utils import InferenceServerException
 
 from server import TritonServer
-from tests.batching import first_co_batched
-from tests.conftest import require_models
-from tests.images import case_bytes, jpeg
-from tests.reference import STD_RGB, imagenet_label, reference_pixels, resnet50_reference
+from tests.support.batching import first_co_batched
+from tests.support.images import case_bytes, jpeg
+from tests.support.prerequisites import require_models
+from tests.support.reference import STD_RGB, imagenet_label, reference_pixels, resnet50_reference
 
 SCORE_TOLERANCE = 1e-4
 LEVEL = 1 / 255 / min(STD_RGB)  # one 8-bit level, normalised (the largest such step)

@@ -1,7 +1,7 @@
 """The SDK's classify() with decoded images: numpy uint8 RGB arrays and PIL images (issue 10).
 
 Decoded images go as pixels to ``resnet50_uint8``; encoded ones to ``resnet50``. Results
-are checked against tests/reference.py (the ImageNet recipe restated with PIL and numpy,
+are checked against tests/support/reference.py (the ImageNet recipe restated with PIL and numpy,
 run on the encoded bytes), on both protocols and both twins. Bad arrays are refused by
 the SDK before anything is sent: shown with a client whose URL has no server behind it.
 """
@@ -23,10 +23,10 @@ from client import (
     TritonClient,
 )
 from server import free_port
-from tests.conftest import require_models
-from tests.images import case_bytes
-from tests.reference import imagenet_label, resnet50_reference
-from tests.shm_regions import own_regions
+from tests.support.images import case_bytes
+from tests.support.prerequisites import require_models
+from tests.support.reference import imagenet_label, resnet50_reference
+from tests.support.shm_regions import own_regions
 
 SCORE_TOLERANCE = 1e-4
 # RGB JPEG, RGBA PNG, greyscale JPEG, palette PNG: every conversion to RGB the client makes.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from client import TritonClient
 from server import free_port
-from tests.conftest import PROJECT_ROOT, require_models
+from tests.support.prerequisites import PROJECT_ROOT, require_models
 
 
 def test_serve_answers_then_stops_on_sigterm(model_repository: Path, tmp_path: Path) -> None:

@@ -22,8 +22,7 @@ from server import (
     TritonServer,
 )
 from server.launcher import parse_load_failures
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from tests.support.prerequisites import PROJECT_ROOT
 
 
 def _config(repository: Path, tmp_path: Path, **overrides: object) -> ServerConfig:

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import tritonclient.grpc as grpcclient
 
-from tests.conftest import require_models
+from tests.support.prerequisites import require_models
 
 REQUESTS = 100
 

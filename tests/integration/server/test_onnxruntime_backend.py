@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 
 from build_engines.repository import Tensor, onnx_model_config, write_model
 from server import ServerConfig, TritonServer
-from tests.batching import co_batched
+from tests.support.batching import co_batched
 
 
 def _affine_onnx(path: Path) -> Path:

@@ -22,6 +22,7 @@ from build_engines.options import BuildOptions
 from build_engines.precision import CalibrationSettings, to_int8
 from build_engines.precision.report import session
 from build_engines.repository import Tensor, onnx_model_config, write_model
+from tests.support.prerequisites import PROJECT_ROOT
 
 
 def _feeds(count: int, seed: int):
@@ -139,7 +140,7 @@ def test_int8_holds_on_a_cpu_without_vnni(tmp_path: Path) -> None:
     batch = _feeds(1, 2)[0]["x"]
     np.save(tmp_path / "x.npy", batch)
     command = [qemu, "-cpu", NO_VNNI_CPU, sys.executable, "-c", RUN_ONNX, str(tmp_path / "x.npy")]
-    root = Path(__file__).resolve().parent.parent
+    root = PROJECT_ROOT
     subprocess.run([*command, str(built.path), str(control)], check=True, cwd=root, timeout=300)
     reference = session(fp32).run(None, {"x": batch})[0]
     emulated = {p.name: np.load(f"{p}.y.npy") for p in (built.path, control)}

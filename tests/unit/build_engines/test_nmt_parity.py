@@ -16,7 +16,7 @@ import torch
 from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.nmt.vocab import write_tokenizer
-from tests.nmt_reference import InProcess, hf_generate
+from tests.support.nmt_reference import InProcess, hf_generate
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -164,7 +164,7 @@ def repository_model():
     """The checkpoint as `make models` already exported it: no rebuild, so CI runs this."""
     from transformers import MarianMTModel, MarianTokenizer
 
-    from tests.conftest import MODEL_REPOSITORY, require_models
+    from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
     require_models("nmt", "nmt_encoder", "nmt_decoder")
     model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT)).eval()

@@ -15,7 +15,7 @@ from build_engines.torch_engine.nmt import step_model
 from python_models.nmt.decode import Job, generate, pad_sources
 from python_models.nmt.ort import OrtStepModel
 from python_models.nmt.text import MarianText
-from tests.conftest import MODEL_REPOSITORY, require_models
+from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.prerequisites import PROJECT_ROOT
+
+ROOT = PROJECT_ROOT
 BUILD = ROOT / "build_engines"
 # Where parsed flags may be read: the CLI, the flag definitions, each family's conversion to
 # its own frozen options, and the stand-alone training scripts' own mains.

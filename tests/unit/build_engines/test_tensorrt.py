@@ -309,7 +309,8 @@ def test_plan_config_parses_with_tritons_schema(family_onnx) -> None:
     )
     assert "intra_op_thread_count" not in parsed.parameters
     assert parsed.parameters["buckets"].string_value == "16,32,64,128"
-    warmup = parsed.model_warmup[0]  # one per profile (tests/test_tensorrt_defects.py)
+    # one warmup per profile (tests/unit/build_engines/test_tensorrt_defects.py)
+    warmup = parsed.model_warmup[0]
     assert len(parsed.model_warmup) == 4
     assert warmup.batch_size == 8 and list(warmup.inputs["input_ids"].dims) == [16]
     assert warmup.inputs["input_ids"].zero_data

@@ -21,7 +21,8 @@ from packaging.specifiers import SpecifierSet
 
 from build_engines.tensorrt.options import TensorRTOptions
 from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
-from tests.test_tensorrt import (
+from tests.support.prerequisites import PROJECT_ROOT
+from tests.unit.build_engines.test_tensorrt import (
     FAMILY_SPECS,
     H100,
     TRT_10_5,
@@ -32,7 +33,7 @@ from tests.test_tensorrt import (
     _sidecar,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 
 
 @pytest.fixture
@@ -265,7 +266,7 @@ def test_dla_reports_layers_that_fall_back_to_the_gpu(capsys) -> None:
 
 def _dry_run(tmp_path: Path, name: str, family_onnx, **options: object) -> str:
     from build_engines import engines
-    from tests.test_tensorrt import _args
+    from tests.unit.build_engines.test_tensorrt import _args
 
     args = _args(tmp_path, family=name.split("_")[0], **options)
     with pytest.raises(engines.DryRun):

@@ -1,6 +1,6 @@
 """AsyncTritonClient and AsyncTransport without a server: requests, results, tasks, close().
 
-The tritonclient asyncio client is tests/recording_client.py's recorder (MOCKED ON
+The tritonclient asyncio client is tests/support/recording_client.py's recorder (MOCKED ON
 PURPOSE: calls bound to the real ``tritonclient.grpc.aio``/``http.aio`` signatures,
 replies are real ``InferResult`` objects); expected tensors are written out by hand.
 """
@@ -31,7 +31,7 @@ from client.codecs import Call
 from client.options import ClientOptions
 from client.transport import AsyncTransport, ClientSpec, Endpoint, Request
 from client.types import Classification, Prediction
-from tests.recording_client import Factory, describe, family_reply, result
+from tests.support.recording_client import Factory, describe, family_reply, result
 
 URL = "grpc://10.7.7.7:8001"
 HTTP_URL = "http://10.7.7.7:8000"
@@ -556,7 +556,7 @@ async def test_generic_infer_names_the_model_returns_only_outputs_asked_and_retr
 async def test_a_region_that_fails_to_go_does_not_keep_the_others(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests.test_transport_units import destroy_fails_once
+    from tests.unit.client.test_transport import destroy_fails_once
 
     factory = Factory({"infer": result("grpc", {"Y": X})})
     t = transport("grpc", factory, shared_memory="system", shared_memory_threshold=1)
@@ -595,6 +595,6 @@ async def test_wait_until_ready_never_sleeps_past_its_limit() -> None:
 
 
 def test_every_option_reaches_the_client() -> None:
-    from tests.test_sync_units import check_every_option_reaches_the_client
+    from tests.unit.client.test_sync import check_every_option_reaches_the_client
 
     check_every_option_reaches_the_client(AsyncTritonClient)

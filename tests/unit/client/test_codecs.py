@@ -1,5 +1,5 @@
 """client.codecs, client.base helpers and client.types without a server (Endpoint.parse:
-tests/test_transport_units.py).
+tests/unit/client/test_transport.py).
 
 Fast (mutation runs). Expected values are written out here, not computed by the SDK.
 """

@@ -3,8 +3,8 @@
 A closed loopback port gives the "never ready" case for real on both protocols. For the
 "becomes ready" case, STAND-IN SERVER ON PURPOSE: a stdlib HTTP server answers Triton's
 HTTP readiness and metadata endpoints (KServe v2 paths) and turns the model ready on its
-third poll, which a real Triton cannot be made to do on cue. tests/test_sdk_server.py
-checks the same calls against the real server.
+third poll, which a real Triton cannot be made to do on cue.
+tests/integration/client/test_sdk_server.py checks the same calls against the real server.
 """
 
 from __future__ import annotations

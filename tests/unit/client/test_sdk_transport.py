@@ -4,7 +4,8 @@ MOCKED ON PURPOSE: a fake tritonclient client (injected through ``client_factory
 raises the exact exceptions tritonclient, grpc, geventhttpclient and aiohttp raise, so
 every branch of ``client.errors.translate_error`` and the retry loop runs here; the real
 server cannot be made to produce most of them on demand (DNS, TLS, queue full, lost
-streams). tests/test_sdk_server.py checks the same contract against the real Triton.
+streams). tests/integration/client/test_sdk_server.py checks the same contract against the
+real Triton.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from client import (
     TritonClientError,
 )
 from client.shm import UNREGISTER_WAIT_S, unregister_pauses
-from tests.shm_regions import own_regions
+from tests.support.shm_regions import own_regions
 
 URL = {"grpc": "grpc://10.9.8.7:8001", "http": "http://10.9.8.7:8000"}
 EMBEDDING = np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8)

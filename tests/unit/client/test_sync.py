@@ -1,6 +1,6 @@
 """TritonClient (client/sync.py) without a server: each method's request, result and threads.
 
-The tritonclient client is tests/recording_client.py's recorder (MOCKED ON PURPOSE: calls
+The tritonclient client is tests/support/recording_client.py's recorder (MOCKED ON PURPOSE: calls
 bound to tritonclient's real signatures, replies are real ``InferResult`` objects); the
 expected tensors are written out by hand in Triton's wire format.
 """
@@ -27,7 +27,7 @@ from client import (
 )
 from client.options import MODEL_KEYS, ClientOptions
 from client.types import Classification, Prediction
-from tests.recording_client import Factory, describe, family_reply, result
+from tests.support.recording_client import Factory, describe, family_reply, result
 
 URL = "grpc://10.4.5.6:8001"
 EMBEDDING = np.array([[0.6, 0.8]], dtype=np.float32)

@@ -1,6 +1,6 @@
 """client.transport without a server: what each adapter sends, and how it reads replies.
 
-The tritonclient client is tests/recording_client.py's recorder (MOCKED ON PURPOSE: every
+The tritonclient client is tests/support/recording_client.py's recorder (MOCKED ON PURPOSE: every
 call is bound to the real tritonclient signature); inputs and outputs are real
 tritonclient ``InferInput``/``InferRequestedOutput`` objects read back in their wire form,
 and expected values are written out by hand (bytes of float32 1.5 = 00 00 c0 3f, ...).
@@ -44,7 +44,7 @@ from client.transport import (
     default_factory,
     tritonclient_module,
 )
-from tests.recording_client import Factory, describe, result
+from tests.support.recording_client import Factory, describe, result
 
 X = np.array([[1.5, 2.0]], dtype=np.float32)  # little-endian bytes written out by hand:
 X_BYTES = b"\x00\x00\xc0\x3f\x00\x00\x00\x40"

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import require_tool
+from tests.support.prerequisites import PROJECT_ROOT, require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKER_DIR = ROOT / "docker"
 TRITON_BASE = "nvcr.io/nvidia/tritonserver:24.10-py3"

@@ -1,8 +1,9 @@
-"""Cases of the Locust exporter; run by tests/test_loadtest_exporter.py in their own interpreter.
+"""Cases of the Locust exporter; run by tests/unit/loadtest/test_exporter.py in their own
+interpreter.
 
 A real Locust environment and runner record real request events; the exposition is fed to
 ``promtool check metrics`` (Prometheus' own parser and linter) and read back. The scrape by
-a real Prometheus next to a real Triton is in tests/test_prometheus.py.
+a real Prometheus next to a real Triton is in tests/integration/deploy/test_prometheus.py.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from locust.env import Environment
 
 from loadtest import exporter
 from server import free_port
-from tests.conftest import require_tool
+from tests.support.prerequisites import require_tool
 
 
 class _Idle(User):

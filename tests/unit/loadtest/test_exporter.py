@@ -1,4 +1,4 @@
-"""The Locust exporter's cases (tests/exporter_cases.py), in their own interpreter.
+"""The Locust exporter's cases (tests/unit/loadtest/exporter_cases.py), in their own interpreter.
 
 Importing Locust monkey-patches the whole process with gevent; in the main pytest process
 that made the later asyncio and threaded tests hang (the suite stopped in test_bert). The
@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.prerequisites import PROJECT_ROOT
+
+ROOT = PROJECT_ROOT
 
 
 def test_exporter_cases_pass_in_a_clean_interpreter() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/exporter_cases.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/unit/loadtest/exporter_cases.py",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -7,7 +7,6 @@ import math
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,9 @@ from loadtest.options import Weights, parse_pairs, parse_steps
 from loadtest.slo import Slo
 from loadtest.summary import StepResult, resolution_ms, step_results
 from loadtest.triton_stats import ModelCounters, parse_model_stats, window
+from tests.support.prerequisites import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT_ROOT
 
 
 def _in_locust_process(code: str) -> None:

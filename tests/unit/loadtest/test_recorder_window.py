@@ -4,7 +4,7 @@ STAND-IN SERVER ON PURPOSE: a stdlib HTTP server answers the two Triton endpoint
 recorder reads (``GET v2/models/stats`` and ``GET v2/models/<name>/config``) with fixed
 JSON in Triton's format, so the real StatsProbe (tritonclient.http) fetches them over a
 socket; a real Triton cannot be made to hold exact counters. Expected values are the
-JSON written here. tests/test_loadtest_real.py reads the real server's statistics.
+JSON written here. tests/integration/loadtest/test_run.py reads the real server's statistics.
 """
 
 from __future__ import annotations

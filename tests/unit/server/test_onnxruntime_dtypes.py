@@ -3,7 +3,8 @@
 A one-input ONNX graph per element type (``Y = Cast(X, double)``) is written here with
 onnx.helper; the request sends float64 and the expected values are worked by hand
 (0.1 is 0.0999755859375 in float16, 2.75 truncates to 2 in every integer type). The model
-object is set up as tests/test_backend_units.py sets it up, without the python stub.
+object is set up as tests/unit/server/test_onnxruntime_backend.py sets it up, without the
+python stub.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from tests.test_backend_units import _model
+from tests.unit.server.test_onnxruntime_backend import _model
 
 
 def _cast_graph(path: Path, x_type: int) -> None:

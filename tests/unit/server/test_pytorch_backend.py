@@ -3,11 +3,12 @@
 Tiny TorchScript modules are scripted here (``y = x * 2 + b`` and the row sums of ``x``;
 identity and doubling models for the config dtypes); expected outputs are hand-worked
 numbers or numpy. The model object is set up as ``initialize`` would set it up from
-config.pbtxt, without the python stub (as tests/test_backend_units.py does), except in the
+config.pbtxt, without the python stub (as tests/unit/server/test_onnxruntime_backend.py does),
+except in the
 device test, which calls ``initialize`` itself with a config that needs no stub call.
 The GPU graph path's bookkeeping runs on CPU through ``CudaGraph``'s CPU mode; capturing
 real graphs, ``cuda:<id>`` and pinned copies are the GPU tests' job
-(tests/test_pytorch_backend.py on the lent H100).
+(tests/integration/server/test_pytorch_backend.py on the lent H100).
 """
 
 from __future__ import annotations

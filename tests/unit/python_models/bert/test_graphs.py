@@ -4,7 +4,7 @@ The GPU branch's bookkeeping (graph shapes from the sibling's config, bucket cho
 padding rows up to a graph's batch, slicing them back, chunking past the largest graph)
 runs on CPU here: ``CudaGraph`` on a CPU device keeps the same static buffers and runs
 eagerly. The reference is the same TorchScript module run eagerly on the same feeds. The
-`gpu` test captures real graphs; the served check is in tests/test_torch_bert.py.
+`gpu` test captures real graphs; the served check is in tests/integration/bert/test_torch_engine.py.
 """
 
 from __future__ import annotations

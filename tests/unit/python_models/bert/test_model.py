@@ -1,10 +1,11 @@
 """``python_models.bert.model`` (tokenizer + encoder in one stub) without a server.
 
-The tokenizer is the nine-word WordPiece of tests/test_text_units.py; the encoder is an ONNX
-graph written here whose "embedding" of a row is (sum of the ids it attends to, tokens
-attended, padded length), so every expected value is read off the vocabulary by hand:
+The tokenizer is the nine-word WordPiece of
+tests/unit/python_models/bert/test_tokenizer_model.py; the encoder is an ONNX graph
+written here whose "embedding" of a row is (sum of the ids it attends to, tokens attended,
+padded length), so every expected value is read off the vocabulary by hand:
 "hello world" is [CLS] hello world [SEP] = 2 + 4 + 5 + 3 = 14 over 4 tokens. The BLS
-fallback runs the same arithmetic in numpy behind tests/pb_utils_standin.py.
+fallback runs the same arithmetic in numpy behind tests/support/pb_utils_standin.py.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from python_models.bert.model import BertEmbeddingModel, encoder_session_setting
 from python_models.common.base import PROFILE_DIR_ENV
 from python_models.common.ort_session import SessionSettings
 from python_models.common.parameters import ModelParameters
-from tests import pb_utils_standin as standin
-from tests.pb_utils_standin import error_of, outputs, request
-from tests.test_text_units import write_tokenizer
+from tests.support import pb_utils_standin as standin
+from tests.support.pb_utils_standin import error_of, outputs, request
+from tests.unit.python_models.bert.test_tokenizer_model import write_tokenizer
 
 
 def _encoder_onnx(path: Path) -> Path:

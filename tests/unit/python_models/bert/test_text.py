@@ -22,7 +22,7 @@ from python_models.bert.text import (
     tokenize,
 )
 from python_models.common.base import InvalidInput
-from tests.conftest import MODEL_REPOSITORY
+from tests.support.prerequisites import MODEL_REPOSITORY
 
 BUCKETS = (16, 32, 64, 128, 256)
 

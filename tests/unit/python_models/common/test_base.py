@@ -1,4 +1,4 @@
-"""``python_models.common.base`` without a server: pb_utils is tests/pb_utils_standin.py.
+"""``python_models.common.base`` without a server: pb_utils is tests/support/pb_utils_standin.py.
 
 Expected values are worked by hand: a model that doubles ``A`` (plus an optional
 ``OFFSET``), Triton's error codes by number (INTERNAL 1, INVALID_ARG 3), the profile's
@@ -24,8 +24,8 @@ from python_models.common.base import (
     error_response,
     require_numpy_1,
 )
-from tests import pb_utils_standin as standin
-from tests.pb_utils_standin import error_of, outputs, request
+from tests.support import pb_utils_standin as standin
+from tests.support.pb_utils_standin import error_of, outputs, request
 
 CONFIG = {
     "name": "doubler",

@@ -1,5 +1,6 @@
-"""``python_models.common.bls.infer`` through tests/pb_utils_standin.py: the request it builds
-(model, inputs as the called model reads them, requested outputs) and what it returns or raises."""
+"""``python_models.common.bls.infer`` through tests/support/pb_utils_standin.py: the request it
+builds (model, inputs as the called model reads them, requested outputs) and what it returns
+or raises."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 from python_models.common import bls
-from tests import pb_utils_standin as standin
+from tests.support import pb_utils_standin as standin
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from build_engines.repository import parse
 from python_models.common.sibling import sibling_onnx
-from tests.conftest import MODEL_REPOSITORY
+from tests.support.prerequisites import MODEL_REPOSITORY
 
 
 def test_sibling_onnx_is_the_served_version(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 The text side is the real sentencepiece model and vocabulary of assets/nmt-en-fr-numbers.
 The encoder and decoder are the sibling models, called through BLS (no ONNX file beside
-them) behind tests/pb_utils_standin.py, played by a *copy* model: the encoder hands the
+them) behind tests/support/pb_utils_standin.py, played by a *copy* model: the encoder hands the
 source ids over as its cross state and the decoder's step ``t`` puts all its probability
 on source token ``t``. Greedy or beam, the translation of a text is then the text itself
 ("seven hundred" is ▁seven ▁hundred </s>), and ``MAX_LENGTH`` 3 (start token + 2) keeps
@@ -24,8 +24,8 @@ from python_models.nmt import model as nmt
 from python_models.nmt.model import BlsStepModel, NmtModel, _decode_text, _per_row, parse_rows
 from python_models.nmt.settings import Limits
 from python_models.nmt.text import MarianText
-from tests import pb_utils_standin as standin
-from tests.pb_utils_standin import error_of, outputs, request
+from tests.support import pb_utils_standin as standin
+from tests.support.pb_utils_standin import error_of, outputs, request
 
 EOS, PAD, VOCAB = 0, 139, 140  # the checkpoint's </s>, <pad> (decoder start) and vocab size
 FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
@@ -339,7 +339,7 @@ def test_bls_step_model_feeds_and_outputs(pb_utils) -> None:
 
 
 def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
-    from tests.conftest import MODEL_REPOSITORY, require_models
+    from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
     require_models("nmt_encoder", "nmt_decoder")
     repository = tmp_path / "repo"
@@ -425,7 +425,7 @@ def test_torchscript_siblings_run_in_process_on_their_device(tmp_path: Path, pb_
 
 
 def test_in_process_sessions_take_the_thread_parameter(tmp_path: Path, pb_utils) -> None:
-    from tests.conftest import MODEL_REPOSITORY, require_models
+    from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
     require_models("nmt_encoder", "nmt_decoder")
     for name in ("copy_encoder", "copy_decoder"):

@@ -14,7 +14,7 @@ from python_models.nmt.decode import DecodeSettings, Job, generate
 from python_models.nmt.model import parse_rows
 from python_models.nmt.settings import Limits, from_parameters, to_parameters
 from python_models.nmt.text import MarianText
-from tests.conftest import MODEL_REPOSITORY, require_models
+from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 

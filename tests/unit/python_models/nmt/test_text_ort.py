@@ -19,7 +19,7 @@ import pytest
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from python_models.nmt.ort import OrtStepModel, SessionStepModel, _run_bound, session
 from python_models.nmt.text import TARGET_VOCAB, MarianText
-from tests.conftest import MODEL_REPOSITORY, require_models
+from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
 
 @pytest.fixture(scope="module")
