@@ -35,7 +35,7 @@ from python_models.nmt.decode import DecodeSettings
 from python_models.nmt.settings import Limits
 
 if TYPE_CHECKING:
-    from build_engines.nmt import NmtOptions
+    from build_engines.nmt.options import NmtOptions
     from build_engines.options import BuildOptions
 
 BLS, ENCODER, DECODER = "nmt_rnn", "nmt_rnn_encoder", "nmt_rnn_decoder"
