@@ -320,13 +320,14 @@ def test_runtime_version_comes_from_the_servers_libnvinfer(tmp_path: Path, monke
 
 def test_every_registered_engine_is_a_cli_choice_with_a_complete_step() -> None:
     from build_engines.cli import build_parser
+    from build_engines.engine_step import step_of
     from build_engines.engines import Engine
 
     family = build_parser()._subparsers._group_actions[0].choices["resnet50"]
     (engine_flag,) = [a for a in family._actions if "--engine" in a.option_strings]
     assert list(engine_flag.choices) == [engine.value for engine in Engine]
     for engine in Engine:
-        step = engine.step()
+        step = step_of(engine)
         for function in ("validate", "check_available", "artifacts", "describe"):
             assert callable(getattr(step, function)), (engine, function)
 
