@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## Create .venv with every dependency (idempotent)
 
 # Each family rebuilds when the build code or the python models it serves change.
-BUILD_DEPS := $(STAMP) $(wildcard build_engines/*.py build_engines/*/*.py python_models/*.py)
+BUILD_DEPS := $(STAMP) $(wildcard build_engines/*.py build_engines/*/*.py python_models/*.py python_models/*/*.py)
 
 $(REPO)/.resnet50.built: $(BUILD_DEPS)
 	$(PY) -m build_engines resnet50

@@ -7,7 +7,7 @@ own repository under build/bench_bert/.
 
 Traffic: short (8-16 tokens), medium (60-68) and mixed (uniform 4-256), token
 counts including [CLS]/[SEP], closed loop at each concurrency. Both sides use
-the same tokenization (python_models.text) and the same ONNX Runtime thread
+the same tokenization (python_models.bert.text) and the same ONNX Runtime thread
 budget. In-process is an ideal synchronous batcher: the ``concurrency``
 outstanding texts are tokenized together, grouped by bucket, one session call
 per bucket. Triton is reached with the SDK's AsyncTritonClient over gRPC, one
@@ -40,10 +40,10 @@ from benchmarks import perf_analyzer
 from benchmarks.common import machine_description
 from benchmarks.floor_model import write_floor_model
 from build_engines.repository import parse, write_model
-from python_models.bert import encoder_session_settings
-from python_models.ort_session import SessionSettings, create_session
-from python_models.parameters import ModelParameters
-from python_models.text import bucket_lengths, load_tokenizer, token_ids, tokenize
+from python_models.bert.model import encoder_session_settings
+from python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, tokenize
+from python_models.common.ort_session import SessionSettings, create_session
+from python_models.common.parameters import ModelParameters
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TRAFFIC = {"short": (8, 16), "medium": (60, 68), "mixed": (4, 256)}
@@ -634,7 +634,8 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
         f"include [CLS]/[SEP]); a pool of {POOL_SIZE} texts per traffic built from whole-word "
         "vocabulary entries, each text exactly its target length.",
         "- In-process: an ideal synchronous batcher. Each round takes `concurrency` texts, "
-        "tokenizes them with the same function as the Triton model (python_models.text), runs one "
+        "tokenizes them with the same function as the Triton model "
+        "(python_models.bert.text), runs one "
         "session call per length bucket, and a text's latency is the time to its bucket's result.",
         "- Triton: the `bert` python model (tokenizer and the `bert_model` ONNX file run "
         "in-process, one encoder call per length bucket of each execute call; dynamic batching "

@@ -36,9 +36,9 @@ import numpy as np
 
 from benchmarks.bert import TRAFFIC, Setup, model_setup, run_triton, traffic_pool
 from benchmarks.common import machine_description, markdown_table
-from python_models.base import PROFILE_DIR_ENV
-from python_models.ort_session import ALLOW_SPINNING, SessionSettings, create_session
-from python_models.text import tokenize
+from python_models.bert.text import tokenize
+from python_models.common.base import PROFILE_DIR_ENV
+from python_models.common.ort_session import ALLOW_SPINNING, SessionSettings, create_session
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("bert", "bert_model", "bert_preprocess")

@@ -4,7 +4,7 @@ Starts ``python -m server serve`` on the full repository, sends ``--classify``
 ResNet-50 and ``--translate`` NMT requests at once over gRPC (no SDK retries),
 SIGTERMs the launcher ``--delay`` seconds later and reports per model how many
 succeeded, the distinct errors, the launcher's exit code and how long it took to
-stop. ``tests/reliability/test_drain.py`` proves the same on a tiny repository.
+stop. ``tests/integration/reliability/test_drain.py`` proves the same on a tiny repository.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu_nmt --out OUT)::
 
     python -m benchmarks.gpu_nmt --out OUT_DIR [--sizes tiny,large] [--sentences 96]
 
-The search is python_models.nmt_decode's, the one the ``nmt`` model serves, with the
+The search is python_models.nmt.decode's, the one the ``nmt`` model serves, with the
 micro-batcher of benchmarks/nmt.py at concurrency 1, 8 and 32. ``tiny`` is the kit's
 trained English→French numbers model; ``large`` a randomly initialised Marian of
 opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabulary; speed only).
@@ -168,8 +168,8 @@ def torch_repository(checkpoint: Path, work: Path, precision: str) -> Path:
 
 
 def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
-    from python_models.nmt_torch import load_step_model
-    from python_models.sibling import sibling_device
+    from python_models.common.sibling import sibling_device
+    from python_models.nmt.torch_steps import load_step_model
 
     def factory():  # as the served model loads it: the encoder's device, one CPU thread
         return load_step_model(
@@ -191,7 +191,7 @@ def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
 
 def _served(repository: Path, checkpoint: Path, options: Options) -> list:
     from benchmarks.nmt import count_tokens_for, held_out_pairs, measure_triton
-    from python_models.base import PROFILE_DIR_ENV
+    from python_models.common.base import PROFILE_DIR_ENV
     from server.launcher import ServerConfig, TritonServer
 
     pairs = held_out_pairs(with_references=(checkpoint / "split.json").exists())

@@ -7,7 +7,7 @@ Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu_overhead --out O
 Three questions, answered in one run with the same server binary and clients:
 
 1. **The floor of the serving path.** An ``echo`` model on the same python-backend path
-   (``python_models.base.PythonModel``: ``as_numpy`` in, one response per request) that
+   (``python_models.common.base.PythonModel``: ``as_numpy`` in, one response per request) that
    returns zeros without touching the GPU: its sequential p50 is the latency no python-based
    backend can go under, and its throughput at concurrency 64/256 is the most requests/s
    the stub path (or the clients) can carry, whatever the model.
@@ -40,13 +40,13 @@ from benchmarks.gpu_families import BUCKETS
 from benchmarks.gpu_load import in_process, served_load, served_sequential, spec_load
 from benchmarks.gpu_models import Spec, resnet50_uint8, write_torch_model
 from benchmarks.gpu_settings import Settings
-from python_models.base import PROFILE_DIR_ENV
+from python_models.common.base import PROFILE_DIR_ENV
 
 RESNET = Spec("resnet50_u8", {"image": ("UINT8", (224, 224, 3))}, ("logits", 1000), BUCKETS, 4)
 ECHO_MODEL = '''"""Same python-backend path as the pytorch backend; no model behind it."""
 import numpy as np
 
-from python_models.base import PythonModel
+from python_models.common.base import PythonModel
 
 
 class TritonPythonModel(PythonModel):
@@ -187,7 +187,7 @@ def run(options: Options) -> dict:
 
 
 def collect_profiles(folder: Path) -> dict[str, list[dict]]:
-    """Each instance's ms per execute and phase (python_models.base.ExecuteProfile)."""
+    """Each instance's ms per execute and phase (python_models.common.base.ExecuteProfile)."""
     found: dict[str, list[dict]] = {}
     for path in sorted(folder.glob("*.json")):
         found.setdefault(path.stem.rsplit("-", 1)[0], []).append(json.loads(path.read_text()))

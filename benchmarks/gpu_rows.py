@@ -84,7 +84,7 @@ def prepare_inputs(repo: Path, settings: Settings) -> None:
         )
         if settings.gpu:
             set_instances(pre, 2, "KIND_GPU")
-        write_model(repo, pre, {"model.py": python_shim(f"python_models.image.{cls}")})
+        write_model(repo, pre, {"model.py": python_shim(f"python_models.resnet50.model.{cls}")})
         steps = [
             EnsembleStep(f"{name}_pre", {image.name: image.name}, {PIXELS: "pixels"}),
             EnsembleStep("r50_px", {"pixel_values": "pixels"}, {"logits": "logits"}),
@@ -210,9 +210,7 @@ def minilm_batches(settings: Settings) -> tuple[int, ...]:
 
 def minilm_in_process(repo: Path, settings: Settings) -> dict:
     """What one ``bert`` execute does, without Triton: tokenise, bucket, encode per bucket."""
-    from python_models.bert_torch import torch_encoder
-    from python_models.sibling import sibling_device
-    from python_models.text import (
+    from python_models.bert.text import (
         DEFAULT_BUCKETS,
         bucket_lengths,
         group_by_bucket,
@@ -220,6 +218,8 @@ def minilm_in_process(repo: Path, settings: Settings) -> dict:
         pad_rows,
         token_ids,
     )
+    from python_models.bert.torch_encoder import torch_encoder
+    from python_models.common.sibling import sibling_device
 
     version = repo / MINILM / "1"
     device = sibling_device(version, f"{MINILM}_model")

@@ -1,7 +1,7 @@
 """NMT: in-process search vs Triton-served vs CTranslate2, one run, two model sizes.
 
 Engines, CPU only, on English number phrases from the held-out split:
-- in-process ORT: the served search (python_models.nmt_decode) on ONNX Runtime
+- in-process ORT: the served search (python_models.nmt.decode) on ONNX Runtime
   sessions of the same ONNX files Triton loads, timed per phase (encoder, decoder
   steps, search);
 - Triton: the ``nmt`` python model through the gRPC SDK, one sentence a request; its
@@ -180,7 +180,7 @@ class PhaseTimer:
     """A StepModel wrapper that adds up the time of each phase of the search."""
 
     def __init__(self, model) -> None:
-        from python_models.nmt_timing import TimedStepModel
+        from python_models.nmt.timing import TimedStepModel
 
         self.reset()
         timed = TimedStepModel(model, self._add)
@@ -235,9 +235,9 @@ class Served:
 
     @classmethod
     def load(cls, repository: Path) -> Served:
-        from python_models.nmt_settings import from_parameters
-        from python_models.nmt_text import MarianText
-        from python_models.parameters import ModelParameters
+        from python_models.common.parameters import ModelParameters
+        from python_models.nmt.settings import from_parameters
+        from python_models.nmt.text import MarianText
 
         config = parse((repository / "nmt" / "config.pbtxt").read_text())
         params = ModelParameters({k: v.string_value for k, v in config.parameters.items()})
@@ -247,7 +247,7 @@ class Served:
 
 def search_engine(step_model, served: Served) -> tuple[BatchFn, PhaseTimer]:
     """The served search on any StepModel, as a batch function, with its phase timer."""
-    from python_models.nmt_decode import Job, generate
+    from python_models.nmt.decode import Job, generate
 
     timer = PhaseTimer(step_model)
     max_length = served.limits.default_max_length
@@ -264,7 +264,7 @@ def search_engine(step_model, served: Served) -> tuple[BatchFn, PhaseTimer]:
 
 
 def ort_step_model(repository: Path, threads: int):
-    from python_models.nmt_ort import OrtStepModel
+    from python_models.nmt.ort import OrtStepModel
 
     return OrtStepModel(
         repository / "nmt_encoder" / "1" / "model.onnx",

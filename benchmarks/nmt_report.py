@@ -191,7 +191,7 @@ def render(results: dict, *, machine, load, seconds, args: argparse.Namespace, t
         "served copies' configs too) and batches of at most 32 requests; closed loops, one "
         "sentence a request; the in-process engines get a micro-batcher that gathers every "
         "queued request into one call (what Triton's dynamic batcher gives the `nmt` model).",
-        "- in-process ORT: the served search (python_models/nmt_decode.py: one vectorised "
+        "- in-process ORT: the served search (python_models/nmt/decode.py: one vectorised "
         "top-k per beam size over every sentence, the decoder run with IO binding) on ONNX "
         "Runtime sessions of the ONNX files Triton loads. Triton: the `nmt` python model "
         "running the same search on the same files in its stub. CTranslate2 (PyPI "

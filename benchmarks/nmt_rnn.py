@@ -1,6 +1,6 @@
 """Recurrent (nmt_rnn) vs Transformer (nmt) NMT, in-process and served, in one run.
 
-Both models go through the same search (python_models.nmt_decode): in-process on
+Both models go through the same search (python_models.nmt.decode): in-process on
 ONNX Runtime sessions of the served ONNX files, with a micro-batcher gathering
 queued sentences into one decode call (what Triton's dynamic batcher gives the BLS
 model); served through the gRPC SDK, one sentence a request. Closed loops at
@@ -68,11 +68,11 @@ def batch_engine(run: Callable[[Sequence[str], int], list[str]]) -> BatchFn:
 
 def in_process(repository: Path, bls: str, threads: int):
     """The served search on the served ONNX files, settings read from the served config."""
-    from python_models.nmt_decode import Job, generate
-    from python_models.nmt_ort import OrtStepModel
-    from python_models.nmt_settings import from_parameters
-    from python_models.nmt_text import MarianText
-    from python_models.parameters import ModelParameters
+    from python_models.common.parameters import ModelParameters
+    from python_models.nmt.decode import Job, generate
+    from python_models.nmt.ort import OrtStepModel
+    from python_models.nmt.settings import from_parameters
+    from python_models.nmt.text import MarianText
 
     config = parse((repository / bls / "config.pbtxt").read_text())
     params = ModelParameters({k: v.string_value for k, v in config.parameters.items()})
@@ -230,7 +230,7 @@ def report(cells: list[Cell], args, seconds: float, machine: str) -> str:
             "- Models: assets/nmt-en-fr-numbers (Marian 3+3 layers, d_model 128) and "
             "assets/nmt-rnn-en-fr-numbers (bidirectional GRU encoder, GRU decoder, hidden "
             "192, Luong attention), same vocabulary and held-out numbers, same search code.",
-            "- in-process: python_models.nmt_decode on ONNX Runtime sessions of the served "
+            "- in-process: python_models.nmt.decode on ONNX Runtime sessions of the served "
             "ONNX files, with a micro-batcher (batches of at most "
             f"{MAX_BATCH}); Triton: the BLS model through the gRPC SDK, one sentence a "
             f"request. Every ONNX model runs with {args.threads} intra-op thread(s).",

@@ -133,7 +133,7 @@ class ResNet50(Case):
 
     def _images(self) -> np.ndarray:
         from build_engines.sample_images import synthetic_images
-        from python_models.image import preprocess
+        from python_models.resnet50.image import preprocess
 
         images = synthetic_images(self.args.samples, seed=1234)  # not the calibration seed
         return np.stack([preprocess(image) for image in images])
@@ -188,7 +188,7 @@ class Bert(Case):
 
     def _settings(self) -> tuple[Path, int, tuple[int, ...]]:
         from build_engines.bert import checkpoint_max_length, default_checkpoint
-        from python_models.text import DEFAULT_BUCKETS, bucket_lengths
+        from python_models.bert.text import DEFAULT_BUCKETS, bucket_lengths
 
         checkpoint = default_checkpoint()
         if checkpoint is None:
@@ -211,7 +211,7 @@ class Bert(Case):
 
     def _groups(self, count: int) -> list[tuple[list[int], dict[str, np.ndarray]]]:
         from loadtest.corpora import sentences
-        from python_models.text import load_tokenizer, tokenize
+        from python_models.bert.text import load_tokenizer, tokenize
 
         tokenizer_file, max_length, buckets = self._settings()
         if self._tokenizer is None:
@@ -281,7 +281,7 @@ class Nmt(Case):
         """The served tokenizer and decode settings, loaded once."""
         if self._decode is None:
             from build_engines.nmt.pipeline import decode_settings, limits, load_model
-            from python_models.nmt_text import MarianText
+            from python_models.nmt.text import MarianText
 
             model = load_model(self.checkpoint)
             text = MarianText(self.checkpoint, limits(model, 16).max_source_length)
@@ -289,9 +289,9 @@ class Nmt(Case):
         return self._decode
 
     def translate(self, paths: Mapping[str, Path], sources: Sequence[str]) -> list[str]:
-        """Greedy decoding with the search the BLS model runs (python_models.nmt_decode)."""
-        from python_models.nmt_decode import Job, generate
-        from python_models.nmt_ort import SessionStepModel
+        """Greedy decoding with the search the BLS model runs (python_models.nmt.decode)."""
+        from python_models.nmt.decode import Job, generate
+        from python_models.nmt.ort import SessionStepModel
 
         text, settings = self._decoding()
         encoder, decoder = self.open(paths["nmt_encoder"]), self.open(paths["nmt_decoder"])

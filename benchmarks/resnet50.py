@@ -29,7 +29,7 @@ from benchmarks.common import (
 )
 from build_engines.repository import parse
 from build_engines.sample_images import synthetic_images
-from python_models.image import preprocess
+from python_models.resnet50.image import preprocess
 from server import ServerConfig, TritonServer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -38,7 +38,7 @@ from build_engines.repository import (
     write_model,
 )
 from build_engines.steps import StepLog, info, warn
-from python_models.text import (
+from python_models.bert.text import (
     DEFAULT_BUCKETS,
     bucket_lengths,
     load_tokenizer,
@@ -389,7 +389,7 @@ def preprocess_model(
         queue=options.queue,
     )
     files = {
-        "model.py": python_shim("python_models.text.BertTokenizerModel"),
+        "model.py": python_shim("python_models.bert.text.BertTokenizerModel"),
         "tokenizer.json": source.tokenizer_file,
     }
     return config, files
@@ -404,7 +404,7 @@ def embedding_model(
     model_options: BertOptions,
     notes: dict[str, str],
 ) -> tuple[Any, dict[str, Any]]:
-    """The served ``<name>``: tokenizer and encoder in one python model (python_models.bert).
+    """The served ``<name>``: tokenizer and encoder in one python model (python_models.bert.model).
 
     It runs ``<name>_model``'s own ONNX file in-process, or calls that model through BLS
     when it serves no ONNX file (a TensorRT plan).
@@ -416,7 +416,7 @@ def embedding_model(
     instances, session = embedding_topology(options)
     set_instances(config, instances)
     set_parameters(config, {**notes, "encoder_model": f"{name}_model", **session})
-    return config, {**files, "model.py": python_shim("python_models.bert.BertEmbeddingModel")}
+    return config, {**files, "model.py": python_shim("python_models.bert.model.BertEmbeddingModel")}
 
 
 def embedding_topology(options: BuildOptions) -> tuple[int, dict[str, object]]:

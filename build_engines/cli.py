@@ -8,6 +8,7 @@ import os
 import sys
 import time
 
+from build_engines.engine_step import step_of
 from build_engines.flags import add_common_arguments, build_options, parse_build_args
 from build_engines.options import BuildOptions
 from build_engines.steps import BuildError
@@ -82,7 +83,7 @@ def run_family(family: str, args: argparse.Namespace) -> None:
         raise BuildError(f"family '{family}' is not available in this checkout")
     options = family_options(family, args)
     if not options.dry_run:
-        options.engine.step().check_available()  # fail in a second, not after the export
+        step_of(options.engine).check_available()  # fail in a second, not after the export
     start = time.perf_counter()
     module.build(options, module.options_from(args))
     print(f"== {family}: built in {time.perf_counter() - start:.0f} s ==", flush=True)

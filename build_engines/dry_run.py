@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from build_engines.engine_step import DynamicAxes, step_of
 from build_engines.options import BuildOptions
 from build_engines.precision_step import (
     CHECK_SAMPLES,
@@ -13,7 +14,6 @@ from build_engines.precision_step import (
     keep_float,
     lowered_path,
 )
-from build_engines.registry import DynamicAxes
 from build_engines.repository import ModelConfig
 
 
@@ -32,7 +32,9 @@ def describe(
         f"--engine {options.engine.value} ==="
     ]
     lines += _describe_precision(name, onnx_path, served, options, calibration)
-    lines += options.engine.step().describe(name, onnx_path, served, config, options, dynamic_axes)
+    lines += step_of(options.engine).describe(
+        name, onnx_path, served, config, options, dynamic_axes
+    )
     return "\n".join(lines)
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from build_engines.dry_run import describe
+from build_engines.engine_step import DynamicAxes, EngineStep, step_of
 from build_engines.options import BuildOptions
 from build_engines.precision_step import CalibrationSource, lower_precision
-from build_engines.registry import ENGINE_NAMES, DynamicAxes, Engine, EngineStep
+from build_engines.registry import ENGINE_NAMES, Engine
 from build_engines.repository import ModelConfig
 from build_engines.steps import StepSkipped
 
@@ -52,7 +53,7 @@ def serving_artifacts(
 
     ``dynamic_axes`` (input -> {axis: name}, as given to the ONNX export) lets a dry run
     name the axes of an ONNX it has not exported."""
-    step = options.engine.step()
+    step = step_of(options.engine)
     step.validate(options)
     if options.dry_run:
         print(describe(name, onnx_path, config, options, calibration, dynamic_axes), flush=True)

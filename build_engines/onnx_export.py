@@ -68,7 +68,7 @@ def max_abs_diff_vs_torch(
     """Run the same inputs through PyTorch and ONNX Runtime; max |difference| per output."""
     import torch
 
-    from python_models.ort_session import create_session, threaded
+    from python_models.common.ort_session import create_session, threaded
 
     session = create_session(path, threaded(threads))
     names = [o.name for o in session.get_outputs()]

@@ -14,13 +14,18 @@ from pathlib import Path
 from build_engines.precision.int8 import CalibrationSettings
 from build_engines.registry import Engine
 from build_engines.tensorrt.options import TensorRTOptions
-from python_models.contracts import family_of
-from python_models.serving_policy import BOUNDED_QUEUE_POLICY, DEFAULT_QUEUE_POLICY, QueuePolicy
+from python_models.common.contracts import family_of
+from python_models.common.serving_policy import (
+    BOUNDED_QUEUE_POLICY,
+    DEFAULT_QUEUE_POLICY,
+    QueuePolicy,
+)
 
 PRECISIONS = ("fp32", "fp16", "int8", "int8-dynamic")
 # ONNX Runtime's own integer ops (no Q/DQ): only its engine can run them.
 ONNXRUNTIME_ONLY = ("int8-dynamic",)
-# --queue-policy: the queue every dynamically batched model gets (python_models/serving_policy).
+# --queue-policy: the queue every dynamically batched model gets
+# (python_models/common/serving_policy).
 QUEUE_POLICIES = {"off": DEFAULT_QUEUE_POLICY, "bounded": BOUNDED_QUEUE_POLICY}
 QUEUE_NUMBERS_NEED_BOUNDED = (
     "--max-queue-size and --queue-timeout-ms need --queue-policy bounded "

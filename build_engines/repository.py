@@ -15,7 +15,7 @@ import numpy as np
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from python_models.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
+from python_models.common.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
 
 ModelConfig = mc.ModelConfig
 
@@ -77,7 +77,7 @@ def enable_dynamic_batching(
 
 def apply_queue_policy(config: mc.ModelConfig, queue: QueuePolicy) -> None:
     """Bounded queue, default timeout that rejects, client deadlines honoured; an ``off``
-    policy writes none (python_models/serving_policy.py says why that is the default)."""
+    policy writes none (python_models/common/serving_policy.py says why that is the default)."""
     if queue.off:
         config.dynamic_batching.ClearField("default_queue_policy")
         return

@@ -135,7 +135,7 @@ def condition_random_weights(source: Source, seed: int) -> None:
     if not source.random_weights:
         raise StepSkipped("trained weights are used as they are")
     from build_engines.sample_images import synthetic_images
-    from python_models.image import preprocess
+    from python_models.resnet50.image import preprocess
 
     images = np.stack([preprocess(image) for image in synthetic_images(48, seed + 100)])
     random_init.recalibrate_batchnorm(source.module, list(np.split(images, 3)))
@@ -193,7 +193,7 @@ def calibration_feeds(seed: int, count: int = 64) -> CalibrationSource:
 
     def feeds():
         from build_engines.sample_images import synthetic_images
-        from python_models.image import preprocess
+        from python_models.resnet50.image import preprocess
 
         for image in synthetic_images(count, seed):
             yield {"pixel_values": preprocess(image)[None]}
@@ -260,7 +260,7 @@ def write_repository(
             queue=options.queue,
         ),
         {
-            "model.py": python_shim("python_models.image.TopKPostprocessor"),
+            "model.py": python_shim("python_models.resnet50.model.TopKPostprocessor"),
             "labels.txt": "\n".join(imagenet_labels()) + "\n",
         },
     )
@@ -320,7 +320,7 @@ def preprocess_models(
         )
         if _gpu_preprocessing(options):
             set_instances(config, options.instances, "KIND_GPU")
-        models.append((config, {"model.py": python_shim(f"python_models.image.{cls}")}))
+        models.append((config, {"model.py": python_shim(f"python_models.resnet50.model.{cls}")}))
     return models
 
 

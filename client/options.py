@@ -20,7 +20,7 @@ DEFAULT_MAX_CONCURRENCY = 16
 # Inputs at least this large travel through shared memory when it is on (1 MiB).
 DEFAULT_SHARED_MEMORY_THRESHOLD = 1 << 20
 # The kit's restricted-API key header (server/security.py holds the original; the client
-# stays standalone, tests/test_contracts_client_copy checks the copy). Triton 2.51 expects
+# stays standalone, tests/unit/client/test_contracts.py checks the copy). Triton 2.51 expects
 # gRPC metadata for restricted protocols under GRPC_HEADER_PREFIX.
 API_KEY_HEADER = "triton-kit-api-key"
 GRPC_HEADER_PREFIX = "triton-grpc-protocol-"

@@ -1,6 +1,12 @@
-"""Code behind the python-backend models in model_repository/.
+"""Code behind the python-backend models in model_repository/, one subpackage per family.
 
-Each model's ``model.py`` is a one-line import of a class from here, so there is
-one implementation per model family and one shared base (``base.PythonModel``).
-Runs on Python 3.10 (the official 24.10 container) and newer.
+- :mod:`python_models.common`: what every python model shares (the base class, parameters,
+  contracts with the build and the client, BLS, ONNX Runtime sessions, CUDA graphs, the
+  queue policy, the TensorRT sidecar).
+- :mod:`python_models.resnet50`, :mod:`python_models.bert`, :mod:`python_models.nmt`: each
+  family's models and the pure functions they call.
+
+Each model's ``model.py`` in the repository is a one-line import of a class from a family's
+``model`` module (or ``bert.text`` for the stand-alone tokenizer). Runs on Python 3.10 (the
+official 24.10 container) and newer. Nothing here imports ``build_engines``.
 """

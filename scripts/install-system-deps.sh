@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Install the system tools the deployment tests use, only where they are missing:
-#   prometheus      (Debian)  - tests/test_prometheus.py scrapes the embedded Triton with it
-#   docker-compose  (Debian)  - tests/test_compose.py validates docker-compose.yml with its parser
-#   qemu-user       (Debian)  - tests/test_precision_served.py runs INT8 on an emulated CPU without VNNI
-#   nginx           (Debian)  - tests/reliability/test_front_door.py runs the front door's config
+#   prometheus      (Debian)  - tests/integration/deploy/test_prometheus.py scrapes the embedded Triton with it
+#   docker-compose  (Debian)  - tests/unit/deploy/test_compose.py validates docker-compose.yml with its parser
+#   qemu-user       (Debian)  - tests/integration/server/test_precision_served.py runs INT8 on an emulated CPU without VNNI
+#   nginx           (Debian)  - tests/integration/reliability/test_front_door.py runs the front door's config
 #   g++, pkg-config, libgrpc++-dev, nlohmann-json3-dev (Debian) - scripts/build-native-sidecar.sh builds the
 #                     Locust gRPC user's native sidecar (loadtest/native)
 #   cmake, ninja-build, g++, rapidjson-dev, patchelf (Debian) - python -m server.native_backends
@@ -82,7 +82,7 @@ else
     echo "install-system-deps: SKIPPED kubectl: no .venv yet (run 'make setup' first)" >&2
 fi
 
-# chromium (Debian): tests/test_loadtest_report.py renders the load-test index.html headless.
+# chromium (Debian): tests/integration/loadtest/test_report.py renders the load-test index.html headless.
 if command -v chromium >/dev/null 2>&1; then
     echo "install-system-deps: chromium already installed"
 elif [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from python_models.contracts import family_of
-from python_models.tensorrt_sidecar import SIDECAR_NAME, VERSION_COMPATIBLE_FLAG, Sidecar
+from python_models.common.contracts import family_of
+from python_models.common.tensorrt_sidecar import SIDECAR_NAME, VERSION_COMPATIBLE_FLAG, Sidecar
 from server import tensorrt_device as device
 from server.errors import PlanMismatchError
 from server.tensorrt_device import Gpu, TensorRTRuntime, release

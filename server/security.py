@@ -31,7 +31,8 @@ def restricted_api_args(key: str) -> list[str]:
 
 
 # Triton 2.51 matches gRPC metadata for restricted protocols under this prefix
-# (checked live in tests/test_k8s.py and tests/reliability/test_lifecycle.py).
+# (checked live in tests/integration/deploy/test_k8s.py and
+# tests/integration/reliability/test_lifecycle.py).
 GRPC_HEADER_PREFIX = "triton-grpc-protocol-"
 
 

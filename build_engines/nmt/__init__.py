@@ -12,37 +12,29 @@ Runtime) and ``nmt`` (python BLS running the beam search) into the repository.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from build_engines.nmt.options import (
+    ARCHITECTURES,
+    DEFAULT_MAX_BEAM_SIZE,
+    DEFAULT_RNN_CHECKPOINT,
+    NmtOptions,
+)
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 
 if TYPE_CHECKING:
     from build_engines.options import BuildOptions
 
-DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
-ARCHITECTURES = ("transformer", "rnn")
-
-DEFAULT_MAX_BEAM_SIZE = 16
-
-
-@dataclass(frozen=True)
-class NmtOptions:
-    """The nmt flags, typed (defaults written only here)."""
-
-    architecture: str = "transformer"
-    checkpoint: Path | None = None  # None: the committed number model of the architecture
-    train: bool = False
-    train_steps: int | None = None  # None: the training settings' own
-    max_beam_size: int = DEFAULT_MAX_BEAM_SIZE
-    verify_sentences: int = 16
-
-    @property
-    def checkpoint_dir(self) -> Path:
-        default = DEFAULT_RNN_CHECKPOINT if self.architecture == "rnn" else DEFAULT_CHECKPOINT
-        return Path(self.checkpoint or default)
-
+__all__ = [
+    "ARCHITECTURES",
+    "DEFAULT_MAX_BEAM_SIZE",
+    "DEFAULT_RNN_CHECKPOINT",
+    "NmtOptions",
+    "add_arguments",
+    "build",
+    "options_from",
+]
 
 _DEFAULTS = NmtOptions()
 

@@ -13,10 +13,10 @@ import numpy as np
 
 from build_engines.engines import CalibrationSource
 from build_engines.nmt import corpus
-from python_models.contracts import decoder_feed
-from python_models.nmt_decode import DecodeSettings, Job, generate
-from python_models.nmt_ort import OrtStepModel
-from python_models.nmt_text import MarianText
+from python_models.common.contracts import decoder_feed
+from python_models.nmt.decode import DecodeSettings, Job, generate
+from python_models.nmt.ort import OrtStepModel
+from python_models.nmt.text import MarianText
 
 Feeds = dict[str, np.ndarray]
 

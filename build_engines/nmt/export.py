@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from build_engines import onnx_export
-from python_models.contracts import BEAM_INDEX, NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
+from python_models.common.contracts import BEAM_INDEX, NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
 
 _NEG = -1.0e9
 

@@ -15,10 +15,10 @@ from build_engines.repository import (
     set_parameters,
     write_model,
 )
-from python_models.contracts import NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
-from python_models.nmt_decode import DecodeSettings
-from python_models.nmt_settings import Limits, to_parameters
-from python_models.nmt_text import TARGET_VOCAB
+from python_models.common.contracts import NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
+from python_models.nmt.decode import DecodeSettings
+from python_models.nmt.settings import Limits, to_parameters
+from python_models.nmt.text import TARGET_VOCAB
 
 ENCODER, DECODER, BLS = "nmt_encoder", "nmt_decoder", "nmt"
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
@@ -69,8 +69,8 @@ def encoder_config(
 def decoder_config(
     settings: DecodeSettings, vocab: int, limits: Limits, options: BuildOptions
 ) -> ModelConfig:
-    """The step's tensors in the contract's order (python_models.contracts): ``past_kv`` holds
-    the previous step's rows, ``beam_index`` picks the one each row continues."""
+    """The step's tensors in the contract's order (python_models.common.contracts): ``past_kv``
+    holds the previous step's rows, ``beam_index`` picks the one each row continues."""
     ids, mask, cross, past, beam_index = NMT_DECODER_INPUTS
     logits, present = NMT_DECODER_OUTPUTS
     config = onnx_model_config(
@@ -126,7 +126,7 @@ def write_bls(
         instances=options.instances,
     )
     enable_dynamic_batching(config, BATCH_DELAY_US, queue=options.queue)
-    files: dict[str, Path | str] = {"model.py": python_shim("python_models.nmt.NmtModel")}
+    files: dict[str, Path | str] = {"model.py": python_shim("python_models.nmt.model.NmtModel")}
     files.update({name: checkpoint / name for name in TOKENIZER_FILES})
     if (checkpoint / TARGET_VOCAB).exists():
         files[TARGET_VOCAB] = checkpoint / TARGET_VOCAB

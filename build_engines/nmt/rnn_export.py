@@ -104,7 +104,7 @@ def compare(
     target_ids: list[list[int]],
 ) -> Parity:
     """Max abs diff of encoder outputs and of every teacher-forced step's logits."""
-    from python_models.nmt_ort import session
+    from python_models.nmt.ort import session
 
     pad = model.config.pad_token_id
     width = max(map(len, source_ids))

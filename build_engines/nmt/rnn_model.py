@@ -2,7 +2,7 @@
 
 The classic NMT architecture (Cho et al.'s GRU encoder-decoder with Luong et al.'s
 attention). Its two ONNX graphs keep the Transformer's tensor names and the search's
-row axis (axis 2) so that ``python_models.nmt_decode`` drives both unchanged:
+row axis (axis 2) so that ``python_models.nmt.decode`` drives both unchanged:
 
 - encoder: ``input_ids, attention_mask [batch, src]`` → ``last_hidden_state
   [batch, src, 2*hidden]`` and ``cross_kv [1, 2, batch, src, hidden]`` (attention keys

@@ -31,11 +31,11 @@ from build_engines.repository import (
     write_model,
 )
 from build_engines.steps import BuildError, StepLog, info
-from python_models.nmt_decode import DecodeSettings
-from python_models.nmt_settings import Limits
+from python_models.nmt.decode import DecodeSettings
+from python_models.nmt.settings import Limits
 
 if TYPE_CHECKING:
-    from build_engines.nmt import NmtOptions
+    from build_engines.nmt.options import NmtOptions
     from build_engines.options import BuildOptions
 
 BLS, ENCODER, DECODER = "nmt_rnn", "nmt_rnn_encoder", "nmt_rnn_decoder"

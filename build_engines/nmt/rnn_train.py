@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from build_engines.nmt import DEFAULT_RNN_CHECKPOINT, corpus, rnn_model
+from build_engines.nmt import corpus, rnn_model
+from build_engines.nmt.options import DEFAULT_RNN_CHECKPOINT
 from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode, pad_batch
 
 

@@ -16,8 +16,8 @@ import onnxruntime as ort
 import torch
 
 from build_engines.nmt.export import cache_shape
-from python_models.contracts import BEAM_INDEX
-from python_models.ort_session import create_session, threaded
+from python_models.common.contracts import BEAM_INDEX
+from python_models.common.ort_session import create_session, threaded
 
 TOLERANCE = 1e-3
 

@@ -7,8 +7,8 @@ Weights use 7 bits (``reduce_range``, |w| <= 64) so that ONNX Runtime on an x86 
 without VNNI (AVX2 or AVX-512 alone) serves the same graph correctly: from ONNX Runtime
 1.21 on (1.20.1 did not), its INT8 kernel there (VPMADDUBSW) sums two u8 x s8 products
 into a saturating int16, and 2 * 255 * 127 overflows it (the tiny MLP of
-tests/test_precision_served.py fell to row cosine 0.92 to FP32, against 0.998 with
-VNNI); 2 * 255 * 64 does not.
+tests/integration/server/test_precision_served.py fell to row cosine 0.92 to FP32, against
+0.998 with VNNI); 2 * 255 * 64 does not.
 Calibration ranges are cached as JSON under the work dir, keyed by model hash,
 calibration-data digest, method and sample count, so a rebuild skips the
 calibration pass but never reuses ranges measured on other data.

@@ -19,7 +19,7 @@ Feeds = Mapping[str, np.ndarray]
 
 def session(path: Path, threads: int = 0):
     """A session configured as the served one (``--threads``: intra-op threads)."""
-    from python_models.ort_session import create_session, threaded
+    from python_models.common.ort_session import create_session, threaded
 
     return create_session(path, threaded(threads))
 

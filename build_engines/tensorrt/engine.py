@@ -69,7 +69,7 @@ def tensorrt_artifacts(
     from build_engines.onnx_export import sha256
     from build_engines.tensorrt.builder import build_plan
     from build_engines.tensorrt.config import tensorrt_plan_config
-    from python_models.tensorrt_sidecar import SIDECAR_NAME, Sidecar
+    from python_models.common.tensorrt_sidecar import SIDECAR_NAME, Sidecar
     from server.tensorrt_device import visible_gpus
 
     profiles = tensorrt_profiles(name, onnx_path, config, options)

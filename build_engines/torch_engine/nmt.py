@@ -4,7 +4,7 @@
 (``EncoderGraph``/``DecoderStepGraph``) with trace feeds and parity feeds of other shapes,
 so ``python -m build_engines nmt --engine torch`` writes ``nmt_encoder``/``nmt_decoder``
 as TorchScript checked against the verified ONNX. ``step_model`` wraps the same modules in
-a :class:`python_models.nmt_torch.TorchStepModel` for in-process benchmarks.
+a :class:`python_models.nmt.torch_steps.TorchStepModel` for in-process benchmarks.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from build_engines.nmt.export import DecoderStepGraph, EncoderGraph, cache_shape, load_model
-from python_models.contracts import BEAM_INDEX
-from python_models.nmt_torch import TorchStepModel
+from python_models.common.contracts import BEAM_INDEX
+from python_models.nmt.torch_steps import TorchStepModel
 
 Feeds = dict[str, np.ndarray]
 

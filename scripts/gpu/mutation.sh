@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the lent GPU: mutmut over server/backends/pytorch/model.py against
-# tests/test_pytorch_backend_units.py, whose `gpu` test drives the CUDA branches (device
+# tests/unit/server/test_pytorch_backend.py, whose `gpu` test drives the CUDA branches (device
 # choice, a graph per graph_spec, padding, the pinned copy) that no CPU run can reach.
 # The project's [tool.mutmut] is narrowed to that module and that test file in this copy
 # of the checkout only (the lent machine builds no model repository for the other tests).
@@ -19,7 +19,7 @@ text = path.read_text()
 text = re.sub(r"(?ms)^source_paths = \[.*?\]\n", 'source_paths = ["server/backends/pytorch/"]\n', text)
 text = re.sub(
     r"(?ms)^pytest_add_cli_args_test_selection = \[.*?\]\n",
-    'pytest_add_cli_args_test_selection = ["tests/test_pytorch_backend_units.py"]\n',
+    'pytest_add_cli_args_test_selection = ["tests/unit/server/test_pytorch_backend.py"]\n',
     text,
 )
 # The other source paths are not copied as mutants any more: copy python_models/ as is (here

@@ -59,7 +59,7 @@ def served(url: str, model: str, texts: list[str], cores: set[int]) -> dict:
 
 
 def in_process(setup, session, texts: list[str]) -> dict:
-    from python_models.text import tokenize
+    from python_models.bert.text import tokenize
 
     out, runs = [], []
     for text in texts:
@@ -103,7 +103,7 @@ def stub_encoder_ms(profile_dir: Path) -> dict:
 def main() -> int:
     from benchmarks import bert as B
     from benchmarks.floor_model import write_floor_model
-    from python_models.ort_session import create_session
+    from python_models.common.ort_session import create_session
     from server import ServerConfig, TritonServer
 
     source, out = Path(sys.argv[1]), Path(sys.argv[2])

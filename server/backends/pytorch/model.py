@@ -21,8 +21,14 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from python_models.base import Arrays, InvalidInput, PythonModel
-from python_models.cuda_graphs import CudaGraph, graph_key, graph_shapes, graphs_enabled, pick
+from python_models.common.base import Arrays, InvalidInput, PythonModel
+from python_models.common.cuda_graphs import (
+    CudaGraph,
+    graph_key,
+    graph_shapes,
+    graphs_enabled,
+    pick,
+)
 
 
 class TritonPythonModel(PythonModel):

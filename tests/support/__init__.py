@@ -1,0 +1,1 @@
+"""Helpers the tests share: independent references, test images, stand-ins, prerequisites."""

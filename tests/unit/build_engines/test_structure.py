@@ -1,0 +1,54 @@
+"""The build's data flow: flags become typed options once, steps never see the Namespace.
+
+An ``argparse.Namespace`` reaching a build step is how defaults came to live in five places
+(``getattr(args, name, fallback)``); these walks of the source keep it at the edge.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.support.prerequisites import PROJECT_ROOT
+
+ROOT = PROJECT_ROOT
+BUILD = ROOT / "build_engines"
+# Where parsed flags may be read: the CLI, the flag definitions, each family's conversion to
+# its own frozen options, and the stand-alone training scripts' own mains.
+NAMESPACE_READERS = {"build_options", "family_options", "options_from", "run_family", "main"}
+
+
+def _functions(path: Path):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+
+
+def _takes_namespace(function: ast.FunctionDef) -> bool:
+    annotations = [a.annotation for a in function.args.args if a.annotation is not None]
+    return any("Namespace" in ast.unparse(a) for a in annotations)
+
+
+def test_only_the_edge_reads_the_namespace() -> None:
+    wrong = [
+        f"{path.relative_to(ROOT)}:{function.lineno} {function.name}"
+        for path in sorted(BUILD.rglob("*.py"))
+        for function in _functions(path)
+        if _takes_namespace(function) and function.name not in NAMESPACE_READERS
+    ]
+    assert wrong == [], "steps taking an argparse.Namespace"
+
+
+def test_no_getattr_fallbacks_anywhere_in_the_build() -> None:
+    wrong = []
+    for path in sorted(BUILD.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            is_getattr = isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr"
+            if is_getattr and len(node.args) == 3:  # getattr(args, "x", fallback)
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert wrong == []
+
+
+def test_tensorrt_main_does_not_import_the_cli() -> None:
+    tree = ast.parse((BUILD / "tensorrt" / "__main__.py").read_text())
+    modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert "build_engines.cli" not in modules and "build_engines.flags" in modules

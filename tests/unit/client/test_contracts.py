@@ -1,0 +1,32 @@
+"""Contracts defined once server-side (python_models) and the copies that must match them."""
+
+from __future__ import annotations
+
+from build_engines.repository import Tensor, onnx_model_config
+from client.base import DEFAULT_MODELS
+from python_models.common import contracts
+from python_models.common.ort_session import SessionSettings, session_options
+
+
+def test_client_copy_of_the_family_methods_matches() -> None:
+    """The client stays standalone, so it keeps its own copy (method -> default model)."""
+    assert {method: family for family, method in contracts.FAMILY_METHODS.items()} == DEFAULT_MODELS
+
+
+def test_family_of_model_names() -> None:
+    assert [contracts.family_of(n) for n in ("bert_model", "nmt", "resnet50_postprocess")] == [
+        "bert",
+        "nmt",
+        "resnet50",
+    ]
+
+
+def test_sessions_get_the_options_the_config_serves_with() -> None:
+    config = onnx_model_config(
+        "m", [Tensor("x", "FP32", (4,))], [Tensor("y", "FP32", (4,))], 8, threads=3
+    )
+    config.parameters["session.intra_op.allow_spinning"].string_value = "0"
+    parameters = {k: v.string_value for k, v in config.parameters.items()}
+    options = session_options(SessionSettings.from_parameters(parameters))
+    assert options.intra_op_num_threads == 3 and options.inter_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
