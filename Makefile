@@ -105,7 +105,7 @@ bench-precision: models backends ## Accuracy and CPU speed of FP32/FP16/INT8 for
 	$(PY) -m benchmarks.precision
 
 # GEVENT_RESOLVER=block: gevent's threadpool DNS resolver hangs in a forked mutant child.
-mutation: models ## Mutation score over python_models, client, loadtest summary/recorder, server/backends (slow; not in CI)
+mutation: models ## Mutation score over python_models, client, loadtest summary/recorder (slow; not in CI)
 	rm -rf mutants
 	GEVENT_RESOLVER=block MODEL_REPOSITORY=$(CURDIR)/$(REPO) $(VENV)/bin/mutmut run --max-children 2 $(MUTATION_SELECT)
 	$(VENV)/bin/mutmut results
@@ -145,7 +145,7 @@ lint: system-deps ## ruff, mypy on the client SDK, and check that server-side Py
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/backends docker
+	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/native_backends docker
 	$(VENV)/bin/hadolint docker/*.Dockerfile
 	GRAFANA_ADMIN_PASSWORD=lint TRITON_KIT_API_KEY=lint docker-compose config -q
 

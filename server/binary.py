@@ -18,8 +18,6 @@ from server.errors import BinaryNotFoundError
 from server.native_backends import NATIVE_BACKENDS, NativeBackendError, built_library
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PROJECT_BACKENDS = Path(__file__).resolve().parent / "backends"
-_PYCACHE = shutil.ignore_patterns("__pycache__")
 CONTAINER_BINARY = Path("/opt/tritonserver/bin/tritonserver")
 STUB_PYTHON_ENV = "TRITON_KIT_STUB_PYTHON"
 
@@ -77,7 +75,7 @@ def _installation_for(binary: Path) -> TritonInstallation:
 
 
 def assemble_backend_dir(installation: TritonInstallation, dest: Path) -> Path:
-    """Build a backend directory: Triton's own backends plus the project's Python ones.
+    """Build a backend directory of Triton's own backends.
 
     A container or custom build keeps its own backends (its native onnxruntime and
     pytorch). The wheel ships only the python backend, so Triton's own onnxruntime and
@@ -93,13 +91,6 @@ def assemble_backend_dir(installation: TritonInstallation, dest: Path) -> Path:
     else:
         for backend in sorted(installation.backends.iterdir()):
             _link(backend, dest / backend.name)
-    for backend in sorted(PROJECT_BACKENDS.iterdir()):
-        if (
-            backend.is_dir()
-            and (backend / "model.py").exists()
-            and not (dest / backend.name).exists()
-        ):
-            shutil.copytree(backend, dest / backend.name, ignore=_PYCACHE)
     return dest
 
 

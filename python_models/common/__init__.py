@@ -9,6 +9,8 @@ Public surface, by module (imported from the module, so importing this package s
 - ``bls``: ``infer`` (one BLS call). ``sibling``: ``sibling_onnx``, ``sibling_device``.
 - ``ort_session``: ``SessionSettings``, ``create_session``, ``threaded``.
 - ``cuda_graphs``: ``CudaGraph`` and the graph-shape helpers.
+- ``torchscript``: ``TorchScriptModel``, TorchScript with CUDA graphs per batch bucket (what
+  Triton's own pytorch backend cannot do).
 - ``serving_policy``: ``QueuePolicy`` and its two shipped values.
 - ``tensorrt_sidecar``: ``Sidecar``, ``SIDECAR_NAME``; ``python -m`` prints the backend config.
 """

@@ -1,4 +1,5 @@
-"""The Python-based pytorch backend serves TorchScript like the native one (issue 10).
+"""TorchScript served: by Triton's own pytorch backend, and with CUDA graph buckets by the
+python TorchScriptModel (python_models.common.torchscript).
 
 References are numpy expressions written here, never the backend's code. The GPU test
 (CUDA graphs per batch bucket) runs on the lent H100 and skips with a reason on CPU.
@@ -17,7 +18,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from build_engines.repository import Tensor, write_model
-from build_engines.torch_engine import TorchConfigOptions, torch_model_config
+from build_engines.torch_engine import TorchConfigOptions, torch_model_config, torch_model_files
 from server import ServerConfig, TritonServer
 
 GPU = torch.cuda.is_available()
@@ -47,7 +48,7 @@ def _write(repo: Path, root: Path, name: str, gpu: bool, buckets: tuple[int, ...
         [Tensor("y", "FP32", (-1,)), Tensor("s", "FP32", (1,))],
         options,
     )
-    write_model(repo, config, {"model.pt": path})
+    write_model(repo, config, torch_model_files(path, options))
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +84,8 @@ def test_served_on_cpu_with_the_native_platform(backend_server: TritonServer) ->
     client = grpcclient.InferenceServerClient(f"127.0.0.1:{backend_server.config.grpc_port}")
     config = client.get_model_config("affine_pt", as_json=True)["config"]
     assert config["platform"] == "pytorch_libtorch"
+    assert config["backend"] == "pytorch"
+    assert config.get("runtime", "") in ("", "libtriton_pytorch.so"), "not Triton's own backend"
     assert config["instance_group"][0]["kind"] == "KIND_CPU"
 
 

@@ -26,7 +26,7 @@ import torch
 from python_models.common.base import ExecuteProfile, InvalidInput
 from python_models.common.cuda_graphs import CudaGraph, graph_key
 from python_models.common.parameters import ModelParameters
-from server.backends.pytorch.model import TritonPythonModel
+from python_models.common.torchscript import TorchScriptModel as TritonPythonModel
 
 
 class _Affine(torch.nn.Module):
