@@ -118,7 +118,7 @@ def environment(settings: Settings) -> dict[str, str]:
         "torch": torch.__version__,
         "cuda": str(torch.version.cuda),
         "numpy": np.__version__,
-        "triton": "2.51.0 (nvidia-pytriton 0.7.0 binary), python-based pytorch backend",
+        "triton": "2.51.0 (nvidia-pytriton 0.7.0 binary), Triton's own pytorch backend r24.10",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.gpu_load import in_process, served_load, served_sequential, spec_load
-from benchmarks.gpu_models import Spec, bert, resnet50_uint8, write_torch_model
+from benchmarks.gpu_models import Spec, bert, native_name, resnet50_uint8, write_torch_model
 from benchmarks.gpu_settings import Settings
 
 BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -21,6 +21,8 @@ class Family:
     max_batch: int
     batches: tuple[int, ...]  # in-process batch sizes
     loads: tuple[tuple[int, int], ...]  # served (batch per request, concurrency)
+    # Triton's own pytorch backend at each instance count: the best is chosen by measurement.
+    native_instances: tuple[int, ...] = (1, 2, 4)
 
 
 def families(settings: Settings) -> dict[str, Family]:
@@ -53,7 +55,7 @@ def families(settings: Settings) -> dict[str, Family]:
     }
     if settings.quick:
         found = {
-            name: Family(f.spec, f.make, f.max_batch, _ends(f.batches), f.loads[:1] + f.loads[2:])
+            name: replace(f, batches=_ends(f.batches), loads=f.loads[:1] + f.loads[2:])
             for name, f in found.items()
         }
     return found
@@ -75,6 +77,7 @@ def _smoke_families() -> dict[str, Family]:
             4,
             (1, 2),
             ((1, 2), (2, 1)),
+            (1,),
         ),
         "bert-base": Family(
             Spec("bert_base", seq, ("embedding", 64), small, 1),
@@ -82,6 +85,7 @@ def _smoke_families() -> dict[str, Family]:
             4,
             (1,),
             ((1, 2),),
+            (1,),
         ),
         "bert-large": Family(
             Spec("bert_large", seq, ("embedding", 64), small, 1),
@@ -89,6 +93,7 @@ def _smoke_families() -> dict[str, Family]:
             4,
             (1,),
             ((1, 2),),
+            (1,),
         ),
     }
 
@@ -103,7 +108,13 @@ def prepare_family(name: str, repo: Path, settings: Settings, section: dict) -> 
         print(f"== {name}: in-process", flush=True)
         section["in_process"] = in_process(module, family.spec, family.batches, settings)
         write_torch_model(
-            repo, family.spec, module, family.max_batch, settings, family.spec.output[1]
+            repo,
+            family.spec,
+            module,
+            family.max_batch,
+            settings,
+            family.spec.output[1],
+            family.native_instances,
         )
     finally:
         del module
@@ -113,19 +124,30 @@ def prepare_family(name: str, repo: Path, settings: Settings, section: dict) -> 
 
 
 def served_steps(name: str, settings: Settings) -> list[tuple[str, Callable[[str], dict]]]:
-    """(row label, measure(url)) for one family's served rows, each guarded by the caller."""
+    """(row label, measure(url)) for one family's served rows, each guarded by the caller:
+    the CUDA-graph python model (``graphs``) and Triton's own backend at each instance count
+    (``native<N>``), the same loads for each."""
     family = families(settings)[name]
-    steps = [
-        ("sequential_bs1", lambda url: served_sequential(url, spec_load(family.spec, 1), settings))
+    spec = family.spec
+    models = [("graphs", spec.name)] + [
+        (f"native{n}", native_name(spec, n)) for n in family.native_instances
     ]
-    for batch, concurrency in family.loads:
-        users = settings.concurrency(concurrency)
+    steps = []
+    for engine, model in models:
         steps.append(
             (
-                f"bs{batch}_c{users}",
-                lambda url, b=batch, c=users: served_load(
-                    url, spec_load(family.spec, b), c, settings
-                ),
+                f"{engine}_sequential_bs1",
+                lambda url, m=model: served_sequential(url, spec_load(spec, 1, m), settings),
             )
         )
+        for batch, concurrency in family.loads:
+            users = settings.concurrency(concurrency)
+            steps.append(
+                (
+                    f"{engine}_bs{batch}_c{users}",
+                    lambda url, b=batch, c=users, m=model: served_load(
+                        url, spec_load(spec, b, m), c, settings
+                    ),
+                )
+            )
     return steps

@@ -114,8 +114,9 @@ class Load:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def spec_load(spec: Spec, batch: int) -> Load:
-    return Load(spec.name, [example(spec, batch, np.random.default_rng(1))], spec.output[0], batch)
+def spec_load(spec: Spec, batch: int, model: str | None = None) -> Load:
+    inputs = [example(spec, batch, np.random.default_rng(1))]
+    return Load(model or spec.name, inputs, spec.output[0], batch)
 
 
 def served_load(url: str, load: Load, concurrency: int, settings: Settings) -> dict:

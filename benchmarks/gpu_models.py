@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -139,22 +140,33 @@ def example(spec: Spec, batch: int, rng: np.random.Generator) -> dict[str, np.nd
     return arrays
 
 
+def native_name(spec: Spec, instances: int) -> str:
+    return f"{spec.name}_native{instances}"
+
+
 def write_torch_model(
-    repo: Path, spec: Spec, module, max_batch: int, settings: Settings, output_dims: int
+    repo: Path,
+    spec: Spec,
+    module,
+    max_batch: int,
+    settings: Settings,
+    output_dims: int,
+    native_instances: tuple[int, ...] = (),
 ) -> None:
-    """TorchScript + pytorch_libtorch config (CUDA graphs per bucket on the GPU)."""
+    """The TorchScript as ``spec.name`` (CUDA graphs per bucket on the GPU: the python
+    TorchScriptModel) and as ``<name>_native<N>`` for each N of ``native_instances``
+    (Triton's own pytorch backend, N instances, no graphs)."""
     import torch
 
-    from build_engines.repository import Tensor, render
-    from build_engines.torch_engine import TorchConfigOptions, torch_model_config
+    from build_engines.repository import Tensor, write_model
+    from build_engines.torch_engine import TorchConfigOptions, torch_model_config, torch_model_files
 
     rng = np.random.default_rng(0)
     ex = tuple(torch.from_numpy(a).to(settings.device) for a in example(spec, 2, rng).values())
     with torch.no_grad():
         traced = torch.jit.trace(module, ex, check_trace=False)
-    version = repo / spec.name / "1"
-    version.mkdir(parents=True, exist_ok=True)
-    traced.save(str(version / "model.pt"))
+    model_pt = Path(tempfile.mkdtemp(prefix="gpu-bench-pt-")) / "model.pt"
+    traced.save(str(model_pt))
     options = TorchConfigOptions(
         max_batch_size=max_batch,
         gpu=settings.gpu,
@@ -164,10 +176,12 @@ def write_torch_model(
         graph_batch_sizes=spec.buckets if settings.gpu else (),
         graph_dims={n: d for n, (_, d) in spec.inputs.items()},
     )
-    config = torch_model_config(
-        spec.name,
-        [Tensor(n, t, d) for n, (t, d) in spec.inputs.items()],
-        [Tensor(spec.output[0], "FP32", (output_dims,))],
-        options,
-    )
-    (repo / spec.name / "config.pbtxt").write_text(render(config))
+    inputs = [Tensor(n, t, d) for n, (t, d) in spec.inputs.items()]
+    outputs = [Tensor(spec.output[0], "FP32", (output_dims,))]
+    variants = [(spec.name, options)] + [
+        (native_name(spec, n), replace(options, instances=n, graph_batch_sizes=()))
+        for n in native_instances
+    ]
+    for name, variant in variants:
+        config = torch_model_config(name, inputs, outputs, variant)
+        write_model(repo, config, torch_model_files(model_pt, variant))

@@ -22,12 +22,15 @@ TITLES = {
 def markdown(results: dict) -> str:
     env = results["env"]
     lines = [
-        "# GPU benchmark (issue 10)",
+        "# GPU benchmark",
         "",
         "Written by `python -m benchmarks.gpu` (scripts/gpu/bench.sh) on the lent GPU.",
-        "All models have **random weights** (speed only). FP16 TorchScript; served by the",
-        "embedded Triton through the project's Python-based `pytorch` backend with CUDA graphs",
-        "per batch bucket (batches padded up), gRPC clients in separate processes.",
+        "All models have **random weights** (speed only). FP16 TorchScript, served by the",
+        "embedded Triton two ways: `native<N>` rows through Triton's own pytorch backend",
+        "(r24.10, built on that machine; N instances, eager), `graphs` rows through the",
+        "CUDA-graph python model (python_models.common.torchscript, graphs per batch bucket,",
+        "batches padded up). gRPC clients in separate processes. Each served row is compared",
+        "with the same engine in process: native with eager, graphs with graphs.",
         "",
         *(f"- {k}: {v}" for k, v in env.items()),
         "",
@@ -94,18 +97,39 @@ def _row(label: str, row: dict) -> str:
 
 
 def _ratios(data: dict) -> list[str]:
+    """Each served row against the same engine in process: Triton's own backend (eager)
+    against eager TorchScript, the CUDA-graph model against graphs; the best native instance
+    count per load is the one the section recommends."""
     inproc, served = data.get("in_process", {}), data.get("served", {})
     out = []
-    fastest = [r["items_per_s"] for k, r in inproc.items() if k.startswith("graph")]
-    best = max(fastest or [r["items_per_s"] for r in inproc.values()], default=0)
     for label, row in served.items():
-        if ("_bs" in label or label.startswith("bs")) and "sequential" not in label and best:
+        mode = _in_process_mode(label)
+        best = max((r["items_per_s"] for k, r in inproc.items() if k.startswith(mode)), default=0)
+        if "sequential" not in label and "_bs" in f"_{label}" and best:
             out.append(
-                f"- served {label} / best in-process throughput: {row['items_per_s'] / best:.2f}x"
+                f"- served {label} / best in-process {mode} throughput: "
+                f"{row['items_per_s'] / best:.2f}x"
             )
-    base = inproc.get("graph_bs1") or inproc.get("eager_bs1")
-    for label, row in served.items():
+        base = inproc.get(f"{mode}_bs1")
         if "sequential_bs1" in label and base:
             added = row["p50"] - base["p50"]
-            out.append(f"- added batch-1 p50 ({label} - in-process bs1): {added:.3f} ms")
-    return out
+            out.append(f"- added batch-1 p50 ({label} - in-process {mode} bs1): {added:.3f} ms")
+    return out + _best_native(served)
+
+
+def _in_process_mode(label: str) -> str:
+    return "eager" if label.startswith("native") else "graph"
+
+
+def _best_native(served: dict) -> list[str]:
+    """The native instance count with the most throughput at each load."""
+    by_load: dict[str, list[tuple[float, str]]] = {}
+    for label, row in served.items():
+        engine, _, load = label.partition("_")
+        if engine.startswith("native") and "sequential" not in load:
+            by_load.setdefault(load, []).append((row["items_per_s"], engine))
+    return [
+        f"- best native instance count at {load}: {max(rows)[1].removeprefix('native')} "
+        f"({max(rows)[0]:.0f} items/s)"
+        for load, rows in by_load.items()
+    ]

@@ -36,8 +36,12 @@ if [[ -d "$carry/debs" ]]; then
     for deb in "$carry"/debs/*.deb; do dpkg -x "$deb" /tmp/debs; done
     export CPATH=/tmp/debs/usr/include${CPATH:+:$CPATH} PATH=/tmp/debs/usr/bin:$PATH \
         CMAKE_PREFIX_PATH=/tmp/debs/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
-    PYTHONPATH=/tmp/site:$PWD python3 -m server.native_backends build --sources "$carry/triton-src" \
-        --jobs "$(nproc)" 2>&1 | tee "$out/backends-build.log"
+    native() { PYTHONPATH=/tmp/site:$PWD python3 -m server.native_backends build \
+        --sources "$carry/triton-src" --jobs "$(nproc)" "$@"; }
+    native pytorch 2>&1 | tee "$out/backends-build.log"
+    # The machine's onnxruntime is CPU-only; the GPU run serves TorchScript, so a failure
+    # here is logged, not fatal (the launcher refuses any model that would need it).
+    native onnxruntime 2>&1 | tee -a "$out/backends-build.log" || true
 fi
 venv=/tmp/stub-venv
 python3 -m venv --without-pip "$venv"

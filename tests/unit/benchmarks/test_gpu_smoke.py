@@ -37,7 +37,11 @@ def test_smoke_run_measures_every_row(tmp_path: Path) -> None:
     for family in ("resnet50", "bert-base", "bert-large", "minilm"):
         assert results[family]["in_process"], family
     expected = {
-        "resnet50": {"sequential_bs1", "bs1_c2", "bs2_c1"},
+        "resnet50": {
+            f"{engine}_{load}"
+            for engine in ("graphs", "native1")
+            for load in ("sequential_bs1", "bs1_c2", "bs2_c1")
+        },
         "input": {"jpeg_bs1_c2", "uint8_640x480_bs1_c2", "jpeg_sequential_bs1"},
         "shm": {"uint8_640x480_bs1_c2_inline", "uint8_640x480_bs1_c2_system"},
         "minilm": {"minilm_bs1_c2", "minilm_ensemble_bs1_c2", "minilm_sequential_bs1"},
