@@ -44,7 +44,7 @@ class TorchScriptModel(PythonModel):
 
     def setup(self) -> None:
         torch.backends.cudnn.benchmark = False
-        filename = self.model_config.get("default_model_filename") or "model.pt"
+        filename = torchscript_filename(self.model_config)
         path = self.version_dir / filename
         if not path.exists():
             raise FileNotFoundError(f"{path} not found; build it with `python -m build_engines`")
@@ -110,6 +110,13 @@ class TorchScriptModel(PythonModel):
         """The smallest captured graph with these non-batch shapes and at least ``rows`` rows."""
         shapes = {name: array.shape[1:] for name, array in stacked.items()}
         return pick(self.graphs.values(), shapes, rows)
+
+
+def torchscript_filename(model_config: dict) -> str:
+    """``model.pt``, unless the config names another TorchScript: as a python model, its
+    ``default_model_filename`` is filled in by Triton with the ``model.py`` it runs."""
+    named = model_config.get("default_model_filename") or ""
+    return named if named and not named.endswith(".py") else "model.pt"
 
 
 def _to_device(array: np.ndarray, dtype: torch.dtype, device: torch.device) -> torch.Tensor:

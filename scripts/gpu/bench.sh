@@ -34,11 +34,12 @@ if [[ -f "$carry/cuda-shm.tar.xz" ]]; then tar -C /tmp/cuda-site -xJf "$carry/cu
 # headers and patchelf come unpacked from the carried Debian packages (not into /).
 if [[ -d "$carry/debs" ]]; then
     for deb in "$carry"/debs/*.deb; do dpkg -x "$deb" /tmp/debs; done
-    export CPATH=/tmp/debs/usr/include${CPATH:+:$CPATH} PATH=/tmp/debs/usr/bin:$PATH \
+    # CPLUS_INCLUDE_PATH, not CPATH: system headers, so -Werror does not stop at their warnings.
+    export CPLUS_INCLUDE_PATH=/tmp/debs/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH} PATH=/tmp/debs/usr/bin:$PATH \
         CMAKE_PREFIX_PATH=/tmp/debs/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
     native() { PYTHONPATH=/tmp/site:$PWD python3 -m server.native_backends build \
         --sources "$carry/triton-src" --jobs "$(nproc)" "$@"; }
-    native pytorch 2>&1 | tee "$out/backends-build.log"
+    native pytorch 2>&1 | tee "$out/backends-build.log" || { cp build/triton-backends/.work/*.log "$out/" 2>/dev/null; exit 1; }
     # The machine's onnxruntime is CPU-only; the GPU run serves TorchScript, so a failure
     # here is logged, not fatal (the launcher refuses any model that would need it).
     native onnxruntime 2>&1 | tee -a "$out/backends-build.log" || true

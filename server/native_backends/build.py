@@ -106,9 +106,14 @@ def build(name: str, settings: BuildSettings, log: Callable[[str], None] = print
     _run(
         ["cmake", "-G", "Ninja", "-S", str(trees[recipe.source]), "-B", str(build_dir), *args],
         f"configure {name}",
+        settings.work / f"{name}-configure.log",
     )
     jobs = ["-j", str(settings.jobs)] if settings.jobs else []
-    _run(["cmake", "--build", str(build_dir), "--target", recipe.target, *jobs], f"compile {name}")
+    _run(
+        ["cmake", "--build", str(build_dir), "--target", recipe.target, *jobs],
+        f"compile {name}",
+        settings.work / f"{name}-compile.log",
+    )
     library = _install(recipe, framework, build_dir, folder, settings.tritonserver_library)
     Provenance(name, recipe.library, framework.distribution, framework.version, gpu, key).write(
         folder
@@ -217,8 +222,18 @@ def _install(
     return target
 
 
-def _run(command: list[str], step: str) -> None:
+def _run(command: list[str], step: str, log: Path | None = None) -> None:
+    """Run one build command; on failure say which lines were errors (a compile's warnings
+    fill its last lines) and where the whole output is."""
     result = subprocess.run(command, capture_output=True, text=True)
+    output = result.stdout + result.stderr
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(output)
     if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-30:])
-        raise NativeBackendError(f"{step} failed ({' '.join(command[:3])} ...):\n{tail}")
+        lines = output.strip().splitlines()
+        errors = [line for line in lines if "error" in line.lower()][:20] or lines[-30:]
+        where = f"; full output: {log}" if log else ""
+        raise NativeBackendError(
+            f"{step} failed ({' '.join(command[:3])} ...){where}:\n" + "\n".join(errors)
+        )

@@ -106,8 +106,9 @@ def test_default_model_filename(tmp_path: Path) -> None:
     config = _config({"X": "TYPE_FP32", "B": "TYPE_FP32"})
     model = _model(tmp_path, {**config, "default_model_filename": "other.pt"})
     assert model.process_batch([_request([[1, 2]], [[0, 1]])])[0]["S"].tolist() == [3.0]
+    # As a python model, Triton fills default_model_filename with the model.py it runs.
     with pytest.raises(FileNotFoundError) as caught:
-        _model(tmp_path, config)
+        _model(tmp_path, {**config, "default_model_filename": "model.py"})
     assert str(caught.value) == (
         f"{tmp_path / 'model.pt'} not found; build it with `python -m build_engines`"
     )
