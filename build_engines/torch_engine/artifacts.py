@@ -10,6 +10,7 @@ import torch
 from tritonclient.grpc import model_config_pb2 as mc
 
 from build_engines.steps import info
+from build_engines.torch_engine.config import NATIVE_PARAMETERS
 from build_engines.torch_engine.script import check_parity, gpu_visible, script_module
 
 # Max abs difference to the FP32 ONNX Runtime output that a build accepts.
@@ -57,6 +58,8 @@ def torch_config(onnx_config: mc.ModelConfig, gpu: bool, precision: str) -> mc.M
     for key in ("intra_op_thread_count", "inter_op_thread_count"):
         config.parameters.pop(key, None)
     config.parameters["precision"].string_value = precision
+    for key, value in NATIVE_PARAMETERS.items():
+        config.parameters[key].string_value = value
     kind = mc.ModelInstanceGroup.KIND_GPU if gpu else mc.ModelInstanceGroup.KIND_CPU
     for group in config.instance_group:
         group.kind = kind

@@ -25,6 +25,11 @@ from build_engines.repository import (
 )
 
 CUDA_GRAPH_MODEL = "python_models.common.torchscript.TorchScriptModel"
+# Triton's pytorch backend runs TorchScript under the JIT's profiling executor by default,
+# which re-specialises the graph for every new input shape: with dynamic batching every
+# batch size is a new shape, and on the H200 one-image ResNet-50 requests at concurrency 64
+# were served at 23 img/s (p50 4.3 s) while it recompiled. Off, it runs as eager TorchScript.
+NATIVE_PARAMETERS = {"DISABLE_OPTIMIZED_EXECUTION": "true"}
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,8 @@ def torch_model_config(
     add_inputs(config, inputs)
     add_outputs(config, outputs)
     set_instances(config, options.instances, "KIND_GPU" if options.gpu else "KIND_CPU")
-    set_parameters(config, {"precision": options.precision})
+    native = {} if options.cuda_graphs else NATIVE_PARAMETERS
+    set_parameters(config, {"precision": options.precision, **native})
     if options.queue_delay_us is not None:
         enable_dynamic_batching(config, options.queue_delay_us)
     if options.cuda_graphs:
