@@ -81,7 +81,7 @@ serve: models ## Run the embedded Triton in the foreground (HTTP_PORT, GRPC_PORT
 	$(PY) -m server serve --model-repository $(REPO) --host $(HOST) \
 		--http-port $(HTTP_PORT) --grpc-port $(GRPC_PORT) --metrics-port $(METRICS_PORT)
 
-bench-resnet50: models ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/resnet50.md
+bench-resnet50: models ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/results/resnet50.md
 	$(PY) -m benchmarks.resnet50
 
 $(VENV)/bin/perf_analyzer: $(STAMP)

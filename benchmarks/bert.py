@@ -1,6 +1,6 @@
 """BERT embeddings: in-process ONNX Runtime vs the Triton-served ``bert`` ensemble.
 
-Run as ``python -m benchmarks.bert``; writes ``benchmarks/bert.md``. Needs
+Run as ``python -m benchmarks.bert``; writes ``benchmarks/results/bert.md``. Needs
 ``python -m build_engines bert`` first (the MiniLM in model_repository/); the
 bert-base shape (RANDOM weights, max length 256) is built into the benchmark's
 own repository under build/bench_bert/.
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import perf_analyzer
+from benchmarks import RESULTS, perf_analyzer
 from benchmarks.common import machine_description
 from benchmarks.floor_model import write_floor_model
 from build_engines.repository import parse, write_model
@@ -684,7 +684,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bert", description=__doc__)
     parser.add_argument("--model-repository", type=Path, default=PROJECT_ROOT / "model_repository")
     parser.add_argument("--work-dir", type=Path, default=PROJECT_ROOT / "build" / "bench_bert")
-    parser.add_argument("--output", type=Path, default=PROJECT_ROOT / "benchmarks" / "bert.md")
+    parser.add_argument("--output", type=Path, default=RESULTS / "bert.md")
     parser.add_argument("--seconds", type=float, default=5.0, help="per cell and engine, MiniLM")
     parser.add_argument(
         "--base-seconds", type=float, default=10.0, help="per cell and engine, bert-base"

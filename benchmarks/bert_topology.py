@@ -15,7 +15,7 @@ SDK's AsyncTritonClient at concurrency 1, 8 and 32; the
 stub's own encoder time per call comes from its ``ExecuteProfile``. The baseline, measured in
 the same run: the same ONNX file in one single-thread session in this process, one text at a
 time, warm.
-Writes benchmarks/bert_topology.md. Run ``python -m build_engines bert`` first.
+Writes benchmarks/results/bert_topology.md. Run ``python -m build_engines bert`` first.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import RESULTS
 from benchmarks.bert import TRAFFIC, Setup, model_setup, run_triton, traffic_pool
 from benchmarks.common import machine_description, markdown_table
 from python_models.bert.text import tokenize
@@ -131,7 +132,7 @@ def in_process(setup: Setup, texts: list[str], seconds: float) -> tuple[list[flo
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-repository", type=Path, default=ROOT / "model_repository")
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "bert_topology.md")
+    parser.add_argument("--output", type=Path, default=RESULTS / "bert_topology.md")
     parser.add_argument("--seconds", type=float, default=4.0, help="per cell (default 4)")
     parser.add_argument("--rounds", type=int, default=2, help="topologies alternate (default 2)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])

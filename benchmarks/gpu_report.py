@@ -1,4 +1,4 @@
-"""benchmarks/gpu.md from the results of benchmarks/gpu.py."""
+"""benchmarks/results/gpu.md from the results of benchmarks/gpu.py."""
 
 from __future__ import annotations
 

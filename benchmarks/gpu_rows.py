@@ -1,4 +1,4 @@
-"""The rows benchmarks/gpu.md lacked after its first runs (issue 10).
+"""The rows benchmarks/results/gpu.md lacked after its first runs (issue 10).
 
 - ``input``: ResNet-50 fed JPEG bytes (decoded by nvJPEG and resized on the GPU by the
   ``resnet50_preprocess`` code) vs decoded RGB UINT8 (resized on the GPU by the

@@ -6,7 +6,7 @@ written to a temporary repository, so the Locust user is the real ``BertUser``).
 generator runs as its own process at several concurrencies; we keep its best rate and its
 CPU time per request (from the kernel's accounting of the child), which says what the
 generator could reach if the server were not sharing the cores.
-Writes benchmarks/loadgen.md.
+Writes benchmarks/results/loadgen.md.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import RESULTS
 from benchmarks.common import closed_loop_summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,7 +202,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--concurrency", default="4,16", help="users / loops per point")
     parser.add_argument("--repeats", type=int, default=3, help="rounds over every point")
     parser.add_argument("--protocols", default="grpc,http")
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "loadgen.md")
+    parser.add_argument("--output", type=Path, default=RESULTS / "loadgen.md")
     args = parser.parse_args(argv)
     if args.command != "plain":
         args.protocols = args.protocols.split(",")

@@ -1,7 +1,7 @@
 """Ways to drive gRPC from gevent greenlets, measured against the plain asyncio client.
 
 With init_gevent the Locust gRPC user reached about 0.63x the plain client (it now goes
-through a sidecar process: loadtest/sidecar.py, benchmarks/loadgen.md). This
+through a sidecar process: loadtest/sidecar.py, benchmarks/results/loadgen.md). This
 measures candidate bridges between greenlets and gRPC's C core in isolation (no Locust, the
 same closed loops, the same trivial identity model), each in its own monkey-patched
 process, alternating with the plain client so that drift hits all of them:
@@ -16,7 +16,7 @@ process, alternating with the plain client so that drift hits all of them:
   ``hub.loop.async_`` watcher.
 
 The native threads come from swapping ``threading.Thread`` while gRPC starts its thread:
-an experiment, not a supported use of grpcio. Writes benchmarks/loadgen_bridges.md.
+an experiment, not a supported use of grpcio. Writes benchmarks/results/loadgen_bridges.md.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import RESULTS
 from benchmarks.common import machine_description, markdown_table
 from benchmarks.loadgen import MODEL, SENTENCE, WARMUP_S, write_identity_repository
 
@@ -275,7 +276,7 @@ on the machine adds noise: compare the ratios, measured in the same run.
 {args.concurrency} closed loops (greenlets; asyncio tasks for `plain`) on the identity model
 over gRPC, {args.duration:g} s measured after {WARMUP_S:g} s warm-up, {args.repeats} rounds
 alternating the generators; means over the rounds. `plain` is tritonclient's asyncio client
-(as in benchmarks/loadgen.md); the bridges are described in the module docstring. Only
+(as in benchmarks/results/loadgen.md); the bridges are described in the module docstring. Only
 `init_gevent` and `threadpool` go through the kit's SDK; the two others call tritonclient
 directly, so they bound what a bridge under the SDK could reach. A round that did not end
 within 60 s of its schedule counts as hung (killed; left out of the means).
@@ -296,7 +297,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--bridges", default=",".join(BRIDGES))
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "loadgen_bridges.md")
+    parser.add_argument("--output", type=Path, default=RESULTS / "loadgen_bridges.md")
     args = parser.parse_args(argv)
     if args.command != "bridge":
         args.bridges = args.bridges.split(",")

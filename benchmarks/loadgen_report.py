@@ -1,4 +1,4 @@
-"""benchmarks/loadgen.md from the measurements of ``benchmarks.loadgen``.
+"""benchmarks/results/loadgen.md from the measurements of ``benchmarks.loadgen``.
 
 Kept apart from the measuring so each module has one job. Per generator, the mean over
 rounds at its best concurrency; for gRPC also the split of the Locust user's CPU time per
@@ -246,7 +246,7 @@ compare the generators' own cost independently of that bound.
 
 tritonclient's HTTP client is built on geventhttpclient and stays in the hub, so HTTP
 needs no sidecar. `--processes 2` is Locust's own way to spread users over more cores.
-Other bridges between greenlets and gRPC are measured in `benchmarks/loadgen_bridges.md`
+Other bridges between greenlets and gRPC are measured in `benchmarks/results/loadgen_bridges.md`
 (`python -m benchmarks.loadgen_bridges`).
 
 ## Every point

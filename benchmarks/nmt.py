@@ -13,7 +13,7 @@ against num2words; ``large``, a random Marian of opus-mt-en-de's shape
 (benchmarks/nmt_large.py: 6+6 layers, d_model 512, 58,101 tokens), speed only,
 agreement with the in-process output. Closed loops at each concurrency; the
 in-process engines get the batching Triton's dynamic batcher gives the python model
-(a worker gathers every queued request into one decode call). Writes benchmarks/nmt.md.
+(a worker gathers every queued request into one decode call). Writes benchmarks/results/nmt.md.
 
 :func:`step_model_throughput` measures the same search on any StepModel (the GPU
 benchmark's torch engine: ``build_engines.torch_engine.nmt.step_model``).
@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
+from benchmarks import RESULTS
 from benchmarks.common import machine_description, markdown_table
 from benchmarks.nmt_report import render
 from build_engines.nmt import corpus
@@ -105,7 +106,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=1,
         help="intra-op threads for every engine (written into the served copies' configs too)",
     )
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "nmt.md")
+    parser.add_argument("--output", type=Path, default=RESULTS / "nmt.md")
     return parser.parse_args(argv)
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/nmt.md from the cells of one ``python -m benchmarks.nmt`` run."""
+"""benchmarks/results/nmt.md from the cells of one ``python -m benchmarks.nmt`` run."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ ONNX Runtime sessions of the served ONNX files, with a micro-batcher gathering
 queued sentences into one decode call (what Triton's dynamic batcher gives the BLS
 model); served through the gRPC SDK, one sentence a request. Closed loops at
 concurrency 1, 8 and 32, beam 1 and 4, on the held-out numbers. Writes
-benchmarks/nmt_rnn.md (a separate file from benchmarks/nmt.md, whose script another
+benchmarks/results/nmt_rnn.md (a separate file from benchmarks/results/nmt.md, whose script another
 change is rewriting).
 """
 
@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
+from benchmarks import RESULTS
 from benchmarks.common import machine_description, markdown_table
 from benchmarks.nmt import MAX_BATCH, BatchFn, MicroBatcher
 from build_engines.nmt import corpus
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--min-sentences", type=int, default=192)
     parser.add_argument("--sentences-per-client", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "nmt_rnn.md")
+    parser.add_argument("--output", type=Path, default=RESULTS / "nmt_rnn.md")
     args = parser.parse_args(argv)
     machine, started = machine_description(), time.perf_counter()
     cells = run(args)

@@ -1,6 +1,6 @@
 """FP32 vs FP16 vs INT8 on CPU (ONNX Runtime): accuracy against FP32 and speed, per family.
 
-Run: ``.venv/bin/python -m benchmarks.precision``. Writes ``benchmarks/precision.md`` and,
+Run: ``.venv/bin/python -m benchmarks.precision``. Writes ``benchmarks/results/precision.md`` and,
 beside every lowered artefact (``build/precision/<model>/model.<precision>.onnx``), a
 ``model.<precision>.benchmark.json`` with the same figures.
 
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import RESULTS
 from benchmarks.common import machine_description, markdown_table
 from build_engines.options import BuildOptions
 from build_engines.precision import KEEP_FLOAT, CalibrationSettings
@@ -615,7 +616,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_false",
         help="skip serving the lowered models with the embedded Triton",
     )
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "precision.md")
+    parser.add_argument("--output", type=Path, default=RESULTS / "precision.md")
     return parser.parse_args(argv)
 
 

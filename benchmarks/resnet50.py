@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from benchmarks import RESULTS
 from benchmarks.common import (
     RESULT_HEADERS,
     Result,
@@ -44,7 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-repository", type=Path, default=ROOT / "model_repository")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per configuration")
     parser.add_argument("--concurrency", default="1,4,16", help="comma-separated levels")
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "resnet50.md")
+    parser.add_argument("--output", type=Path, default=RESULTS / "resnet50.md")
     return parser.parse_args(argv)
 
 

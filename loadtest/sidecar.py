@@ -2,7 +2,7 @@
 
 Why: under gevent, every blocking gRPC call of the Locust process was handed to a native
 thread and back (``init_gevent``), which cost the gRPC user about half of a plain asyncio
-client's rate (benchmarks/loadgen.md). Here grpc.aio runs on its own event loop, in its
+client's rate (benchmarks/results/loadgen.md). Here grpc.aio runs on its own event loop, in its
 own process, and relays raw bytes: the Locust process serializes the request and parses
 the reply, and talks to this process over one socket (``loadtest.sidecar_wire`` frames).
 

@@ -1,7 +1,7 @@
 // The native gRPC sidecar: loadtest/sidecar.py's job in C++, on gRPC's generic API.
 //
 // Why: the Python sidecar spends about 0.16 ms of CPU per call in grpc.aio's Python layer,
-// CPU taken from the Triton server that shares the machine (benchmarks/loadgen.md). Here
+// CPU taken from the Triton server that shares the machine (benchmarks/results/loadgen.md). Here
 // each call is raw bytes through grpc::GenericStub: no protobuf code, no interpreter.
 //
 // It speaks loadtest/sidecar_wire.py's frames over the socket inherited as --fd:

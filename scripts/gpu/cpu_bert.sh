@@ -3,7 +3,7 @@
 # Runtime on the CPU) with the server, its stubs and the client pinned to two quiet cores
 # (taskset), once as built and once with ONNX Runtime's `session.force_spinning_stop`.
 # Why: on the shared 2-core CPU machine, other jobs' load moved the concurrency-1 figures by
-# more than the effects measured (benchmarks/bert.md). Speed does not depend on the weights.
+# more than the effects measured (benchmarks/results/bert.md). Speed does not depend on the weights.
 # Usage: [VARIANTS="built"] [CORES=2,3] scripts/gpu/cpu_bert.sh CARRY_DIR OUT_DIR [SECONDS]
 set -euo pipefail
 carry=$1; out=$2; seconds=${3:-3}

@@ -1,6 +1,6 @@
 """Where BERT's concurrency-1 gap goes, on quiet pinned cores of the lent machine's CPU.
 
-benchmarks/bert.md: at concurrency 1 short texts, served p50 = in-process p50 + the no-op
+benchmarks/results/bert.md: at concurrency 1 short texts, served p50 = in-process p50 + the no-op
 floor's p50 + about 0.7 ms unexplained. Candidates: the client process sharing the server's
 two cores, or the encoder running slower inside the stub. This serves ``bert`` and the floor
 model with the server pinned to two cores, then times sequential requests from a client
