@@ -94,7 +94,7 @@ bench-nmt: models ## Benchmark NMT: in-process vs Triton vs CTranslate2
 	$(PY) -m benchmarks.nmt
 
 bench-nmt-rnn: models ## Benchmark the recurrent NMT (nmt_rnn) beside the Transformer
-	$(PY) -m benchmarks.nmt_rnn
+	$(PY) -m benchmarks.nmt.rnn
 
 bench-precision: models ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision

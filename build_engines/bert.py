@@ -53,7 +53,7 @@ DEFAULT_MAX_BATCH = 32
 SHAPES = {
     "bert-base": (768, 12, 12, 3072),
     "bert-large": (1024, 24, 16, 4096),
-    "minilm-l6": (384, 6, 12, 1536),  # all-MiniLM-L6-v2's shape (benchmarks/gpu.py)
+    "minilm-l6": (384, 6, 12, 1536),  # all-MiniLM-L6-v2's shape (benchmarks/gpu/run.py)
 }
 RANDOM_WARNING = "RANDOM WEIGHTS: embeddings are meaningless; for performance work only"
 CALIBRATION_TEXTS = (

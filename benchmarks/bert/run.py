@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import RESULTS, perf_analyzer
-from benchmarks.common import machine_description
-from benchmarks.floor_model import write_floor_model
+from benchmarks import RESULTS
+from benchmarks.harness import perf_analyzer
+from benchmarks.harness.floor_model import write_floor_model
+from benchmarks.harness.measure import machine_description
 from build_engines.repository import parse, write_model
 from python_models.bert.model import encoder_session_settings
 from python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, tokenize
@@ -66,7 +67,7 @@ class ModelUnderTest:
     seconds: float
     traffic: tuple[str, ...] = tuple(TRAFFIC)
     concurrency: tuple[int, ...] = CONCURRENCY
-    floor: str = ""  # a served no-op model beside it (benchmarks/floor_model.py), if any
+    floor: str = ""  # a served no-op model beside it (benchmarks/harness/floor_model.py), if any
 
 
 @dataclass
@@ -512,7 +513,7 @@ def floor_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
         return []
     lines = [
         f"Where the served time goes. `{model.floor}` is a served python model that does no "
-        f"work (benchmarks/floor_model.py), with `{model.name}`'s interface and batcher, "
+        f"work (benchmarks/harness/floor_model.py), with `{model.name}`'s interface and batcher, "
         "measured in the same cells by the same client. Unexplained p50 = Triton p50 - "
         "in-process p50 - floor p50. p50 ceiling (concurrency 1) = in-process p50 / "
         "(in-process p50 + floor p50). The in-process batcher takes every client each round, "

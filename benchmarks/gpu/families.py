@@ -1,4 +1,4 @@
-"""The families benchmarks/gpu.py measures in-process and served (issue 10 first rows)."""
+"""The families benchmarks/gpu/run.py measures in-process and served (issue 10 first rows)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.gpu_load import in_process, served_load, served_sequential, spec_load
-from benchmarks.gpu_models import Spec, bert, resnet50_uint8, write_torch_model
-from benchmarks.gpu_settings import Settings
+from benchmarks.gpu.load import in_process, served_load, served_sequential, spec_load
+from benchmarks.gpu.models import Spec, bert, resnet50_uint8, write_torch_model
+from benchmarks.gpu.settings import Settings
 
 BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmarks.gpu_models import Spec, example
-from benchmarks.gpu_settings import Settings
+from benchmarks.gpu.models import Spec, example
+from benchmarks.gpu.settings import Settings
 
 
 def stats(latencies_s: list[float]) -> dict[str, float]:

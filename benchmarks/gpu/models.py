@@ -1,4 +1,4 @@
-"""The models benchmarks/gpu.py measures (RANDOM weights: speed only), and their TorchScript.
+"""The models benchmarks/gpu/run.py measures (RANDOM weights: speed only), and their TorchScript.
 
 ``tiny`` gives the same code paths with small shapes, for the CPU smoke run
 (``python -m benchmarks.gpu --smoke``) that catches typos before the lent GPU does.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.gpu_settings import Settings
+from benchmarks.gpu.settings import Settings
 
 
 @dataclass(frozen=True)

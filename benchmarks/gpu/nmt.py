@@ -1,11 +1,11 @@
 """NMT beam 4 on the GPU (issue 10): the kit's search on torch step models, in-process and served.
 
-Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu_nmt --out OUT)::
+Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu.nmt --out OUT)::
 
-    python -m benchmarks.gpu_nmt --out OUT_DIR [--sizes tiny,large] [--sentences 96]
+    python -m benchmarks.gpu.nmt --out OUT_DIR [--sizes tiny,large] [--sentences 96]
 
 The search is python_models.nmt.decode's, the one the ``nmt`` model serves, with the
-micro-batcher of benchmarks/nmt.py at concurrency 1, 8 and 32. ``tiny`` is the kit's
+micro-batcher of benchmarks/nmt/run.py at concurrency 1, 8 and 32. ``tiny`` is the kit's
 trained English→French numbers model; ``large`` a randomly initialised Marian of
 opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabulary; speed only).
 
@@ -32,7 +32,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.nmt import DEFAULT_CHECKPOINT, ROOT, step_model_throughput
+from benchmarks.nmt.run import DEFAULT_CHECKPOINT, ROOT, step_model_throughput
 
 LEVELS = (1, 8, 32)
 # A discarded first cell at the top concurrency: on CUDA each new batch shape picks its
@@ -74,7 +74,7 @@ def parse(argv: list[str] | None) -> Options:
 
 def size_setup(size: str, work: Path) -> tuple[Path, Path]:
     """(checkpoint, repository holding its ``nmt`` model) for one size."""
-    from benchmarks import nmt_large
+    from benchmarks.nmt import large as nmt_large
 
     if size == "tiny":
         built = ROOT / "model_repository"
@@ -154,7 +154,7 @@ def _profile_dir(repository: Path, options: Options) -> Path:
 
 def torch_repository(checkpoint: Path, work: Path, precision: str) -> Path:
     """``python -m build_engines nmt --engine torch`` of ``checkpoint``, copied for serving."""
-    from benchmarks.nmt import copy_models
+    from benchmarks.nmt.run import copy_models
     from build_engines.cli import build_from_argv
 
     built, served = work / "built", work / "repo"
@@ -190,7 +190,7 @@ def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
 
 
 def _served(repository: Path, checkpoint: Path, options: Options) -> list:
-    from benchmarks.nmt import count_tokens_for, held_out_pairs, measure_triton
+    from benchmarks.nmt.run import count_tokens_for, held_out_pairs, measure_triton
     from python_models.common.base import PROFILE_DIR_ENV
     from server.launcher import ServerConfig, TritonServer
 
@@ -214,7 +214,7 @@ def _served(repository: Path, checkpoint: Path, options: Options) -> list:
 
 
 def cell_summary(cell) -> dict:
-    from benchmarks.gpu_load import stats
+    from benchmarks.gpu.load import stats
 
     percentiles = stats(list(cell.latencies_s))
     return {
@@ -276,8 +276,8 @@ def _profile_line(key: str, profile: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.gpu import environment
-    from benchmarks.gpu_settings import Settings
+    from benchmarks.gpu.run import environment
+    from benchmarks.gpu.settings import Settings
 
     options = parse(argv)
     options.out.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """Where served one-image ResNet-50 time goes on a GPU host (issue 10's profile).
 
-Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu_overhead --out OUT)::
+Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu.overhead --out OUT)::
 
-    python -m benchmarks.gpu_overhead --out OUT_DIR [--seconds 5] [--processes 8]
+    python -m benchmarks.gpu.overhead --out OUT_DIR [--seconds 5] [--processes 8]
 
 Three questions, answered in one run with the same server binary and clients:
 
@@ -34,12 +34,12 @@ import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from benchmarks import perf_analyzer
-from benchmarks.gpu import environment
-from benchmarks.gpu_families import BUCKETS
-from benchmarks.gpu_load import in_process, served_load, served_sequential, spec_load
-from benchmarks.gpu_models import Spec, resnet50_uint8, write_torch_model
-from benchmarks.gpu_settings import Settings
+from benchmarks.gpu.families import BUCKETS
+from benchmarks.gpu.load import in_process, served_load, served_sequential, spec_load
+from benchmarks.gpu.models import Spec, resnet50_uint8, write_torch_model
+from benchmarks.gpu.run import environment
+from benchmarks.gpu.settings import Settings
+from benchmarks.harness import perf_analyzer
 from python_models.common.base import PROFILE_DIR_ENV
 
 RESNET = Spec("resnet50_u8", {"image": ("UINT8", (224, 224, 3))}, ("logits", 1000), BUCKETS, 4)
@@ -199,7 +199,7 @@ def markdown(results: dict, options: Options) -> str:
     lines = [
         "# Served one-image ResNet-50 on the GPU: where the time goes",
         "",
-        "Written by `python -m benchmarks.gpu_overhead` (scripts/gpu/bench.sh). Random weights,",
+        "Written by `python -m benchmarks.gpu.overhead` (scripts/gpu/bench.sh). Random weights,",
         f"FP16, UINT8 224×224 input; {options.processes} gRPC client processes (asyncio),",
         f"{options.seconds:g} s per step. `echo` runs the same python-backend path with no model.",
         "",

@@ -1,4 +1,4 @@
-"""benchmarks/results/gpu.md from the results of benchmarks/gpu.py."""
+"""benchmarks/results/gpu.md from the results of benchmarks/gpu/run.py."""
 
 from __future__ import annotations
 

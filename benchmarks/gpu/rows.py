@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.gpu_families import BUCKETS, families
-from benchmarks.gpu_load import Load, served_load, served_sequential, spec_load, stats, timed_loop
-from benchmarks.gpu_models import Spec, resnet50_pixels, write_torch_model
-from benchmarks.gpu_settings import Settings
+from benchmarks.gpu.families import BUCKETS, families
+from benchmarks.gpu.load import Load, served_load, served_sequential, spec_load, stats, timed_loop
+from benchmarks.gpu.models import Spec, resnet50_pixels, write_torch_model
+from benchmarks.gpu.settings import Settings
 
 PIXELS = "PIXELS"
 IMAGE_SIZE = (640, 480)  # a typical photo: 0.9 MB as UINT8, ~50 kB as JPEG

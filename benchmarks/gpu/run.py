@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.gpu_settings import FAMILY_NAMES, ROW_NAMES, Settings
+from benchmarks.gpu.settings import FAMILY_NAMES, ROW_NAMES, Settings
 
 
 def parse_settings(argv: list[str] | None = None) -> Settings:
@@ -152,7 +152,8 @@ class Run:
 
 
 def run(settings: Settings) -> dict:
-    from benchmarks import gpu_families, gpu_rows
+    from benchmarks.gpu import families as gpu_families
+    from benchmarks.gpu import rows as gpu_rows
 
     run = Run(settings)
     repo = Path(tempfile.mkdtemp(prefix="gpu-bench-repo-"))
@@ -184,7 +185,8 @@ def run(settings: Settings) -> dict:
 
 
 def _serve(run: Run, repo: Path, settings: Settings) -> None:
-    from benchmarks import gpu_families, gpu_rows
+    from benchmarks.gpu import families as gpu_families
+    from benchmarks.gpu import rows as gpu_rows
     from server.launcher import ServerConfig, TritonServer
 
     log = settings.out / "tritonserver.log"
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = parse_settings(argv)
     settings.out.mkdir(parents=True, exist_ok=True)
     results = run(settings)
-    from benchmarks.gpu_report import markdown
+    from benchmarks.gpu.report import markdown
 
     text = markdown(results)
     (settings.out / "gpu.md").write_text(text)

@@ -1,4 +1,4 @@
-"""The options of one benchmarks/gpu.py run, parsed once (defaults here only)."""
+"""The options of one benchmarks/gpu/run.py run, parsed once (defaults here only)."""
 
 from __future__ import annotations
 

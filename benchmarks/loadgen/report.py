@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from benchmarks.common import machine_description, markdown_table
-from benchmarks.loadgen import (
+from benchmarks.harness.measure import machine_description, markdown_table
+from benchmarks.loadgen.run import (
     GOAL,
     LOCUST,
     LOCUST_GENERATORS,
@@ -170,7 +170,7 @@ def split_text(rows: list[list[object]]) -> str:
     return f"""{markdown_table(SPLIT_HEADERS, rows)}
 
 CPU ms per request, means over the rounds. "SDK side" is the Locust process's share
-without Locust (`benchmarks/loadgen_split.py`: greenlets calling `TritonClient.embed`
+without Locust (`benchmarks/loadgen/split.py`: greenlets calling `TritonClient.embed`
 through the sidecar, as the user does): the SDK's request building, tritonclient's
 protobuf and the framing. "sidecar" is the sidecar process relaying bytes: the native
 one (`loadtest/native`, gRPC C++'s generic API, the default where built) or the Python
@@ -247,7 +247,7 @@ compare the generators' own cost independently of that bound.
 tritonclient's HTTP client is built on geventhttpclient and stays in the hub, so HTTP
 needs no sidecar. `--processes 2` is Locust's own way to spread users over more cores.
 Other bridges between greenlets and gRPC are measured in `benchmarks/results/loadgen_bridges.md`
-(`python -m benchmarks.loadgen_bridges`).
+(`python -m benchmarks.loadgen.bridges`).
 
 ## Every point
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import RESULTS
-from benchmarks.common import closed_loop_summary
+from benchmarks.harness.measure import closed_loop_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "identity"
@@ -141,7 +140,7 @@ def measure_plain(url: str, protocol: str, concurrency: int, duration: float) ->
 
 def measure_split(url: str, concurrency: int, duration: float, kind: str) -> Measurement:
     """The SDK over the ``kind`` sidecar in greenlets without Locust (``loadgen_split``)."""
-    command = [sys.executable, "-m", "benchmarks.loadgen_split", "--url", url, "--model", MODEL]
+    command = [sys.executable, "-m", "benchmarks.loadgen.split", "--url", url, "--model", MODEL]
     command += ["--concurrency", str(concurrency), "--duration", str(duration), "--kind", kind]
     row = _json_child([*command, "--text", SENTENCE], duration)
     own, sidecar = row["process_cpu_ms_per_request"], row["sidecar_cpu_ms_per_request"]
@@ -246,28 +245,3 @@ def calibrate(args: argparse.Namespace) -> list[Measurement]:
                     for level in args.levels:
                         measurements += measure_point(url, protocol, level, args, Path(tmp))
     return measurements
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.command == "plain":
-        print(json.dumps(asyncio.run(plain_loop(args.url, args.concurrency, args.duration))))
-        return 0
-    from loadtest.sidecar_client import BUILD_SCRIPT, native_path
-
-    if "grpc" in args.protocols and not native_path().is_file():
-        print(f"benchmarks.loadgen: no native gRPC sidecar at {native_path()}: run {BUILD_SCRIPT}")
-        return 2
-    started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    begin = time.monotonic()
-    from benchmarks.loadgen_report import report
-
-    text = report(calibrate(args), args, started)
-    args.output.write_text(text)
-    print(text)
-    print(f"wrote {args.output} in {time.monotonic() - begin:.0f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

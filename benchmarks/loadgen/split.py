@@ -25,8 +25,8 @@ def measure(url: str, concurrency: int, duration: float, model: str, text: str, 
 
     import gevent
 
-    from benchmarks.common import closed_loop_summary
-    from benchmarks.loadgen import WARMUP_S
+    from benchmarks.harness.measure import closed_loop_summary
+    from benchmarks.loadgen.run import WARMUP_S
     from client import TritonClient
     from loadtest import sidecar_client
 
@@ -64,7 +64,7 @@ def measure(url: str, concurrency: int, duration: float, model: str, text: str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.loadgen_split")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.loadgen.split")
     parser.add_argument("--url", required=True)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--duration", type=float, default=8.0)

@@ -202,7 +202,7 @@ def render(results: dict, *, machine, load, seconds, args: argparse.Namespace, t
         f"num2words; {args.repeats} repeats of the matrix (engine order rotated), median row.",
         f"- Large: a randomly initialised Marian of opus-mt-en-de's shape (6+6 layers, "
         f"d_model 512, 8 heads, FFN 2048, vocabulary {args.large_vocab or 58101}; "
-        "benchmarks/nmt_large.py, nothing downloaded), the same English sources; random "
+        "benchmarks/nmt/large.py, nothing downloaded), the same English sources; random "
         "weights never pick `</s>`, so every sentence runs to HF `max_length` 32 (31 target "
         f"tokens); {args.large_sentences} sentences per cell, {args.large_repeats} repeat(s). "
         "Speed only: the last column is agreement with the in-process output.",

@@ -10,7 +10,7 @@ Engines, CPU only, on English number phrases from the held-out split:
 
 Sizes: ``tiny``, the default number model (3+3 layers, d_model 128), exact match
 against num2words; ``large``, a random Marian of opus-mt-en-de's shape
-(benchmarks/nmt_large.py: 6+6 layers, d_model 512, 58,101 tokens), speed only,
+(benchmarks/nmt/large.py: 6+6 layers, d_model 512, 58,101 tokens), speed only,
 agreement with the in-process output. Closed loops at each concurrency; the
 in-process engines get the batching Triton's dynamic batcher gives the python model
 (a worker gathers every queued request into one decode call). Writes benchmarks/results/nmt.md.
@@ -44,8 +44,8 @@ import numpy as np
 import sentencepiece as spm
 
 from benchmarks import RESULTS
-from benchmarks.common import machine_description, markdown_table
-from benchmarks.nmt_report import render
+from benchmarks.harness.measure import machine_description, markdown_table
+from benchmarks.nmt.report import render
 from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.repository import parse
@@ -377,7 +377,7 @@ def step_model_throughput(
     For the GPU benchmark: ``factory`` may return
     ``build_engines.torch_engine.nmt.step_model(checkpoint, "cuda")`` (or the ORT one);
     ``repository`` holds the ``nmt`` model whose decode settings and tokenizer to use (the
-    default model's, or ``benchmarks.nmt_large.build_repository``'s). Cells carry the
+    default model's, or ``benchmarks.nmt.large.build_repository``'s). Cells carry the
     phase times (encoder, decoder per step, search per step) and exact match where the
     checkpoint has a held-out split.
     """
@@ -510,7 +510,7 @@ class Suite:
 
 def int8_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
     """The build's ``--precision int8-dynamic`` models of the checkpoint, threads as above."""
-    from benchmarks import nmt_large
+    from benchmarks.nmt import large as nmt_large
 
     built = nmt_large.build_repository(
         checkpoint,
@@ -555,7 +555,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                 )
             )
         elif size == "large":
-            from benchmarks import nmt_large
+            from benchmarks.nmt import large as nmt_large
 
             vocab = args.large_vocab or nmt_large.OPUS_MT_EN_DE_VOCAB
             checkpoint = nmt_large.write_checkpoint(workdir / "large-checkpoint", vocab)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import RESULTS
-from benchmarks.common import machine_description, markdown_table
+from benchmarks.harness.measure import machine_description, markdown_table
 from build_engines.options import BuildOptions
 from build_engines.precision import KEEP_FLOAT, CalibrationSettings
 from build_engines.precision.report import (

@@ -19,7 +19,7 @@ import numpy as np
 import onnxruntime as ort
 
 from benchmarks import RESULTS
-from benchmarks.common import (
+from benchmarks.harness.measure import (
     RESULT_HEADERS,
     Result,
     machine_description,

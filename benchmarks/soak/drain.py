@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.soak import SENTENCES, _jpeg
+from benchmarks.soak.run import SENTENCES, _jpeg
 from client import TritonClient
 from server import free_port
 from server.launcher import wait_ready

@@ -74,7 +74,7 @@ def in_process(setup, session, texts: list[str]) -> dict:
 
 def perf_analyzer_rows(url: str, text: str, out: Path) -> dict[str, list[float]]:
     """p50 from perf_analyzer (C++ client) at concurrency 1, one short text, both placements."""
-    from benchmarks import perf_analyzer
+    from benchmarks.harness import perf_analyzer
 
     data = out / "probe-text.json"
     data.write_text(json.dumps({"data": [{"TEXT": [text]}]}))
@@ -101,8 +101,8 @@ def stub_encoder_ms(profile_dir: Path) -> dict:
 
 
 def main() -> int:
-    from benchmarks import bert as B
-    from benchmarks.floor_model import write_floor_model
+    from benchmarks.bert import run as B
+    from benchmarks.harness.floor_model import write_floor_model
     from python_models.common.ort_session import create_session
     from server import ServerConfig, TritonServer
 
