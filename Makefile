@@ -53,7 +53,7 @@ system-deps: $(STAMP) ## Prometheus, docker-compose and hadolint for the deploym
 # The Locust gRPC user's native sidecar; without g++/libgrpc++-dev the script says so and
 # the load test uses the Python sidecar (system-deps installs them as root).
 NATIVE_SIDECAR := $(VENV)/bin/triton-kit-grpc-sidecar
-$(NATIVE_SIDECAR): $(STAMP) $(wildcard loadtest/native/*) | system-deps
+$(NATIVE_SIDECAR): $(STAMP) $(wildcard loadtest/sidecar/native/*) | system-deps
 	bash scripts/build-native-sidecar.sh $(VENV)
 
 demo: models ## The main job: build, serve, call every model, short load test, results table

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plain":
         print(json.dumps(asyncio.run(plain_loop(args.url, args.concurrency, args.duration))))
         return 0
-    from loadtest.sidecar_client import BUILD_SCRIPT, native_path
+    from loadtest.sidecar.client import BUILD_SCRIPT, native_path
 
     if "grpc" in args.protocols and not native_path().is_file():
         print(f"benchmarks.loadgen: no native gRPC sidecar at {native_path()}: run {BUILD_SCRIPT}")

@@ -1,7 +1,7 @@
 """Ways to drive gRPC from gevent greenlets, measured against the plain asyncio client.
 
 With init_gevent the Locust gRPC user reached about 0.63x the plain client (it now goes
-through a sidecar process: loadtest/sidecar.py, benchmarks/results/loadgen.md). This
+through a sidecar process: loadtest/sidecar/server.py, benchmarks/results/loadgen.md). This
 measures candidate bridges between greenlets and gRPC's C core in isolation (no Locust, the
 same closed loops, the same trivial identity model), each in its own monkey-patched
 process, alternating with the plain client so that drift hits all of them:

@@ -173,8 +173,8 @@ CPU ms per request, means over the rounds. "SDK side" is the Locust process's sh
 without Locust (`benchmarks/loadgen/split.py`: greenlets calling `TritonClient.embed`
 through the sidecar, as the user does): the SDK's request building, tritonclient's
 protobuf and the framing. "sidecar" is the sidecar process relaying bytes: the native
-one (`loadtest/native`, gRPC C++'s generic API, the default where built) or the Python
-one (`loadtest/sidecar.py`, grpc.aio). "Locust itself" is the Locust run's total less both
+one (`loadtest/sidecar/native`, gRPC C++'s generic API, the default where built) or the Python
+one (`loadtest/sidecar/server.py`, grpc.aio). "Locust itself" is the Locust run's total less both
 (its task loop, request events, statistics and the kit's recorder). At {level} users the
 Locust user over the native sidecar spends {total} ms per request against the plain
 client's {plain}: {sidecar} ms in the sidecar (over the Python sidecar: {py_sidecar} ms,
@@ -220,10 +220,10 @@ temporary repository served by the embedded Triton. Locust runs the real `BertUs
 tritonclient's asyncio client, one process, N closed loops on one connection.
 Over gRPC the Locust user's calls go through the default `--grpc-transport sidecar`: one
 process per Locust process makes the gRPC calls, fed serialized requests over one socket
-that gevent waits on (`loadtest/sidecar_client.py`). The Locust rows use the native
-sidecar (`loadtest/native/grpc_sidecar.cc`, gRPC C++'s generic API, built by
+that gevent waits on (`loadtest/sidecar/client.py`). The Locust rows use the native
+sidecar (`loadtest/sidecar/native/grpc_sidecar.cc`, gRPC C++'s generic API, built by
 `scripts/build-native-sidecar.sh`; forced with `sidecar-native`); the row
-"sidecar-python" is the Python sidecar (`loadtest/sidecar.py`, grpc.aio, the fallback
+"sidecar-python" is the Python sidecar (`loadtest/sidecar/server.py`, grpc.aio, the fallback
 where the native one is not built), and "gevent (before)" the former transport, gRPC in
 the Locust process with `grpc.experimental.gevent.init_gevent()`, which hands every
 blocking call to a native thread. Each point: {args.duration:g} s measured after

@@ -1,7 +1,7 @@
 """Where the Locust gRPC user's CPU goes: the SDK over a sidecar, without Locust.
 
 Run by ``benchmarks.loadgen`` as a subprocess (it patches the process with gevent): N
-greenlets in closed loops call ``TritonClient.embed`` through ``loadtest.sidecar_client``,
+greenlets in closed loops call ``TritonClient.embed`` through ``loadtest.sidecar.client``,
 as the Locust user does, but with no Locust around them. It reports the CPU time per
 request of this process (the SDK, protobuf and framing) and of the sidecar (``--kind``:
 the native one or the Python one, grpc.aio) apart, so that the Locust run's total can be
@@ -28,7 +28,7 @@ def measure(url: str, concurrency: int, duration: float, model: str, text: str, 
     from benchmarks.harness.measure import closed_loop_summary
     from benchmarks.loadgen.run import WARMUP_S
     from client import TritonClient
-    from loadtest import sidecar_client
+    from loadtest.sidecar import client as sidecar_client
 
     latencies: list[float] = []
     measure_from = time.perf_counter() + WARMUP_S

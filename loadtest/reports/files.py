@@ -9,8 +9,8 @@ from pathlib import Path
 
 from loadtest import metadata
 from loadtest.metadata import RunMetadata
-from loadtest.slo import MIN_P99_SAMPLES, Capacity, Slo, capacities
-from loadtest.summary import PERCENTILES, StepResult
+from loadtest.reports.slo import MIN_P99_SAMPLES, Capacity, Slo, capacities
+from loadtest.reports.summary import PERCENTILES, StepResult
 
 COLUMNS = (
     "protocol", "model", "users", "requests", "failures", "error_ratio", "throughput_rps",

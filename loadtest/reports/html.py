@@ -13,9 +13,9 @@ from html import escape
 from pathlib import Path
 
 from loadtest.metadata import RunMetadata
-from loadtest.report import MIN_P99_SAMPLES, ordered, stable_cell
-from loadtest.slo import Capacity
-from loadtest.summary import StepResult
+from loadtest.reports.files import MIN_P99_SAMPLES, ordered, stable_cell
+from loadtest.reports.slo import Capacity
+from loadtest.reports.summary import StepResult
 
 PLOTS = (
     ("curve.png", "Latency against throughput, per model and protocol"),

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loadtest.summary import StepResult
+from loadtest.reports.summary import StepResult
 
 # Below this many samples a p99 is little more than the maximum: flagged, not stated as fact.
 MIN_P99_SAMPLES = 100

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from loadtest import recorder
-from loadtest.stability import StabilityRule, is_stable
+from loadtest.reports.stability import StabilityRule, is_stable
 from loadtest.triton_stats import ModelCounters, window
 
 PERCENTILES = (50, 90, 95, 99)

@@ -6,10 +6,10 @@ changes hands. Each call serializes the ``ModelInferRequest`` here, sends it to 
 process's one sidecar over a gevent socket, and sleeps on a waiter until the reader
 greenlet hands back the reply bytes; no native thread is involved.
 
-The sidecar is the native one (``loadtest/native``, built into the venv by
+The sidecar is the native one (``loadtest/sidecar/native``, built into the venv by
 ``scripts/build-native-sidecar.sh``: gRPC C++, about 0.09 ms of CPU per call, 0.15 in Python)
-where it is built and the URL is plain grpc://, else the Python one (``loadtest.sidecar``,
-grpc.aio). Both speak ``loadtest.sidecar_wire``'s frames, so nothing else differs.
+where it is built and the URL is plain grpc://, else the Python one (``loadtest.sidecar.server``,
+grpc.aio). Both speak ``loadtest.sidecar.wire``'s frames, so nothing else differs.
 
 A server error comes back as tritonclient's ``InferenceServerException`` with gRPC's own
 code and details, so ``client.errors.translate_error`` sees what it would see from
@@ -40,7 +40,7 @@ from tritonclient.utils import InferenceServerException
 
 from client.errors import ConfigurationError
 from client.transport import ClientSpec, Endpoint
-from loadtest import sidecar_wire as wire
+from loadtest.sidecar import wire
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +94,7 @@ def _warn_fallback_once() -> None:
 def _command(fd: int, endpoint: Endpoint, tls: Any, native: bool) -> list[str]:
     if native:
         return [str(native_path()), "--fd", str(fd), "--address", endpoint.address]
-    command = [sys.executable, "-m", "loadtest.sidecar", "--fd", str(fd)]
+    command = [sys.executable, "-m", "loadtest.sidecar.server", "--fd", str(fd)]
     command += ["--address", endpoint.address]
     if endpoint.ssl:
         command.append("--ssl")

@@ -4,9 +4,9 @@ Why: under gevent, every blocking gRPC call of the Locust process was handed to 
 thread and back (``init_gevent``), which cost the gRPC user about half of a plain asyncio
 client's rate (benchmarks/results/loadgen.md). Here grpc.aio runs on its own event loop, in its
 own process, and relays raw bytes: the Locust process serializes the request and parses
-the reply, and talks to this process over one socket (``loadtest.sidecar_wire`` frames).
+the reply, and talks to this process over one socket (``loadtest.sidecar.wire`` frames).
 
-Started by ``loadtest.sidecar_client`` with one end of a socket pair as ``--fd``. It exits
+Started by ``loadtest.sidecar.client`` with one end of a socket pair as ``--fd``. It exits
 when that socket closes, so it cannot outlive the Locust process that started it.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from loadtest import sidecar_wire as wire
+from loadtest.sidecar import wire
 
 
 class Relay(asyncio.Protocol):
@@ -120,7 +120,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m loadtest.sidecar", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m loadtest.sidecar.server", description=__doc__)
     parser.add_argument("--fd", type=int, required=True, help="our end of the socket pair")
     parser.add_argument("--address", required=True, help="host:port of Triton's gRPC")
     parser.add_argument("--ssl", action="store_true")

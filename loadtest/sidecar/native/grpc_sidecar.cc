@@ -1,10 +1,10 @@
-// The native gRPC sidecar: loadtest/sidecar.py's job in C++, on gRPC's generic API.
+// The native gRPC sidecar: loadtest/sidecar/server.py's job in C++, on gRPC's generic API.
 //
 // Why: the Python sidecar spends about 0.16 ms of CPU per call in grpc.aio's Python layer,
 // CPU taken from the Triton server that shares the machine (benchmarks/results/loadgen.md). Here
 // each call is raw bytes through grpc::GenericStub: no protobuf code, no interpreter.
 //
-// It speaks loadtest/sidecar_wire.py's frames over the socket inherited as --fd:
+// It speaks loadtest/sidecar/wire.py's frames over the socket inherited as --fd:
 //   request <IBdII: call id, method index, deadline s (< 0: none), metadata len, payload len,
 //           then the metadata (JSON list of [key, value]) and the serialized protobuf;
 //   reply   <IBI:   call id, status (0 OK, 1 RPC_ERROR), body len, then the body
@@ -13,7 +13,7 @@
 // the replies, every reply ready at once in one write. It ends on the socket's EOF (the
 // Locust process closed it or died): calls still in flight are cancelled, then it exits 0.
 //
-// TLS stays with the Python sidecar (loadtest/sidecar_client.py picks it for grpcs://).
+// TLS stays with the Python sidecar (loadtest/sidecar/client.py picks it for grpcs://).
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -331,7 +331,7 @@ int Usage(const char* problem) {
     std::fprintf(stderr,
                  "triton-kit-grpc-sidecar: %s\n"
                  "usage: triton-kit-grpc-sidecar --fd N --address HOST:PORT\n"
-                 "(TLS is served by the Python sidecar, python -m loadtest.sidecar)\n",
+                 "(TLS is served by the Python sidecar, python -m loadtest.sidecar.server)\n",
                  problem);
     return 2;
 }
