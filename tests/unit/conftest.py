@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-_popen_init = subprocess.Popen.__init__
-
 
 def _starts_triton(args: object) -> bool:
     argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)  # type: ignore[call-overload]
@@ -23,11 +21,12 @@ def _starts_triton(args: object) -> bool:
 @pytest.fixture(autouse=True)
 def _no_triton(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A test that needs Triton belongs in tests/integration/ (marker ``server``)."""
+    popen_init = subprocess.Popen.__init__  # read now: gevent may have patched Popen
 
     def refuse(self: subprocess.Popen, args: object, *rest: object, **kwargs: object) -> None:
         if _starts_triton(args):
             raise AssertionError(f"a unit test started a server ({args!r}): move it to integration")
-        _popen_init(self, args, *rest, **kwargs)  # type: ignore[arg-type]
+        popen_init(self, args, *rest, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     yield
