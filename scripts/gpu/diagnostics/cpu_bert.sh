@@ -4,7 +4,7 @@
 # (taskset), once as built and once with ONNX Runtime's `session.force_spinning_stop`.
 # Why: on the shared 2-core CPU machine, other jobs' load moved the concurrency-1 figures by
 # more than the effects measured (benchmarks/results/bert.md). Speed does not depend on the weights.
-# Usage: [VARIANTS="built"] [CORES=2,3] scripts/gpu/cpu_bert.sh CARRY_DIR OUT_DIR [SECONDS]
+# Usage: [VARIANTS="built"] [CORES=2,3] scripts/gpu/diagnostics/cpu_bert.sh CARRY_DIR OUT_DIR [SECONDS]
 set -euo pipefail
 carry=$1; out=$2; seconds=${3:-3}
 python3 -c 'import onnx, onnxruntime, psutil, tokenizers; print("onnx", onnx.__version__, "ort", onnxruntime.__version__)' | tee "$out/imports.txt"

@@ -7,7 +7,7 @@ model with the server pinned to two cores, then times sequential requests from a
 process pinned to those same cores or to a third one (a remote client's situation), and
 reads the stub's own encoder time (``TRITON_KIT_PROFILE_DIR``) beside the in-process one.
 
-Usage (scripts/gpu/bench.sh): python -m scripts.gpu.probe_bert_c1 REPO OUT
+Usage (scripts/gpu/bench.sh): python -m scripts.gpu.diagnostics.probe_bert_c1 REPO OUT
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ project code in the stub) that answer every request of a batch either through
 ``sender.send`` or by returning the responses, with and without a CUDA context in the
 stub, and times the answering inside ``execute``.
 
-Usage: python scripts/gpu/probe_send.py OUT_DIR [--seconds 5] [--concurrency 32]
+Usage: python scripts/gpu/diagnostics/probe_send.py OUT_DIR [--seconds 5] [--concurrency 32]
 Writes OUT_DIR/probe_send.md and probe_send.json.
 """
 

@@ -1,5 +1,5 @@
 """The probes' server: plain python models (no project code in the stub) from a temporary
-repository, served by the embedded Triton. Shared by scripts/gpu/probe_*.py."""
+repository, served by the embedded Triton. Shared by scripts/gpu/diagnostics/probe_*.py."""
 
 from __future__ import annotations
 

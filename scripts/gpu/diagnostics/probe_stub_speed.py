@@ -5,7 +5,7 @@ stub against 4 ms in-process (benchmarks/results/gpu.md). This probe times the s
 launch loop (and a numpy loop) in this process and inside a python model's ``initialize``,
 and reports what could differ: CPU affinity, torch threads, switch interval, live threads.
 
-Usage: python scripts/gpu/probe_stub_speed.py OUT_DIR
+Usage: python scripts/gpu/diagnostics/probe_stub_speed.py OUT_DIR
 """
 
 from __future__ import annotations
