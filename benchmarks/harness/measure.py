@@ -1,10 +1,13 @@
-"""Measurement helpers shared by the benchmarks: timed loops, percentiles, the machine, tables."""
+"""Measurement helpers shared by the benchmarks: timed loops, percentiles, the machine, tables,
+and the header every report opens with."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 import platform
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -132,3 +135,38 @@ def closed_loop_summary(latencies_s: list[float], duration_s: float) -> dict[str
         "p50_ms": float(np.percentile(samples, 50)) if len(samples) else float("nan"),
         "p99_ms": float(np.percentile(samples, 99)) if len(samples) else float("nan"),
     }
+
+
+def git_revision() -> str:
+    """The checkout's commit, short, ``-dirty`` when it has uncommitted changes."""
+    root = Path(__file__).resolve().parents[2]
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root
+    )
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    return (head.stdout.strip() or "unknown") + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def report_header(
+    title: str,
+    command: str,
+    load: str,
+    machine: str | None = None,
+    date: str | None = None,
+    commit: str | None = None,
+) -> str:
+    """The head of every benchmark report: one run's machine, load, command, date and commit
+    (the tables and findings follow it). Defaults describe the run that is writing it."""
+    rows: list[list[object]] = [
+        ["machine", machine or machine_description()],
+        ["load", load],
+        ["command", f"`{command}`"],
+        ["date", date or f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"],
+        ["commit", f"`{commit or git_revision()}`"],
+    ]
+    return f"# {title}\n\n" + markdown_table(["run", ""], rows) + "\n"

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import io
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,8 +20,8 @@ from benchmarks import RESULTS
 from benchmarks.harness.measure import (
     RESULT_HEADERS,
     Result,
-    machine_description,
     markdown_table,
+    report_header,
     result_row,
     run_concurrent,
     run_sync,
@@ -116,13 +114,6 @@ async def ensemble(url: str, levels: list[int], duration: float) -> list[Result]
         ]
 
 
-def git_revision() -> str:
-    out = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    )
-    return out.stdout.strip() or "unknown"
-
-
 def render(args: argparse.Namespace, threads: int, results: list[Result]) -> str:
     baseline = max(r.throughput for r in results if r.name.startswith("(a)"))
     core = [r for r in results if r.name.startswith("(b)")]
@@ -131,17 +122,13 @@ def render(args: argparse.Namespace, threads: int, results: list[Result]) -> str
     verdict = "meets" if ratio >= 0.9 else "falls short of"
     return "\n".join(
         [
-            "# ResNet-50 benchmark",
-            "",
-            f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC at commit "
-            f"`{git_revision()}` by `python -m benchmarks.resnet50` (`make bench-resnet50`).",
-            f"Machine: {machine_description()}.",
-            f"Thread budget: ONNX Runtime intra-op threads = {threads} for both the in-process "
-            "session and the served model (one instance). Client, server and model share the "
-            "same cores. Each configuration runs "
-            f"{args.duration:.0f} s after a 2 s warm-up. Weights as built (see "
-            "model_repository/resnet50_model/build.json); speed does not depend on them.",
-            "",
+            report_header(
+                "ResNet-50 benchmark",
+                command="python -m benchmarks.resnet50 (make bench-resnet50)",
+                load=f"in-process ONNX Runtime vs Triton, {threads} intra-op thread(s) each (one "
+                "served instance), client and server on the same cores; "
+                f"{args.duration:.0f} s per configuration after a 2 s warm-up; weights as built",
+            ),
             markdown_table(RESULT_HEADERS, [result_row(r) for r in results]),
             "",
             f"**Triton-served / in-process at saturation: {ratio:.2f}×** "
