@@ -46,7 +46,7 @@ from python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, t
 from python_models.common.ort_session import SessionSettings, create_session
 from python_models.common.parameters import ModelParameters
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TRAFFIC = {"short": (8, 16), "medium": (60, 68), "mixed": (4, 256)}
 CONCURRENCY = (1, 8, 32)
 POOL_SIZE = 400

@@ -41,7 +41,7 @@ from python_models.bert.text import tokenize
 from python_models.common.base import PROFILE_DIR_ENV
 from python_models.common.ort_session import ALLOW_SPINNING, SessionSettings, create_session
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("bert", "bert_model", "bert_preprocess")
 
 

@@ -36,7 +36,7 @@ from benchmarks import RESULTS
 from benchmarks.harness.measure import machine_description, markdown_table
 from benchmarks.loadgen.run import MODEL, SENTENCE, WARMUP_S, write_identity_repository
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BRIDGES = ("init_gevent", "threadpool", "aio_greenlet", "future_shared")
 
 

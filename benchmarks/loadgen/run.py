@@ -26,7 +26,7 @@ import numpy as np
 from benchmarks import RESULTS
 from benchmarks.harness.measure import closed_loop_summary
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = "identity"
 IDENTITY_CONFIG = f"""name: "{MODEL}"
 backend: "python"

@@ -32,7 +32,7 @@ from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.repository import parse, render
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = {"transformer (nmt)": "nmt", "GRU + attention (nmt_rnn)": "nmt_rnn"}
 
 Translate = Callable[[str], str]

@@ -51,7 +51,7 @@ from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.repository import parse
 from build_engines.repository import render as render_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("nmt", "nmt_encoder", "nmt_decoder")
 MAX_BATCH = 32
 IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"

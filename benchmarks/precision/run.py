@@ -44,7 +44,7 @@ from build_engines.precision.report import (
 )
 from build_engines.precision_step import CalibrationSource, lower_precision
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PRECISIONS = ("fp32", "fp16", "int8")
 Feeds = Mapping[str, np.ndarray]
 

@@ -31,7 +31,7 @@ from build_engines.sample_images import synthetic_images
 from python_models.resnet50.image import preprocess
 from server import ServerConfig, TritonServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

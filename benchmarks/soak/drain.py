@@ -23,7 +23,7 @@ from client import TritonClient
 from server import free_port
 from server.launcher import wait_ready
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _wait_ready(port: int, timeout_s: float = 300.0) -> None:

@@ -43,7 +43,7 @@ from client.transport import ClientSpec, Endpoint
 from loadtest.sidecar import wire
 
 logger = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GRACE_S = 5.0  # past the call's deadline, a silent sidecar is reported, not waited on
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 GONE = 2  # reader-side status: the sidecar is gone; the body is the message
