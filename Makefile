@@ -58,7 +58,7 @@ system-deps: $(STAMP) ## Prometheus, docker-compose and hadolint for the deploym
 # The Locust gRPC user's native sidecar; without g++/libgrpc++-dev the script says so and
 # the load test uses the Python sidecar (system-deps installs them as root).
 NATIVE_SIDECAR := $(VENV)/bin/triton-kit-grpc-sidecar
-$(NATIVE_SIDECAR): $(STAMP) $(wildcard loadtest/native/*) | system-deps
+$(NATIVE_SIDECAR): $(STAMP) $(wildcard loadtest/sidecar/native/*) | system-deps
 	bash scripts/build-native-sidecar.sh $(VENV)
 
 demo: models backends ## The main job: build, serve, call every model, short load test, results table
@@ -86,7 +86,7 @@ serve: models backends ## Run the embedded Triton in the foreground (HTTP_PORT, 
 	$(PY) -m server serve --model-repository $(REPO) --host $(HOST) \
 		--http-port $(HTTP_PORT) --grpc-port $(GRPC_PORT) --metrics-port $(METRICS_PORT)
 
-bench-resnet50: models backends ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/resnet50.md
+bench-resnet50: models backends ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/results/resnet50.md
 	$(PY) -m benchmarks.resnet50
 
 $(VENV)/bin/perf_analyzer: $(STAMP)
@@ -99,7 +99,7 @@ bench-nmt: models backends ## Benchmark NMT: in-process vs Triton vs CTranslate2
 	$(PY) -m benchmarks.nmt
 
 bench-nmt-rnn: models backends ## Benchmark the recurrent NMT (nmt_rnn) beside the Transformer
-	$(PY) -m benchmarks.nmt_rnn
+	$(PY) -m benchmarks.nmt.rnn
 
 bench-precision: models backends ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m benchmarks.precision

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.common import markdown_table
+from benchmarks.harness.measure import markdown_table
 from build_engines.sample_images import synthetic_images
 from client import TritonClient
 from server import ServerConfig, TritonServer

@@ -53,7 +53,7 @@ DEFAULT_MAX_BATCH = 32
 SHAPES = {
     "bert-base": (768, 12, 12, 3072),
     "bert-large": (1024, 24, 16, 4096),
-    "minilm-l6": (384, 6, 12, 1536),  # all-MiniLM-L6-v2's shape (benchmarks/gpu.py)
+    "minilm-l6": (384, 6, 12, 1536),  # all-MiniLM-L6-v2's shape (benchmarks/gpu/run.py)
 }
 RANDOM_WARNING = "RANDOM WEIGHTS: embeddings are meaningless; for performance work only"
 CALIBRATION_TEXTS = (
@@ -427,7 +427,7 @@ def embedding_topology(options: BuildOptions) -> tuple[int, dict[str, object]]:
     requests to them in turn, and each encoder call then runs on caches the other stub's
     weights evicted (MiniLM, 16 tokens: 4.4 vs 3.1 ms a call). On a quiet 2-core machine one
     stub with 2 threads served short texts 1.0-2.0x faster than 2 x 1 and equalled it on mixed
-    lengths at saturation (benchmarks/bert_topology.md). ONNX Runtime's pool threads keep
+    lengths at saturation (benchmarks/results/bert_topology.md). ONNX Runtime's pool threads keep
     their default (spinning); on hosts shared with other work, the ``bert`` parameter
     ``session.intra_op.allow_spinning: "0"`` lets them sleep. Other engines keep N
     instances: there the GPU or a BLS call does the work, and several stubs keep several

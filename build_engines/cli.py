@@ -21,7 +21,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "nmt": ("build_engines.nmt", "Marian encoder-decoder translation (BLS model nmt)"),
 }
 ALL_ORDER = ["resnet50", "bert", "nmt"]
-# Measured on CPU (benchmarks/bert.md): BERT's mixed-length traffic batches poorly, so two
+# Measured on CPU (benchmarks/results/bert.md): BERT's mixed-length traffic batches poorly, so two
 # single-threaded sessions serve more than one session with two threads.
 DEFAULT_INSTANCES = {"bert": 2}
 

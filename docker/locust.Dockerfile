@@ -1,12 +1,12 @@
 # Locust master and workers: the load-test users (loadtest/) over the client SDK (client/).
 # Build context: the repository root (docker-compose.yml sets it).
-# The gRPC users' native sidecar (loadtest/native), built where its compiler and headers are.
+# The gRPC users' native sidecar (loadtest/sidecar/native), built where its compiler and headers are.
 FROM python:3.11-slim-bookworm AS sidecar
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         g++=4:12.2.0-3 pkg-config=1.8.1-1 libgrpc++-dev=1.51.1-3+b1 nlohmann-json3-dev=3.11.2-2 \
     && rm -rf /var/lib/apt/lists/*
-COPY loadtest/native /src/loadtest/native
+COPY loadtest/sidecar/native /src/loadtest/native
 COPY scripts/build-native-sidecar.sh /src/scripts/build-native-sidecar.sh
 RUN bash /src/scripts/build-native-sidecar.sh /usr/local \
     && test -x /usr/local/bin/triton-kit-grpc-sidecar

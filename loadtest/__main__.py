@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from loadtest import stability
 from loadtest.options import DEFAULT_STEPS, USER_CLASS_NAMES, parse_steps
+from loadtest.reports import stability
+from loadtest.reports.slo import Slo
+from loadtest.reports.stability import StabilityRule
 from loadtest.runner import PROJECT_ROOT, RunConfig, run
-from loadtest.slo import Slo
-from loadtest.stability import StabilityRule
 
 
 def _csv(text: str) -> list[str]:

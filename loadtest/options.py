@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from loadtest import stability
+from loadtest.reports import stability
 
 DEFAULT_STEPS = "1,2,4,8"
 # Model family -> Locust user class (named here so the runner need not import Locust).

@@ -68,7 +68,7 @@ class Recorder:
 
     def is_stable(self, rule: Any, begin: float, end: float) -> bool:
         """perf_analyzer's rule over the samples this process holds (none in a master)."""
-        from loadtest.stability import is_stable
+        from loadtest.reports.stability import is_stable
 
         t = np.frombuffer(self.t, dtype=np.float64).copy()  # copies: the arrays keep growing
         chosen = t >= begin
@@ -98,7 +98,7 @@ class Recorder:
 
     def sample_cpu(self) -> None:
         """This process's CPU time, its gRPC sidecars' included (they work for it)."""
-        sidecars = sys.modules.get("loadtest.sidecar_client")  # loaded only where used
+        sidecars = sys.modules.get("loadtest.sidecar.client")  # loaded only where used
         extra = sidecars.cpu_seconds() if sidecars is not None else 0.0
         self.cpu_t.append(time.time())
         self.cpu_s.append(time.process_time() + extra)

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from loadtest import html_report, metadata, report
+from loadtest import metadata
 from loadtest.options import USER_CLASS_NAMES, parse_pairs, parse_steps
-from loadtest.slo import Slo, capacities
-from loadtest.stability import StabilityRule
-from loadtest.summary import StepResult, load_results
+from loadtest.reports import files as report
+from loadtest.reports import html as html_report
+from loadtest.reports.slo import Slo, capacities
+from loadtest.reports.stability import StabilityRule
+from loadtest.reports.summary import StepResult, load_results
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILES = "loadtest/locustfile.py,loadtest/stepped.py"

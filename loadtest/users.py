@@ -2,7 +2,7 @@
 
 Each user owns one ``client.TritonClient`` (the HTTP client is not thread-safe). Over
 gRPC the clients' calls go, by default, through the process's one sidecar
-(``loadtest.sidecar_client``: a native, else asyncio, gRPC process fed over a socket
+(``loadtest.sidecar.client``: a native, else asyncio, gRPC process fed over a socket
 gevent waits on), because gRPC in the gevent process costs a native-thread handoff per
 call; ``--grpc-transport gevent`` keeps gRPC in the process (``gevent_grpc``).
 ``TritonUser.call`` times an SDK call and fires ``events.request``; the concrete users
@@ -20,7 +20,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from loadtest import gevent_grpc, resolution
+from loadtest.reports import resolution
+from loadtest.sidecar import gevent_grpc
 
 gevent_grpc.init()  # before any in-process gRPC channel (--grpc-transport gevent)
 resolution.install()
@@ -31,8 +32,9 @@ from locust.exception import LocustError  # noqa: E402
 
 from client import Timeout, TritonClient  # noqa: E402
 from client.transport import Endpoint  # noqa: E402
-from loadtest import corpora, sidecar_client  # noqa: E402
+from loadtest import corpora  # noqa: E402
 from loadtest.options import Weights, parse_pairs  # noqa: E402
+from loadtest.sidecar import client as sidecar_client  # noqa: E402
 from loadtest.weights import apply_weights  # noqa: E402
 
 logger = logging.getLogger(__name__)

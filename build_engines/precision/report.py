@@ -3,7 +3,7 @@
 Generic metrics (any model): per-output max abs error, cosine of each sample's
 output to FP32's, and argmax agreement. Family metrics (top-k agreement,
 embedding cosine, exact match, BLEU) are small functions here too, so the
-build's report and ``benchmarks/precision.py`` compute them the same way.
+build's report and ``benchmarks/precision/run.py`` compute them the same way.
 """
 
 from __future__ import annotations

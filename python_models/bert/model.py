@@ -2,7 +2,7 @@
 
 Why not an ensemble of a tokenizer and the encoder: every hop between Triton
 models costs a python-backend IPC round trip and a scheduler pass (about 3 ms at
-concurrency 1 on 2 CPU cores, measured in benchmarks/bert.md), more than a short
+concurrency 1 on 2 CPU cores, measured in benchmarks/results/bert.md), more than a short
 text's encoder compute. Here one execute call tokenises every queued request,
 groups all their texts by length bucket and runs one encoder call per bucket,
 which also batches texts of different requests that Triton's dynamic batcher

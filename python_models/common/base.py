@@ -77,7 +77,7 @@ PROFILE_DIR_ENV = "TRITON_KIT_PROFILE_DIR"
 class ExecuteProfile:
     """Seconds per phase of ``execute``, summed per instance and written as JSON now and then.
 
-    On only when ``TRITON_KIT_PROFILE_DIR`` is set (benchmarks/gpu_overhead.py): Triton's
+    On only when ``TRITON_KIT_PROFILE_DIR`` is set (benchmarks/gpu/overhead.py): Triton's
     statistics give one "compute infer" figure for a python model; this splits it into
     reading inputs, the model's own phases and building responses.
     """

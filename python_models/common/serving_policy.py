@@ -10,8 +10,8 @@ arrives while the only instance is still finishing an execute then waits for the
 batcher's 500 ms poll, because nothing wakes it when the instance becomes free (later
 Triton releases wake it). Measured on 2 quiet cores with the policy on, at concurrency 1:
 ``resnet50_model`` p95 534 ms (p50 33 ms) and 0.38x in-process throughput, 0.81x at
-saturation; without it p95 35 ms, 0.88x and 0.96x (``benchmarks/resnet50.md``); ``nmt``
-133-173 ms mean queue time per request (``benchmarks/nmt.md``). With prefetching on, what
+saturation; without it p95 35 ms, 0.88x and 0.96x (``benchmarks/results/resnet50.md``); ``nmt``
+133-173 ms mean queue time per request (``benchmarks/results/nmt.md``). With prefetching on, what
 bounds work is each model's per-request limits (image pixels, text bytes,
 ``max_beam_tokens``); a client's deadline ends its call, but Triton no longer drops a
 queued request whose deadline passed, so under overload the queue grows.

@@ -5,7 +5,7 @@
 # and the python stubs get their own venv with numpy 1.26 ahead of the machine's packages.
 #
 # Why: Triton 2.51's python stub ignores PYTHONPATH and takes sys.path from the venv of the
-# `python3` first on PATH (scripts/gpu/probe_io.py), and its numpy interop needs numpy<2
+# `python3` first on PATH (a python-backend I/O probe showed it; git: scripts/gpu/probe_io.py), and its numpy interop needs numpy<2
 # (nvidia-pytriton pins it): under numpy 2.5 as_numpy() read every input as its first
 # element repeated and pb_utils.Tensor outputs came back empty.
 # Usage: scripts/gpu/bench.sh CARRY_DIR OUT_DIR [python -m args...]

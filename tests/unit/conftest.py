@@ -21,8 +21,7 @@ def _starts_triton(args: object) -> bool:
 @pytest.fixture(autouse=True)
 def _no_triton(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A test that needs Triton belongs in tests/integration/ (marker ``server``)."""
-    # The class of the moment: gevent (Locust) replaces subprocess.Popen with its own.
-    popen_init = subprocess.Popen.__init__
+    popen_init = subprocess.Popen.__init__  # read now: gevent may have patched Popen
 
     def refuse(self: subprocess.Popen, args: object, *rest: object, **kwargs: object) -> None:
         if _starts_triton(args):

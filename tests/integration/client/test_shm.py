@@ -1,6 +1,6 @@
 """SDK shared memory (issue 10): CUDA refused clearly where it cannot work, system round-trips.
 
-The CUDA option is measured on the lent H100 (benchmarks/gpu.py, ``gpu`` test
+The CUDA option is measured on the lent H100 (benchmarks/gpu/run.py, ``gpu`` test
 in tests/integration/client/test_sdk_server.py); here, on CPU, it must fail at construction
 with a message naming the option and the alternative, for both twins.
 """

@@ -14,7 +14,7 @@ from typing import Any
 
 from locust import events
 
-from loadtest import sidecar_client
+from loadtest.sidecar import client as sidecar_client
 from loadtest.users import BertUser
 
 _seen: dict[str, list[float]] = {}

@@ -24,7 +24,7 @@ import gevent  # noqa: E402
 import numpy as np  # noqa: E402
 
 from client import TritonClient  # noqa: E402
-from loadtest import sidecar_client  # noqa: E402
+from loadtest.sidecar import client as sidecar_client  # noqa: E402
 
 WRONG_INPUT = {"NOT_AN_INPUT": np.zeros((1, 1), dtype=np.float32)}
 

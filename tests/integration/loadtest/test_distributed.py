@@ -4,7 +4,7 @@ The master runs the kit's headless stepped command (``loadtest.runner.locust_com
 ``--master``; the workers are separate ``locust --worker`` processes, as in
 docker-compose.yml. The users live only in the workers: the master's stats CSV counts what
 the workers reported, each worker writes its own samples beside the master's raw file, and
-``loadtest.summary.load_results`` merges them. nmt is sent MAX_LENGTH 1000 (refused by the
+``loadtest.reports.summary.load_results`` merges them. nmt is sent MAX_LENGTH 1000 (refused by the
 model), an option given to the master only: it must reach the workers, and every nmt call
 must be counted as a failure while bert's calls all succeed.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from loadtest import recorder
+from loadtest.reports.summary import load_results
 from loadtest.runner import LOCUSTFILES, RunConfig, locust_command
-from loadtest.summary import load_results
 from server import TritonServer, free_port
 from tests.integration.loadtest.test_loadtest import _process
 from tests.support.prerequisites import require_models

@@ -20,11 +20,11 @@ from google.protobuf import text_format
 from PIL import Image
 from tritonclient.grpc import model_config_pb2
 
-from loadtest import report
 from loadtest.metadata import ModelSettings
-from loadtest.report import MIN_P99_SAMPLES, markdown
-from loadtest.slo import Slo, capacities
-from loadtest.summary import StepResult
+from loadtest.reports import files as report
+from loadtest.reports.files import MIN_P99_SAMPLES, markdown
+from loadtest.reports.slo import Slo, capacities
+from loadtest.reports.summary import StepResult
 from server import TritonServer
 from tests.support.prerequisites import MODEL_REPOSITORY, PROJECT_ROOT, require_models, require_tool
 

@@ -1,7 +1,7 @@
-"""The Locust gRPC user's sidecar transport (loadtest/sidecar*.py) against the real Triton.
+"""The Locust gRPC user's sidecar transport (loadtest/sidecar/server*.py) against the real Triton.
 
 Every check runs against both sidecars that speak the frames: the Python one
-(loadtest/sidecar.py) and the native one (loadtest/native, built by
+(loadtest/sidecar/server.py) and the native one (loadtest/sidecar/native, built by
 scripts/build-native-sidecar.sh; its cases skip, naming the script, where it is not built).
 
 Locust and gevent run only in subprocesses (importing them would patch pytest). The
@@ -30,7 +30,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 
 from client import ServerConnectionError, TritonClient
-from loadtest import sidecar_wire as wire
+from loadtest.sidecar import wire
 from server import TritonServer
 from tests.integration.loadtest.test_loadtest import ROOT
 from tests.support.prerequisites import require_models
@@ -39,7 +39,7 @@ PROBE = "tests.integration.loadtest.sidecar_probe"
 LOCUSTFILE = "tests/integration/loadtest/sidecar_locustfile.py"
 TAG = "SIDECAR_TEST_TAG"
 # Where scripts/build-native-sidecar.sh puts the native sidecar (named here, not imported:
-# loadtest.sidecar_client would bring gevent into the pytest process).
+# loadtest.sidecar.client would bring gevent into the pytest process).
 NATIVE = Path(sys.prefix) / "bin" / "triton-kit-grpc-sidecar"
 
 
@@ -82,7 +82,7 @@ def kind(request: pytest.FixtureRequest) -> str:
 def _sidecar_command(kind: str, fd: int, address: str) -> list[str]:
     if kind == "native":
         return [str(NATIVE), "--fd", str(fd), "--address", address]
-    return [sys.executable, "-m", "loadtest.sidecar", "--fd", str(fd), "--address", address]
+    return [sys.executable, "-m", "loadtest.sidecar.server", "--fd", str(fd), "--address", address]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadtest.stability import StabilityRule, is_stable
+from loadtest.reports.stability import StabilityRule, is_stable
 from server import TritonServer
 from tests.support.prerequisites import PROJECT_ROOT, require_models
 

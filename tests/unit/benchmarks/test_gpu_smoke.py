@@ -1,4 +1,4 @@
-"""benchmarks/gpu.py runs every step on CPU (``--smoke``), so the H100 run does not die of a typo.
+"""benchmarks/gpu/run.py runs every step on CPU (``--smoke``): the H100 run does not die of a typo.
 
 The numbers of a smoke run are meaningless (tiny shapes, 2 cores); what is checked is that
 every section ran, every served row was answered without errors, and the report names
@@ -62,8 +62,8 @@ def test_a_failing_load_worker_is_a_row_with_errors_not_a_hang(tmp_path: Path) -
     and left served_load waiting for its grace period (the CI failure of the smoke run)."""
     import numpy as np
 
-    from benchmarks.gpu_load import Load, served_load
-    from benchmarks.gpu_settings import Settings
+    from benchmarks.gpu.load import Load, served_load
+    from benchmarks.gpu.settings import Settings
     from server import free_port
 
     url = f"127.0.0.1:{free_port()}"  # nothing listens: registering the region fails

@@ -112,8 +112,8 @@ def test_candidates_on_the_device_match_the_numpy_search(engines):
 
 
 def test_gpu_benchmark_entry_point_runs_the_torch_engine(engines):
-    """benchmarks.nmt.step_model_throughput, which the H100 run calls, on CPU and small."""
-    from benchmarks.nmt import step_model_throughput
+    """benchmarks.nmt.run.step_model_throughput, which the H100 run calls, on CPU and small."""
+    from benchmarks.nmt.run import step_model_throughput
 
     _, _, _, torch_model = engines
     cells = step_model_throughput(lambda: torch_model, levels=(1, 4), sentences=8)
@@ -129,7 +129,7 @@ def test_a_failing_batch_reaches_its_callers_instead_of_hanging_them():
     read a model's device logits hung the GPU benchmark's test)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from benchmarks.nmt import MicroBatcher
+    from benchmarks.nmt.run import MicroBatcher
 
     def broken(texts, beam, done):
         raise RuntimeError(f"cannot decode {len(texts)} texts")

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from loadtest import recorder
-from loadtest.stability import StabilityRule
+from loadtest.reports.stability import StabilityRule
 from server import free_port
 
 STATS = {

@@ -1,6 +1,6 @@
 """The one-model ``bert`` runs its ONNX Runtime encoder in ONE stub with the whole thread budget.
 
-Why (benchmarks/bert_topology.md): with N single-thread instances Triton hands a lone
+Why (benchmarks/results/bert_topology.md): with N single-thread instances Triton hands a lone
 client's requests to the stubs in turn, and each stub's encoder then runs on caches the
 other stub's weights have evicted: a 16-token MiniLM call took 4.4 ms against 3.1 ms in one
 stub, and short texts were served at 0.5x a warm in-process session against 1.0x with one

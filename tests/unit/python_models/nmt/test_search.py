@@ -218,7 +218,7 @@ def test_length_normalisation_divides_by_the_generated_length() -> None:
 
 class ReadOnlyLogits(TreeModel):
     """Logits the search may not write into: ONNX Runtime's IO-bound outputs are read-only
-    views for some graphs (the INT8 decoder in benchmarks/precision.py)."""
+    views for some graphs (the INT8 decoder in benchmarks/precision/run.py)."""
 
     def step(self, input_ids, attention_mask, cross_kv, past_kv):
         logits, present = super().step(input_ids, attention_mask, cross_kv, past_kv)

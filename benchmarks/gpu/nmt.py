@@ -1,0 +1,295 @@
+"""NMT beam 4 on the GPU (issue 10): the kit's search on torch step models, in-process and served.
+
+Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu.nmt --out OUT)::
+
+    python -m benchmarks.gpu.nmt --out OUT_DIR [--sizes tiny,large] [--sentences 96]
+
+The search is python_models.nmt.decode's, the one the ``nmt`` model serves, with the
+micro-batcher of benchmarks/nmt/run.py at concurrency 1, 8 and 32. ``tiny`` is the kit's
+trained English→French numbers model; ``large`` a randomly initialised Marian of
+opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabulary; speed only).
+
+Rows per size:
+- ``eager <device>``: ``build_engines.torch_engine.nmt.step_model`` (the export's modules,
+  eager, in-process), on CUDA and on CPU;
+- ``torchscript cuda, in-process`` and ``served``: the repository written by
+  ``python -m build_engines nmt --engine torch`` (TorchScript encoder and decoder step),
+  its search run in-process and served by Triton (the ``nmt`` BLS model runs the same
+  TorchScript on the GPU, no Triton round trip per step), over gRPC; the ratio of the two
+  is the serving overhead.
+Writes gpu_nmt.md and gpu_nmt.json into OUT_DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.nmt.run import DEFAULT_CHECKPOINT, ROOT, step_model_throughput
+
+LEVELS = (1, 8, 32)
+# A discarded first cell at the top concurrency: on CUDA each new batch shape picks its
+# kernels the first time (seen on the H100: p95 887 ms at concurrency 8 without it).
+WARM_LEVELS = (LEVELS[-1], *LEVELS)
+
+
+@dataclass(frozen=True)
+class Options:
+    out: Path
+    sizes: tuple[str, ...]
+    sentences: int
+    devices: tuple[str, ...]
+    precision: str = "fp32"
+    served: bool = True
+
+
+def parse(argv: list[str] | None) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the report")
+    parser.add_argument("--sizes", default="tiny,large", help="tiny, large or both")
+    parser.add_argument("--sentences", type=int, default=96, help="sentences per cell")
+    parser.add_argument("--devices", default="cuda,cpu", help="torch devices to compare")
+    parser.add_argument(
+        "--precision", default="fp32", choices=("fp32", "fp16"), help="of the TorchScript build"
+    )
+    parser.add_argument("--no-served", action="store_true", help="skip the TorchScript rows")
+    args = parser.parse_args(argv)
+    split = lambda text: tuple(x for x in text.split(",") if x)  # noqa: E731
+    return Options(
+        args.out,
+        split(args.sizes),
+        args.sentences,
+        split(args.devices),
+        args.precision,
+        not args.no_served,
+    )
+
+
+def size_setup(size: str, work: Path) -> tuple[Path, Path]:
+    """(checkpoint, repository holding its ``nmt`` model) for one size."""
+    from benchmarks.nmt import large as nmt_large
+
+    if size == "tiny":
+        built = ROOT / "model_repository"
+        if (built / "nmt" / "config.pbtxt").exists():
+            return DEFAULT_CHECKPOINT, built
+        # a fresh checkout (the lent GPU machine): build it, as `make models` would
+        repository = nmt_large.build_repository(
+            DEFAULT_CHECKPOINT, work / "tiny-repo", work / "t", 1
+        )
+        return DEFAULT_CHECKPOINT, repository
+    checkpoint = nmt_large.write_checkpoint(work / "large-checkpoint")
+    repository = nmt_large.build_repository(checkpoint, work / "large-repo", work / "w", 8)
+    return checkpoint, repository
+
+
+def run(options: Options) -> dict:
+    from build_engines.torch_engine.nmt import step_model
+
+    work = Path(tempfile.mkdtemp(prefix="gpu-nmt-"))
+    results: dict = {}
+    for size in options.sizes:
+        try:
+            checkpoint, repository = size_setup(size, work)
+        except Exception:
+            results[size] = {"error": traceback.format_exc()}
+            continue
+        if options.served:
+            for key, cells in torchscript_rows(size, checkpoint, work, options).items():
+                results[key] = cells
+                print(key, json.dumps(cells)[:600], flush=True)
+        for device in options.devices:
+            key = f"{size} eager {device}"
+            print(f"== {key}", flush=True)
+            try:
+                cells = step_model_throughput(
+                    lambda device=device, checkpoint=checkpoint: step_model(checkpoint, device),
+                    repository=repository,
+                    beam=4,
+                    levels=WARM_LEVELS,
+                    sentences=options.sentences,
+                    checkpoint=checkpoint,
+                )[1:]
+                results[key] = [cell_summary(c) for c in cells]
+            except Exception:
+                results[key] = {"error": traceback.format_exc()}
+            print(key, json.dumps(results[key])[:600], flush=True)
+    return results
+
+
+def torchscript_rows(size: str, checkpoint: Path, work: Path, options: Options) -> dict:
+    """In-process and served rows of one ``--engine torch`` repository (errors as rows)."""
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # where the build puts it
+    key = f"{size} torchscript {options.precision} {device}"
+    try:
+        repository = torch_repository(checkpoint, work / f"{size}-torch", options.precision)
+    except Exception:
+        return {f"{key}, build": {"error": traceback.format_exc()}}
+    rows: dict = {}
+    for label, measure in (("in-process", _in_process), ("served", _served)):
+        try:
+            rows[f"{key}, {label}"] = [
+                cell_summary(c) for c in measure(repository, checkpoint, options)
+            ]
+        except Exception:
+            rows[f"{key}, {label}"] = {"error": traceback.format_exc()}
+    profiles = sorted(_profile_dir(repository, options).glob("nmt-*.json"))
+    if profiles:  # the served model's own phases, summed over the served cells
+        rows[f"{key}, served profile"] = {"profile": json.loads(profiles[-1].read_text())}
+    return rows
+
+
+def _profile_dir(repository: Path, options: Options) -> Path:
+    return options.out / f"profile-{repository.parent.name}"
+
+
+def torch_repository(checkpoint: Path, work: Path, precision: str) -> Path:
+    """``python -m build_engines nmt --engine torch`` of ``checkpoint``, copied for serving."""
+    from benchmarks.nmt.run import copy_models
+    from build_engines.cli import build_from_argv
+
+    built, served = work / "built", work / "repo"
+    argv = ["nmt", "--checkpoint", str(checkpoint), "--engine", "torch"]
+    argv += ["--precision", precision, "--max-beam-size", "16", "--verify-sentences", "2"]
+    argv += ["--output-repository", str(built), "--work-dir", str(work / "w"), "--instances", "1"]
+    build_from_argv(argv)
+    served.mkdir(parents=True, exist_ok=True)
+    copy_models(built, served, threads=1)  # and no queue timeout: a closed loop
+    return served
+
+
+def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
+    from python_models.common.sibling import sibling_device
+    from python_models.nmt.torch_steps import load_step_model
+
+    def factory():  # as the served model loads it: the encoder's device, one CPU thread
+        return load_step_model(
+            repository / "nmt_encoder" / "1" / "model.pt",
+            repository / "nmt_decoder" / "1" / "model.pt",
+            sibling_device(repository / "nmt" / "1", "nmt_encoder"),
+            1,
+        )
+
+    return step_model_throughput(
+        factory,
+        repository=repository,
+        beam=4,
+        levels=WARM_LEVELS,
+        sentences=options.sentences,
+        checkpoint=checkpoint,
+    )[1:]
+
+
+def _served(repository: Path, checkpoint: Path, options: Options) -> list:
+    from benchmarks.nmt.run import count_tokens_for, held_out_pairs, measure_triton
+    from python_models.common.base import PROFILE_DIR_ENV
+    from server.launcher import ServerConfig, TritonServer
+
+    pairs = held_out_pairs(with_references=(checkpoint / "split.json").exists())
+    count = count_tokens_for(repository)
+    log = options.out / f"tritonserver-nmt-{repository.parent.name}.log"
+    config = ServerConfig(
+        model_repository=repository, http_port=0, grpc_port=0, metrics_port=0, log_file=log
+    )
+    profiles = _profile_dir(repository, options)
+    profiles.mkdir(parents=True, exist_ok=True)
+    os.environ[PROFILE_DIR_ENV] = str(profiles)  # the stubs inherit it: the search's phases
+    try:
+        with TritonServer(config) as server:
+            return [
+                measure_triton(server, 4, level, pairs[: options.sentences], count)
+                for level in WARM_LEVELS
+            ][1:]
+    finally:
+        os.environ.pop(PROFILE_DIR_ENV, None)
+
+
+def cell_summary(cell) -> dict:
+    from benchmarks.gpu.load import stats
+
+    percentiles = stats(list(cell.latencies_s))
+    return {
+        "concurrency": cell.concurrency,
+        "sentences_per_s": round(cell.sentences_per_s, 1),
+        **{f"{q}_ms": round(v, 1) for q, v in percentiles.items()},
+        "exact": cell.exact,
+        "phases": cell.phases,
+    }
+
+
+def _ratio_note(results: dict) -> str:
+    """Served / in-process sentences/s of the same TorchScript, per size and concurrency."""
+    lines = ["Served / in-process, same TorchScript on the same device, same run:", ""]
+    lines += ["| row | c1 | c8 | c32 |", "|---|---|---|---|"]
+    for key, cells in results.items():
+        if not key.endswith(", served") or isinstance(cells, dict):
+            continue
+        local = results.get(key.replace(", served", ", in-process"))
+        if not isinstance(local, list):
+            continue
+        ratios = [
+            f"{s['sentences_per_s'] / max(i['sentences_per_s'], 1e-9):.2f}x"
+            for s, i in zip(cells, local, strict=True)
+        ]
+        lines.append(f"| {key.removesuffix(', served')} | " + " | ".join(ratios) + " |")
+    return "\n".join(lines)
+
+
+def markdown(results: dict, env: dict) -> str:
+    lines = ["# NMT beam 4 on the GPU: the kit's search on torch step models", ""]
+    lines += [_ratio_note(results), ""]
+    lines += [f"- {k}: {v}" for k, v in env.items()]
+    head = "| model / device | concurrency | sentences/s | p50 ms | p95 ms | p99 ms | exact match |"
+    lines += ["", head, "|---|---|---|---|---|---|---|"]
+    profiles = []
+    for key, cells in results.items():
+        if isinstance(cells, dict) and "profile" in cells:
+            profiles.append(_profile_line(key, cells["profile"]))
+            continue
+        if isinstance(cells, dict):
+            lines.append(f"| {key} | error: {cells['error'].splitlines()[-1][:80]} | | | | | |")
+            continue
+        for c in cells:
+            exact = "" if c["exact"] is None else f"{c['exact']:.3f}"
+            times = " | ".join(str(c.get(f"p{q}_ms", "")) for q in (50, 95, 99))
+            rate = f"{c['concurrency']} | {c['sentences_per_s']}"
+            lines.append(f"| {key} | {rate} | {times} | {exact} |")
+    if profiles:
+        lines += ["", "Served: the `nmt` model's own phases (TRITON_KIT_PROFILE_DIR), ms per"]
+        lines += ["execute over every served cell; `step` waits for the device.", ""]
+        lines += profiles
+    return "\n".join(lines) + "\n"
+
+
+def _profile_line(key: str, profile: dict) -> str:
+    phases = ", ".join(f"{name} {ms:.2f}" for name, ms in profile["ms_per_execute"].items())
+    return f"- {key}: {profile['executes']} executes, {profile['requests']} requests: {phases}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.gpu.run import environment
+    from benchmarks.gpu.settings import Settings
+
+    options = parse(argv)
+    options.out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    results = run(options)
+    env = {**environment(Settings(out=options.out)), "wall_s": round(time.time() - started, 1)}
+    (options.out / "gpu_nmt.json").write_text(json.dumps({"env": env, **results}, indent=2))
+    report = markdown(results, env)
+    (options.out / "gpu_nmt.md").write_text(report)
+    print(report, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""benchmarks/results/nmt.md from the cells of one ``python -m benchmarks.nmt`` run."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections.abc import Callable
+
+IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
+CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
+IN_PROCESS_INT8, TRITON_INT8 = "in-process ORT int8", "Triton int8 (gRPC)"
+ORDER = (IN_PROCESS, CT2_FP32, CT2_INT8, TRITON, IN_PROCESS_INT8, TRITON_INT8)
+# (served, its in-process twin) per precision, for the ratio and phase columns
+PAIRS = (("", TRITON, IN_PROCESS), ("int8 ", TRITON_INT8, IN_PROCESS_INT8))
+
+# The tiny model's sent/s in the previous run (2026-11-23 morning, load 9-10): the search
+# looped over sentences in Python and copied the cache with np.take every step.
+# (beam, concurrency): (in-process, CTranslate2 fp32, CTranslate2 int8, Triton)
+BEFORE = {
+    (1, 1): (168, 450, 928, 253),
+    (1, 8): (441, 1699, 1399, 445),
+    (1, 32): (512, 726, 1236, 557),
+    (4, 1): (65.4, 336, 743, 119),
+    (4, 8): (116, 219, 516, 147),
+    (4, 32): (163, 261, 513, 172),
+}
+
+# The large model's ratios in the run before the queue fix (2026-11-23, `nmt` with a queue
+# policy, fp32 only): (beam, concurrency): Triton / (in-process, CT2 fp32, CT2 int8).
+BEFORE_LARGE = {
+    (1, 8): ("1.31", "1.55", "0.51"),
+    (1, 32): ("0.76", "1.02", "0.68"),
+    (4, 8): ("0.82", "1.38", "0.60"),
+    (4, 32): ("1.08", "1.16", "0.63"),
+}
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}"
+
+
+def _pivot(cells, table: Callable, before: dict) -> str:
+    by = {(c.engine, c.beam, c.concurrency): c for c in cells}
+    keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
+    present = {c.engine for c in cells}
+    engines = [e for e in ORDER if e in present]
+    pairs = [(label, s, i) for label, s, i in PAIRS if s in present]
+    headers = ["beam", "conc."] + [f"{e} sent/s" for e in engines]
+    for label, _, _ in pairs:
+        served = f"Triton {label}"
+        headers += [f"{served}/ in-process {label}".strip()]
+        headers += [f"{served}/ CT2 fp32", f"{served}/ CT2 int8"]
+    if before:
+        headers += ["before: T/in-proc", "before: T/CT2 fp32", "before: T/CT2 int8"]
+    rows = []
+    for beam, level in keys:
+        rate = {e: by[(e, beam, level)].sentences_per_s for e in engines}
+        row = [beam, level, *(round(rate[e], 1) for e in engines)]
+        for _, served, local in pairs:
+            row += [_ratio(rate[served], rate[e]) for e in (local, CT2_FP32, CT2_INT8)]
+        if before:
+            row += list(_before(before.get((beam, level))))
+        rows.append(row)
+    return table(headers, rows)
+
+
+def _before(old: tuple | None) -> tuple[str, ...]:
+    """Ratios as printed then, or computed from the sent/s then."""
+    if old is None:
+        return ("", "", "")
+    if isinstance(old[0], str):
+        return old
+    return tuple(_ratio(old[3], old[i]) for i in (0, 1, 2))
+
+
+def _phases(cells, table: Callable) -> str:
+    by = {(c.engine, c.beam, c.concurrency): c for c in cells}
+    keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
+    present = {c.engine for c in cells}
+    pairs = [(label, s, i) for label, s, i in PAIRS if s in present]
+    headers = [
+        "beam",
+        "conc.",
+        "graphs",
+        "in-proc batch",
+        "encoder ms/call",
+        "decoder ms/step",
+        "search ms/step",
+        "decoder / search / encoder share",
+        "in-proc ms/sentence",
+        "Triton batch",
+        "Triton queue ms/req",
+        "Triton compute ms/sentence",
+        "stub extra ms/sentence",
+    ]
+    rows = []
+    for (beam, level), (label, served_name, local_name) in itertools.product(keys, pairs):
+        local = by[(local_name, beam, level)].phases
+        served = by[(served_name, beam, level)].phases
+        shares = "/".join(
+            f"{local[k]:.0%}" for k in ("decoder share", "search share", "encoder share")
+        )
+        rows.append(
+            [
+                beam,
+                level,
+                label.strip() or "fp32",
+                round(local["batch"], 1),
+                round(local["encoder ms/call"], 2),
+                round(local["decoder ms/step"], 2),
+                round(local["search ms/step"], 2),
+                shares,
+                round(local["ms/sentence"], 2),
+                round(served["batch"], 1),
+                round(served["queue ms/request"], 2),
+                round(served["ms/sentence"], 2),
+                round(served["ms/sentence"] - local["ms/sentence"], 2),
+            ]
+        )
+    return table(headers, rows)
+
+
+def _all(cells, table: Callable, score: str) -> str:
+    headers = ["engine", "beam", "conc.", "sentences", "sentences/s", "tokens/s"]
+    headers += ["p50 ms", "p99 ms", score]
+    rows = [
+        [
+            c.engine,
+            c.beam,
+            c.concurrency,
+            len(c.latencies_s),
+            round(c.sentences_per_s, 1),
+            round(c.tokens_per_s),
+            round(c.ms(50), 1),
+            round(c.ms(99), 1),
+            f"{c.exact:.3f}",
+        ]
+        for c in cells
+    ]
+    return table(headers, rows)
+
+
+def _suite(name: str, cells, table: Callable) -> list[str]:
+    large = name == "large"
+    title = (
+        "Large: random Marian of opus-mt-en-de's shape (speed only)"
+        if large
+        else "Tiny: the default number model"
+    )
+    score = "agreement with in-process" if large else "exact match"
+    return [
+        f"## {title}",
+        "",
+        "### Sentences/s side by side",
+        "",
+        _pivot(cells, table, before=BEFORE_LARGE if large else BEFORE),
+        "",
+        "### Where the time goes",
+        "",
+        "In-process: per decode call (the micro-batch) and per decoder step, from timers "
+        "around the StepModel calls; the search is the rest of `generate`. Triton: the `nmt` "
+        "model's statistics over the cell; `compute ms/sentence` is the executions' "
+        "compute_infer (batch_stats) / requests: tokenising, search and detokenising in the "
+        "stub, and the stub's IPC; `stub extra` is that minus the in-process ms/sentence "
+        "(the python backend's IPC and the stub process's own speed). Queue is the time a "
+        "request waits while the one instance runs an earlier batch (the micro-batcher's "
+        "requests wait alike).",
+        "",
+        _phases(cells, table),
+        "",
+        "### All measurements",
+        "",
+        _all(cells, table, score),
+        "",
+    ]
+
+
+def render(results: dict, *, machine, load, seconds, args: argparse.Namespace, table, date) -> str:
+    start, end = load
+    lines = [
+        "# NMT benchmark: in-process vs Triton vs CTranslate2",
+        "",
+        f"Generated by `python -m benchmarks.nmt` (`make bench-nmt`) on {date} in {seconds:.0f} s.",
+        "",
+        f"- Machine: {machine}.",
+        f"- Load average (1/5/15 min) at start {start[0]:.2f}/{start[1]:.2f}/{start[2]:.2f}, "
+        f"at the end {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f}. **The machine is shared** with "
+        "other helpers' jobs: absolute figures move from run to run; compare engines within "
+        "this run only (same sentences, same thread budget, measured back to back).",
+        f"- Budget: every engine gets {args.threads} intra-op thread(s) (written into the "
+        "served copies' configs too) and batches of at most 32 requests; closed loops, one "
+        "sentence a request; the in-process engines get a micro-batcher that gathers every "
+        "queued request into one call (what Triton's dynamic batcher gives the `nmt` model).",
+        "- in-process ORT: the served search (python_models/nmt/decode.py: one vectorised "
+        "top-k per beam size over every sentence, the decoder run with IO binding) on ONNX "
+        "Runtime sessions of the ONNX files Triton loads. Triton: the `nmt` python model "
+        "running the same search on the same files in its stub. CTranslate2 (PyPI "
+        "ctranslate2) converted from the same checkpoint, float32 and int8, `patience=2`, "
+        "`max_decoding_length` = HF `max_length` - 1.",
+        f"- Tiny: the default Marian number model (3+3 layers, d_model 128, 140-piece "
+        f"vocabulary), held-out English → French number phrases, exact match against "
+        f"num2words; {args.repeats} repeats of the matrix (engine order rotated), median row.",
+        f"- Large: a randomly initialised Marian of opus-mt-en-de's shape (6+6 layers, "
+        f"d_model 512, 8 heads, FFN 2048, vocabulary {args.large_vocab or 58101}; "
+        "benchmarks/nmt/large.py, nothing downloaded), the same English sources; random "
+        "weights never pick `</s>`, so every sentence runs to HF `max_length` 32 (31 target "
+        f"tokens); {args.large_sentences} sentences per cell, {args.large_repeats} repeat(s). "
+        "Speed only: the last column is agreement with the in-process output.",
+    ]
+    if args.int8_sizes:
+        lines.append(
+            f"- int8 ({args.int8_sizes}): the same search on the build's `--precision "
+            "int8-dynamic` files (ONNX Runtime `quantize_dynamic`: INT8 per-channel MatMul/Gemm "
+            "weights, activations quantised at run time), in process and served by a second "
+            "Triton server; agreement is with the fp32 in-process output."
+        )
+    lines.append("")
+    for name, cells in results.items():
+        lines += _suite(name, cells, table)
+    return "\n".join(lines)

@@ -1,0 +1,28 @@
+"""Every benchmark report opens with the same head: machine, load, command, date, commit."""
+
+from __future__ import annotations
+
+from benchmarks.harness.measure import report_header
+
+
+def test_the_header_names_one_run_in_a_table() -> None:
+    text = report_header(
+        "X benchmark", command="python -m benchmarks.x", load="idle", machine="M", date="D",
+        commit="abc1234",
+    )  # fmt: skip
+    assert text.splitlines() == [
+        "# X benchmark",
+        "",
+        "| run |  |",
+        "|---|---|",
+        "| machine | M |",
+        "| load | idle |",
+        "| command | `python -m benchmarks.x` |",
+        "| date | D |",
+        "| commit | `abc1234` |",
+    ]
+
+
+def test_the_defaults_describe_the_run_writing_it() -> None:
+    text = report_header("X", command="c", load="l")
+    assert " UTC |" in text and "cores" in text and "| commit | `" in text
