@@ -140,7 +140,7 @@ $(error make tune needs SLO_P99_MS=<p99 budget in ms>)
 endif
 endif
 
-tune: models $(VENV)/bin/perf_analyzer ## Best Triton config per model under SLO_P99_MS (Triton Model Analyzer); reports/tune/<time>/ (TUNE_MODELS, MIN_THROUGHPUT, TUNE_ARGS=--apply)
+tune: models backends $(VENV)/bin/perf_analyzer ## Best Triton config per model under SLO_P99_MS (Triton Model Analyzer); reports/tune/<time>/ (TUNE_MODELS, MIN_THROUGHPUT, TUNE_ARGS=--apply)
 	$(PY) -m loadtest tune $(TUNE_MODELS) --slo-p99-ms $(SLO_P99_MS) \
 		$(if $(MIN_THROUGHPUT),--min-throughput $(MIN_THROUGHPUT)) $(TUNE_ARGS)
 
