@@ -39,9 +39,15 @@ def prepare(options: TuneOptions) -> list[Plan]:
     return plans
 
 
-def profile(plan: Plan, options: TuneOptions, out: Path, tools: tuple[Path, Path]) -> Path:
+@dataclass(frozen=True)
+class Tools:
+    analyzer: Path
+    perf_analyzer: Path
+    server: environment.EmbeddedServer
+
+
+def profile(plan: Plan, options: TuneOptions, out: Path, tools: Tools) -> Path:
     """Run Model Analyzer for one model; returns its CSV."""
-    analyzer, perf_analyzer = tools
     model = plan.space.model
     model_run = config.ModelRun(out / model)
     measurement = config.Measurement(
@@ -51,16 +57,17 @@ def profile(plan: Plan, options: TuneOptions, out: Path, tools: tuple[Path, Path
     )
     body = config.profile_config(
         options.model_repository,
+        tools.server,
         plan.space,
         model_run,
-        perf_analyzer,
+        tools.perf_analyzer,
         measurement,
         options.slo_p99_ms,
     )
     config.write(body, model_run)
     total = (plan.space.variant_count + 1) * len(plan.space.concurrency)
     print(f"[tune] {model}: up to {total} measurements; log {model_run.log}", flush=True)
-    seconds = run.profile(analyzer, model_run, model, total)
+    seconds = run.profile(tools.analyzer, model_run, model, total)
     print(f"[tune] {model}: profiled in {seconds:.0f} s", flush=True)
     return model_run.csv
 
@@ -129,12 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
     try:
         plans = prepare(options)
-        tools = (
-            environment.model_analyzer(options.venv),
-            environment.perf_analyzer(options.perf_analyzer),
-        )
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         out = (options.out or PROJECT_ROOT / "reports" / "tune" / stamp).resolve()
+        server = environment.embedded_server(
+            options.model_repository, options.models, out / "backends"
+        )
+        tools = Tools(
+            environment.model_analyzer(options.venv),
+            environment.perf_analyzer(options.perf_analyzer),
+            server,
+        )
         for plan in plans:
             profile(plan, options, out, tools)
         reports = [model_report(plan, options, out) for plan in plans]

@@ -1,8 +1,8 @@
 """Model Analyzer's profile YAML for one model, pointed at the kit's embedded server.
 
 ``triton_launch_mode: local`` with the tritonserver, backend directory and environment the
-kit's own launcher uses (always through :mod:`server.binary`, so whichever onnxruntime
-backend the kit carries is the one measured), the kit's perf_analyzer, free ports, a
+kit's own launcher uses (:class:`~loadtest.tune.environment.EmbeddedServer`, from
+:mod:`server.binary`), the kit's perf_analyzer, free ports, a
 brute search over the model's :class:`~loadtest.tune.space.SearchSpace`, and checkpoints in
 the run's folder so the same command resumes.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from loadtest.tune.environment import EmbeddedServer
 from loadtest.tune.space import SearchSpace
-from server import binary
 from server.launcher import free_ports
 
 CSV_NAME = "metrics-model-inference.csv"
@@ -74,6 +74,7 @@ class Measurement:
 
 def profile_config(
     repository: Path,
+    server: EmbeddedServer,
     space: SearchSpace,
     run: ModelRun,
     perf_analyzer: Path,
@@ -82,9 +83,6 @@ def profile_config(
 ) -> dict:
     """The YAML as a dict; the constraint mirrors the SLO so Model Analyzer's own reports
     mark the same configs as the kit's summary does."""
-    installation = binary.find_installation()
-    backends = binary.assemble_backend_dir(installation, run.folder / "backends")
-    env = binary.server_environment(installation)
     http, grpc, metrics = free_ports(3)
     pa_flags = {
         "measurement-mode": "time_windows",
@@ -101,9 +99,9 @@ def profile_config(
         "export_path": str(run.export),
         "checkpoint_directory": str(run.folder / "checkpoints"),
         "triton_launch_mode": "local",
-        "triton_server_path": str(installation.binary),
-        "triton_server_flags": {"backend-directory": str(backends)},
-        "triton_server_environment": {k: env[k] for k in _SERVER_ENV if env.get(k)},
+        "triton_server_path": str(server.binary),
+        "triton_server_flags": {"backend-directory": str(server.backends)},
+        "triton_server_environment": {k: server.env[k] for k in _SERVER_ENV if server.env.get(k)},
         "triton_output_path": str(run.folder / "tritonserver.log"),
         "triton_http_endpoint": f"localhost:{http}",
         "triton_grpc_endpoint": f"localhost:{grpc}",
