@@ -86,8 +86,14 @@ def model_report(plan: Plan, options: TuneOptions, out: Path) -> report.ModelRep
         for r in result.configs
     }
     ma_reports = model_run.export / "reports"
-    links = {"CSV": model_run.csv, "summary": ma_reports / "summaries" / model}
-    links |= {f"details {r.config}": ma_reports / "detailed" / r.config for r in result.configs}
+    links = {
+        "CSV": model_run.csv,
+        "summary": ma_reports / "summaries" / model / "result_summary.html",
+    }
+    links |= {
+        f"details {r.config}": ma_reports / "detailed" / r.config / "detailed_report.html"
+        for r in result.configs
+    }
     shown = {k: str(v.relative_to(out)) for k, v in links.items() if v.exists()}
     applied = maybe_apply(result, plan, options, out) if options.apply else ""
     return report.ModelReport(result, fields, shown, applied)

@@ -83,7 +83,7 @@ def profile_config(
 ) -> dict:
     """The YAML as a dict; the constraint mirrors the SLO so Model Analyzer's own reports
     mark the same configs as the kit's summary does."""
-    http, grpc, metrics = free_ports(3)
+    http, grpc, metrics = _ports(run)
     pa_flags = {
         "measurement-mode": "time_windows",
         "measurement-interval": str(measurement.window_ms),
@@ -123,6 +123,21 @@ def profile_config(
         },
         "constraints": {"perf_latency_p99": {"max": max(1, round(slo_p99_ms))}},
     }
+
+
+def _ports(run: ModelRun) -> tuple[int, int, int]:
+    """Free ports, or the ones an earlier run in this folder used: Model Analyzer's checkpoint
+    keys measurements by perf_analyzer's flags, metrics URL included, so a resumed run must
+    keep them to reuse what was measured."""
+    if run.yaml.is_file():
+        earlier = yaml.safe_load(run.yaml.read_text())
+        return (
+            int(earlier["triton_http_endpoint"].rsplit(":", 1)[1]),
+            int(earlier["triton_grpc_endpoint"].rsplit(":", 1)[1]),
+            int(earlier["triton_metrics_url"].rsplit(":", 1)[1].split("/")[0]),
+        )
+    http, grpc, metrics = free_ports(3)
+    return http, grpc, metrics
 
 
 def write(config: dict, run: ModelRun) -> Path:

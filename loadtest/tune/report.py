@@ -28,6 +28,20 @@ class ModelReport:
     applied: str = ""
 
 
+def twin_note(report: ModelReport) -> str:
+    """A variant equal to the config as built measures the noise, not a better config."""
+    s = report.summary
+    chosen, default = s.chosen, s.default
+    if chosen is None or default is None or chosen is default:
+        return ""
+    if report.fields.get(chosen.config) != report.fields.get(default.config):
+        return ""
+    return (
+        f"{chosen.config} has the same fields as the config as built: the gap between them "
+        "is measurement noise on this machine, and --apply changes nothing."
+    )
+
+
 def describe(config_path: Path, paths: tuple[str, ...]) -> str:
     """The tuned fields of a variant's config.pbtxt, in words."""
     if not config_path.is_file():
@@ -73,8 +87,7 @@ def markdown(reports: list[ModelReport], header: Mapping[str, str]) -> str:
                 f"{_figures(s.chosen.best)}",
                 "",
             ]
-        if report.applied:
-            lines += [report.applied, ""]
+        lines += [f"{note}\n" for note in (twin_note(report), report.applied) if note]
         lines += [
             "| config | fields | best within the limits | verdict |",
             "| --- | --- | --- | --- |",
@@ -104,8 +117,7 @@ def page(reports: list[ModelReport], header: Mapping[str, str]) -> str:
         else:
             chosen = f"{_label(s.chosen)} — {report.fields.get(s.chosen.config, '?')}"
             body.append(f"<p><b>Chosen: {esc(chosen)}</b>: {esc(_figures(s.chosen.best))}</p>")
-        if report.applied:
-            body.append(f"<p>{esc(report.applied)}</p>")
+        body += [f"<p>{esc(n)}</p>" for n in (twin_note(report), report.applied) if n]
         body.append(
             "<table><tr><th>config</th><th>fields</th><th>best within the limits</th>"
             "<th>verdict</th></tr>"

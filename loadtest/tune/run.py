@@ -41,6 +41,9 @@ class Progress:
             variant, load = match.groups()
             fields = "; ".join(self.settings.get(variant, [])) or "as built"
             return f"[tune] {self.model} {self.done}/{self.total}: {variant} ({fields}), {load}"
+        elif "Existing measurement found" in text:
+            self.done += 1
+            return f"[tune] {self.model} {self.done}/{self.total}: measured before (checkpoint)"
         elif "Loaded checkpoint" in text or "Profile complete" in text:
             return f"[tune] {self.model}: {text.strip()}"
         return None
