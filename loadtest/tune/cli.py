@@ -106,7 +106,8 @@ def maybe_apply(result: summary.ModelSummary, plan: Plan, options: TuneOptions, 
         return "--apply: nothing applied (no config within the limits)"
     model_dir = options.model_repository / result.model
     variant = config.ModelRun(out / result.model).variants / chosen.config / "config.pbtxt"
-    change = apply.plan(model_dir, variant, plan.space.paths, source=str(out))
+    source = str(out.relative_to(PROJECT_ROOT)) if out.is_relative_to(PROJECT_ROOT) else out.name
+    change = apply.plan(model_dir, variant, plan.space.paths, source=f"loadtest tune: {source}")
     if not change.diff:
         return "--apply: the chosen config is the one served; nothing to change"
     print(change.diff, end="", flush=True)
