@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup backends models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen loadtest soak plans-dry-run mutation lint format clean
+.PHONY: help setup backends models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen loadtest tune soak plans-dry-run mutation lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -129,6 +129,20 @@ loadtest: models backends $(NATIVE_SIDECAR) ## Stepped Locust load on the embedd
 		--protocols $(LOADTEST_PROTOCOLS) \
 		$(if $(SLO_P99_MS),--slo-p99-ms $(SLO_P99_MS)) \
 		$(if $(SLO_ERROR_RATIO),--slo-error-ratio $(SLO_ERROR_RATIO)) $(LOADTEST_ARGS)
+
+# Model Analyzer pins numpy 2 and its own tritonclient: loadtest tune makes its venv in build/.
+TUNE_MODELS ?= resnet50_model bert nmt
+MIN_THROUGHPUT ?=
+TUNE_ARGS ?=
+ifneq ($(filter tune,$(MAKECMDGOALS)),)
+ifeq ($(SLO_P99_MS),)
+$(error make tune needs SLO_P99_MS=<p99 budget in ms>)
+endif
+endif
+
+tune: models backends $(VENV)/bin/perf_analyzer ## Best Triton config per model under SLO_P99_MS (Triton Model Analyzer); reports/tune/<time>/ (TUNE_MODELS, MIN_THROUGHPUT, TUNE_ARGS=--apply)
+	$(PY) -m loadtest tune $(TUNE_MODELS) --slo-p99-ms $(SLO_P99_MS) \
+		$(if $(MIN_THROUGHPUT),--min-throughput $(MIN_THROUGHPUT)) $(TUNE_ARGS)
 
 bench-loadgen: $(STAMP) $(NATIVE_SIDECAR) ## Calibrate the Locust load generator against a plain asyncio client
 	$(PY) -m benchmarks.loadgen

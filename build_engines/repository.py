@@ -15,6 +15,8 @@ import numpy as np
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from build_engines import tuned
+from build_engines.steps import info
 from python_models.common.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
 
 ModelConfig = mc.ModelConfig
@@ -171,12 +173,18 @@ def parse(text: str) -> mc.ModelConfig:
 def write_model(
     repository: Path, config: mc.ModelConfig, files: Mapping[str, Path | bytes | str] | None = None
 ) -> Path:
-    """Replace ``repository/<name>`` with config.pbtxt and version-1 files."""
+    """Replace ``repository/<name>`` with config.pbtxt and version-1 files; fields that
+    ``python -m loadtest tune --apply`` recorded there (tuned.json) are kept."""
     model_dir = Path(repository) / config.name
+    kept = tuned.read(model_dir)
     if model_dir.exists():
         shutil.rmtree(model_dir)
     version_dir = model_dir / "1"
     version_dir.mkdir(parents=True)
+    if kept is not None:
+        config = kept.apply(config)
+        tuned.write(model_dir, kept)
+        info(f"{config.name}: kept tuned {', '.join(kept.paths)} ({tuned.TUNED_FILE})")
     (model_dir / "config.pbtxt").write_text(render(config))
     for filename, content in (files or {}).items():
         target = version_dir / filename

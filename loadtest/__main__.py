@@ -31,6 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_run_arguments(run_parser)
     commands.add_parser(
+        "tune",
+        add_help=False,
+        help="best Triton config per model under a p99 SLO (Triton Model Analyzer); "
+        "python -m loadtest tune --help",
+    )
+    commands.add_parser(
         "options",
         help="the kit's Locust options (locust --help cannot list them: Locust answers "
         "--help before it imports the locustfile)",
@@ -180,6 +186,11 @@ def config_from(args: argparse.Namespace) -> RunConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["tune"]:  # its own parser: loadtest/tune/options.py
+        from loadtest.tune.cli import main as tune
+
+        return tune(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "options":
         return print_locust_options()
