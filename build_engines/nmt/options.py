@@ -11,6 +11,9 @@ DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
 ARCHITECTURES = ("transformer", "rnn")
 
 DEFAULT_MAX_BEAM_SIZE = 16
+# engine: the search inside ONNX Runtime (nmt_generate, --engine onnxruntime, fp32 or
+# int8-dynamic); python: the numpy search over nmt_encoder/nmt_decoder (every engine).
+SEARCHES = ("engine", "python")
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class NmtOptions:
     train_steps: int | None = None  # None: the training settings' own
     max_beam_size: int = DEFAULT_MAX_BEAM_SIZE
     verify_sentences: int = 16
+    search: str = "engine"  # where the transformer's beam search runs, when the engine can
 
     @property
     def checkpoint_dir(self) -> Path:
