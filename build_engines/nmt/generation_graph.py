@@ -250,15 +250,23 @@ def export_decoder_subgraph(model: nn.Module, tokens: SearchTokens, path: Path) 
 
 
 def _export(module, example, path, inputs, outputs, axes) -> Path:
-    """Export with ``max_length`` as an input, then make it the outer graph's value."""
-    onnx_export.export(module, example, path, inputs, outputs, axes)
+    """A standalone model (``max_length`` an input), checked by ONNX's checker."""
+    return onnx_export.export(module, example, path, inputs, outputs, axes)
+
+
+def as_subgraph(path: Path, int8_dynamic: bool = False) -> onnx.ModelProto:
+    """The exported model with ``max_length`` read from the outer graph instead of an input;
+    with ``int8_dynamic``, its MatMul weights quantised first (ONNX Runtime's
+    ``quantize_dynamic``, as ``--precision int8-dynamic`` does to the step models)."""
+    if int8_dynamic:
+        from build_engines.precision.int8_dynamic import to_int8_dynamic
+
+        path = to_int8_dynamic(path, path.with_name(f"{path.stem}.int8-dynamic.onnx"))
     proto = onnx.load(str(path))
-    graph = proto.graph
-    for value in list(graph.input):
+    for value in list(proto.graph.input):
         if value.name == MAX_LENGTH:
-            graph.input.remove(value)
-    onnx.save(proto, str(path))
-    return path
+            proto.graph.input.remove(value)
+    return proto
 
 
 def build_generation_model(
@@ -308,11 +316,15 @@ def build_generation_model(
     return helper.make_model(graph, opset_imports=opsets, producer_name="triton-kit")
 
 
-def export_generation(model: nn.Module, tokens: SearchTokens, path: Path, work: Path) -> Path:
+def export_generation(
+    model: nn.Module, tokens: SearchTokens, path: Path, work: Path, int8_dynamic: bool = False
+) -> Path:
     """Export both subgraphs under ``work`` and write the generation graph to ``path``."""
     encoder = export_encoder_subgraph(model, tokens, work / "generation_encoder.onnx")
     decoder = export_decoder_subgraph(model, tokens, work / "generation_decoder.onnx")
-    proto = build_generation_model(onnx.load(str(encoder)), onnx.load(str(decoder)), tokens)
+    proto = build_generation_model(
+        as_subgraph(encoder, int8_dynamic), as_subgraph(decoder, int8_dynamic), tokens
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(proto, str(path))
     return path
