@@ -104,3 +104,27 @@ def generate_each(
             on_done(index, ids)
         results.append(ids)
     return results
+
+
+class BlsSession:
+    """``run`` as a BLS call to the served generation model (where no file is in reach)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def run(self, output_names: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        from python_models.common import bls
+
+        return bls.infer(self.model, feeds, list(output_names))
+
+
+def graph_session(version_dir: Any, model: str, threads: int) -> Session:
+    """The sibling ``model``'s ONNX file in an in-process session (no Triton round trip per
+    sentence), else BLS calls to ``model``."""
+    from python_models.common.ort_session import SessionSettings, create_session
+    from python_models.common.sibling import sibling_onnx
+
+    path = sibling_onnx(version_dir, model)
+    if path is None:
+        return BlsSession(model)
+    return create_session(path, SessionSettings(intra_op_threads=threads, inter_op_threads=1))
