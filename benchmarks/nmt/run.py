@@ -52,11 +52,14 @@ from build_engines.repository import parse
 from build_engines.repository import render as render_config
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ("nmt", "nmt_encoder", "nmt_decoder")
+MODELS = ("nmt", "nmt_encoder", "nmt_decoder", "nmt_generate")  # the last where built
 MAX_BATCH = 32
 IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
 CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
-ENGINES = (IN_PROCESS, CT2_FP32, CT2_INT8, TRITON)
+# The generation graph (ONNX Runtime's BeamSearch, nmt_generate) in process, one sentence a
+# call as the served nmt sends it; Triton's nmt runs it where the build wrote it (the default).
+IN_ENGINE = "in-process graph"
+ENGINES = (IN_PROCESS, IN_ENGINE, CT2_FP32, CT2_INT8, TRITON)
 # The same search on the build's ``--precision int8-dynamic`` ONNX files (sizes in --int8-sizes)
 IN_PROCESS_INT8, TRITON_INT8 = "in-process ORT int8", "Triton int8 (gRPC)"
 INT8_ENGINES = (IN_PROCESS_INT8, TRITON_INT8)
@@ -262,6 +265,28 @@ def search_engine(step_model, served: Served) -> tuple[BatchFn, PhaseTimer]:
         timer.sentences += len(texts)
 
     return run, timer
+
+
+def graph_engine(repository: Path, served: Served, threads: int) -> BatchFn:
+    """The served model's generation graph in process, as ``nmt`` calls it."""
+    from python_models.nmt.decode import Job
+    from python_models.nmt.generate import generate_each, graph_session
+
+    session = graph_session(repository / "nmt" / "1", "nmt_generate", threads)
+    settings, max_length = served.settings, served.limits.default_max_length
+    tokens = (settings.eos_token_id, settings.pad_token_id, settings.forced_eos)
+
+    def run(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
+        jobs = [Job(served.text.encode(t), beam, max_length) for t in texts]
+        generate_each(
+            session,
+            jobs,
+            tokens,
+            settings.length_penalty,
+            lambda i, ids: done(i, served.text.decode(ids)),
+        )
+
+    return run
 
 
 def ort_step_model(repository: Path, threads: int):
@@ -480,6 +505,8 @@ def measure_triton(server, beam: int, level: int, pairs, count_tokens, name: str
 def copy_models(source: Path, target: Path, threads: int) -> None:
     """The served models, with the same intra-op thread budget as the in-process engines."""
     for name in MODELS:
+        if not (source / name).is_dir():
+            continue
         shutil.copytree(source / name, target / name)
         config_file = target / name / "config.pbtxt"
         config = parse(config_file.read_text())
@@ -597,6 +624,8 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
         CT2_FP32: ctranslate2_engine(suite.checkpoint, "float32", workdir, threads, max_length),
         CT2_INT8: ctranslate2_engine(suite.checkpoint, "int8", workdir, threads, max_length),
     }
+    if (suite.repository / "nmt_generate").is_dir():
+        engines[IN_ENGINE] = graph_engine(suite.repository, served, threads)
     timers = {IN_PROCESS: timer}
     repositories = {TRITON: suite.repository}
     if suite.int8_repository is not None:
@@ -606,7 +635,7 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
         repositories[TRITON_INT8] = suite.int8_repository
     count_tokens = count_tokens_for(suite.repository)
     runs: dict[tuple[str, int, int], list[Cell]] = {}
-    engine_names = suite.engines
+    engine_names = tuple(name for name in suite.engines if name in engines or name in repositories)
     with contextlib.ExitStack() as stack:
         servers = {
             name: stack.enter_context(

@@ -19,6 +19,7 @@ from build_engines.nmt.options import (
     ARCHITECTURES,
     DEFAULT_MAX_BEAM_SIZE,
     DEFAULT_RNN_CHECKPOINT,
+    SEARCHES,
     NmtOptions,
 )
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
@@ -47,6 +48,7 @@ def options_from(args: argparse.Namespace) -> NmtOptions:
         train_steps=args.train_steps,
         max_beam_size=args.max_beam_size,
         verify_sentences=args.verify_sentences,
+        search=args.search,
     )
 
 
@@ -74,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--train-steps", type=int, default=_DEFAULTS.train_steps, help="override training steps"
     )
     parser.add_argument("--max-beam-size", type=int, default=_DEFAULTS.max_beam_size)
+    parser.add_argument(
+        "--search",
+        choices=SEARCHES,
+        default=_DEFAULTS.search,
+        help="engine: the transformer's beam search inside ONNX Runtime (writes nmt_generate; "
+        "--engine onnxruntime at fp32 or int8-dynamic, else python); python: the numpy search "
+        "over nmt_encoder/nmt_decoder",
+    )
     parser.add_argument(
         "--verify-sentences",
         type=int,

@@ -11,6 +11,9 @@ DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
 ARCHITECTURES = ("transformer", "rnn")
 
 DEFAULT_MAX_BEAM_SIZE = 16
+# engine: the search inside ONNX Runtime (nmt_generate, --engine onnxruntime, fp32 or
+# int8-dynamic); python: the numpy search over nmt_encoder/nmt_decoder (every engine).
+SEARCHES = ("engine", "python")
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,11 @@ class NmtOptions:
     train_steps: int | None = None  # None: the training settings' own
     max_beam_size: int = DEFAULT_MAX_BEAM_SIZE
     verify_sentences: int = 16
+    # Where the transformer's beam search runs. "python" by default: ONNX Runtime 1.32's
+    # BeamSearch operator cannot batch sentences (its done-check reads a neighbour's scores),
+    # and one sentence a call served 0.17-0.39x CTranslate2 int8, slower than the Python
+    # search at c8/c32 (benchmarks/results/nmt_in_engine.md).
+    search: str = "python"
 
     @property
     def checkpoint_dir(self) -> Path:

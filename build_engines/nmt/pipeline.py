@@ -77,7 +77,8 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
     dry_run = options.dry_run
     if dry_run and model_options.train:
         raise BuildError("nmt: --dry-run with --train: train first, then plan the engines")
-    log = StepLog("nmt", (2 if dry_run else 4) + model_options.train)
+    generate = engine_search(options, model_options)
+    log = StepLog("nmt", (2 if dry_run else 4 + generate) + model_options.train)
     if model_options.train:
         from build_engines.nmt.train import TrainSettings, train
 
@@ -120,7 +121,17 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
         settings,
         bounds,
         options,
+        generate,
     )
+    if generate and not dry_run:
+        log.run(
+            "export the generation graph (the search in ONNX Runtime's BeamSearch)",
+            _write_generation,
+            out,
+            model,
+            settings,
+            options,
+        )
     info(f"decode: {settings}")
     info(f"limits: {bounds}")
 
@@ -154,7 +165,38 @@ def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
         info(f"{path.name}: {path.stat().st_size / 1e6:.1f} MB")
 
 
-def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds, options) -> None:
+def engine_search(options: BuildOptions, model_options: NmtOptions) -> bool:
+    """Whether ``nmt`` runs the search inside the engine (``nmt_generate``): ONNX Runtime's
+    BeamSearch operator, on the graphs it can take (fp32, or int8-dynamic subgraphs)."""
+    from build_engines.registry import Engine
+
+    return (
+        model_options.search == "engine"
+        and options.engine is Engine.ONNXRUNTIME
+        and options.precision in ("fp32", "int8-dynamic")
+    )
+
+
+def _write_generation(out: Path, model, settings, options: BuildOptions) -> None:
+    from build_engines.nmt import repository
+    from build_engines.nmt.generation_graph import SearchTokens, export_generation
+
+    vocab = model.config.decoder_vocab_size or model.config.vocab_size
+    work = options.work_dir / "nmt" / "generate"
+    path = export_generation(
+        model,
+        SearchTokens.of(settings, vocab),
+        work / "model.onnx",
+        work,
+        int8_dynamic=options.precision == "int8-dynamic",
+    )
+    write_model(out, repository.generate_config(options), {"model.onnx": path})
+    info(f"wrote {out}/{repository.GENERATE} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+def _write(
+    out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds, options, generate=False
+) -> None:
     """Encoder and decoder go through the shared precision/engine hook; then the BLS model."""
     from build_engines.nmt import repository
     from build_engines.nmt.calibration import calibration_sources
@@ -194,7 +236,14 @@ def _write(out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds,
         raise DryRun("dry run: nothing built or written for nmt")
     for config, files in artifacts.values():
         write_model(out, config, files)
-    repository.write_bls(out, checkpoint, settings, bounds, options)
+    repository.write_bls(
+        out,
+        checkpoint,
+        settings,
+        bounds,
+        options,
+        generate=repository.GENERATE if generate else None,
+    )
     engine = options.engine.value
     info(f"wrote {out}/nmt, {out}/nmt_encoder, {out}/nmt_decoder ({options.precision}, {engine})")
 

@@ -21,6 +21,7 @@ from python_models.nmt.settings import Limits, to_parameters
 from python_models.nmt.text import TARGET_VOCAB
 
 ENCODER, DECODER, BLS = "nmt_encoder", "nmt_decoder", "nmt"
+GENERATE = "nmt_generate"  # the whole search in ONNX Runtime (build_engines/nmt/generation_graph)
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 DEFAULT_MAX_BATCH_SIZE = 32
 BATCH_DELAY_US = 0  # an idle search never waits; requests queued while it runs form its batch
@@ -94,6 +95,28 @@ def decoder_config(
     return config
 
 
+def generate_config(options: BuildOptions) -> ModelConfig:
+    """max_batch_size 0: the operator's settings are [1] tensors, one value a call, and the
+    ``nmt`` model sends one sentence a call (python_models/nmt/generate.py says why)."""
+    scalar = (1,)
+    return onnx_model_config(
+        GENERATE,
+        inputs=[
+            Tensor("input_ids", "INT32", (-1, -1)),
+            Tensor("max_length", "INT32", scalar),
+            Tensor("min_length", "INT32", scalar),
+            Tensor("num_beams", "INT32", scalar),
+            Tensor("num_return_sequences", "INT32", scalar),
+            Tensor("length_penalty", "FP32", scalar),
+            Tensor("attention_mask", "INT32", (-1, -1)),
+        ],
+        outputs=[Tensor("sequences", "INT32", (-1, -1, -1))],
+        max_batch_size=0,
+        instances=options.instances,
+        threads=options.threads,
+    )
+
+
 def write_bls(
     repository: Path,
     checkpoint: Path,
@@ -101,10 +124,12 @@ def write_bls(
     limits: Limits,
     options: BuildOptions,
     names: tuple[str, str, str] = (BLS, ENCODER, DECODER),
+    generate: str | None = None,
 ) -> Path:
     """Dynamic batching gathers concurrent requests into one execute call (one beam search).
 
-    ``names``: the BLS model, and the encoder and decoder models it calls.
+    ``names``: the BLS model, and the encoder and decoder models it calls; ``generate``: the
+    generation graph's model, which then runs the search instead (python_models/nmt/model).
     """
     bls, encoder, decoder = names
     parameters = {
@@ -112,6 +137,8 @@ def write_bls(
         "decoder_model": decoder,
         "intra_op_thread_count": options.threads,  # of the in-process sessions
     }
+    if generate:
+        parameters["generate_model"] = generate
     parameters.update(to_parameters(settings, limits))
     config = python_model_config(
         bls,

@@ -167,14 +167,32 @@ class NmtModel(PythonModel):
     def setup(self) -> None:
         self.settings, self.limits = from_parameters(self.params)
         self.text = MarianText(self.version_dir, self.limits.max_source_length)
+        threads = self.params.int("intra_op_thread_count", 1)
+        self.graph = None  # the search inside ONNX Runtime, where the build wrote its graph
+        generate_model = self.params.str("generate_model", "")
+        if generate_model:  # then the step models are not loaded: one search per engine
+            from python_models.nmt.generate import graph_session
+
+            self.graph = graph_session(self.version_dir, generate_model, threads)
+            return
         self.runner = step_model(
             self.version_dir,
             self.params.str("encoder_model", "nmt_encoder"),
             self.params.str("decoder_model", "nmt_decoder"),
-            self.params.int("intra_op_thread_count", 1),
+            threads,
         )
         if self.profile is not None:  # TRITON_KIT_PROFILE_DIR: the search's phases too
             self.runner = TimedStepModel(self.runner, self.profile.add)
+
+    def _search(self, jobs: list[Job], on_done) -> None:
+        if self.graph is None:
+            generate(self.runner, jobs, self.settings, on_done=on_done)
+            return
+        from python_models.nmt.generate import generate_each
+
+        s = self.settings
+        tokens = (s.eos_token_id, s.pad_token_id, s.forced_eos)
+        generate_each(self.graph, jobs, tokens, s.length_penalty, on_done=on_done)
 
     def _execute(self, requests: list[Any]) -> None:
         """Answers each request as its sentences finish, while the search goes on.
@@ -207,7 +225,7 @@ class NmtModel(PythonModel):
 
         start = self.timed("parse", start)
         try:
-            generate(self.runner, jobs, self.settings, on_done=finished)
+            self._search(jobs, finished)
             self.timed("search", start)
         except Exception as exc:
             failure = error_response(self._note(exc))

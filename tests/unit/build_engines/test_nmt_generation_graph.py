@@ -1,0 +1,147 @@
+"""The in-engine search (ONNX Runtime's BeamSearch over the exported subgraphs) against
+Hugging Face ``generate`` and against the Python search it replaces, id for id.
+
+Two checkpoints: the default number model, and the seeded random small Marian of
+test_nmt_parity (its hypotheses end at varied lengths, so a wrong length penalty, EOS
+handling or forced EOS shows). The graph is called one sentence at a time, as served
+(python_models/nmt/generate.py says why).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnxruntime as ort
+import pytest
+
+from build_engines.nmt import corpus
+from build_engines.nmt.export import export_decoder, export_encoder
+from build_engines.nmt.generation_graph import SearchTokens, export_generation
+from build_engines.nmt.pipeline import decode_settings
+from build_engines.nmt.train import DEFAULT_CHECKPOINT
+from python_models.nmt.generate import translate_one
+from tests.support.nmt_reference import InProcess, hf_generate
+from tests.unit.build_engines.test_nmt_parity import _random_checkpoint, _random_sources
+
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
+
+class Graph:
+    """The generation graph of one checkpoint, in an ONNX Runtime session."""
+
+    def __init__(self, model, checkpoint: Path, work: Path) -> None:
+        self.settings = decode_settings(model)
+        vocab = model.config.decoder_vocab_size or model.config.vocab_size
+        path = export_generation(
+            model, SearchTokens.of(self.settings, vocab), work / "generate.onnx", work
+        )
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.python = InProcess(
+            model,
+            checkpoint,
+            export_encoder(model, work / "encoder.onnx"),
+            export_decoder(model, work / "decoder.onnx"),
+        )
+
+    def ids(self, texts, beam: int, max_length: int, length_penalty: float) -> list[list[int]]:
+        s = self.settings
+        tokens = (s.eos_token_id, s.pad_token_id, s.forced_eos)
+        return [
+            translate_one(
+                self.session, self.python.text.encode(t), beam, max_length, tokens, length_penalty
+            )
+            for t in texts
+        ]
+
+
+def _load(checkpoint: Path, work: Path):
+    from transformers import MarianMTModel, MarianTokenizer
+
+    model = MarianMTModel.from_pretrained(str(checkpoint), attn_implementation="eager").eval()
+    tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
+    return model, tokenizer, Graph(model, checkpoint, work)
+
+
+@pytest.fixture(scope="module")
+def default_model(tmp_path_factory):
+    return _load(DEFAULT_CHECKPOINT, tmp_path_factory.mktemp("generate_default"))
+
+
+@pytest.fixture(scope="module")
+def random_model(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("generate_random")
+    return _load(_random_checkpoint(tmp / "checkpoint"), tmp)
+
+
+def _held_out(count: int) -> list[str]:
+    split = corpus.Split.load(DEFAULT_CHECKPOINT / "split.json")
+    return [corpus.english(n) for n in split.test[:count]]
+
+
+@pytest.mark.parametrize(
+    ("beam", "max_length", "length_penalty"),
+    [(1, 64, 1.0), (4, 64, 1.0), (4, 12, 0.6), (3, 9, 2.0), (1, 6, 1.0), (2, 3, 1.0), (4, 2, 1.0)],
+)
+def test_default_model_matches_hf_and_the_python_search(
+    default_model, beam, max_length, length_penalty
+):
+    model, tokenizer, graph = default_model
+    texts = _held_out(40)
+    expected = hf_generate(model, tokenizer, texts, beam, max_length, length_penalty)
+    assert graph.ids(texts, beam, max_length, length_penalty) == expected
+    assert graph.python.ids(texts, beam, max_length, length_penalty) == expected
+
+
+def _score(model, tokenizer, text: str, ids: list[int], max_length: int, penalty: float) -> float:
+    """HF's beam score of ``ids`` for ``text``: the sum of the tokens' log-probabilities (a
+    forced EOS counts 0, as its processor sets it) over the generated length ** penalty."""
+    import torch
+
+    start = model.config.decoder_start_token_id
+    source = tokenizer([text], return_tensors="pt")
+    decoder = torch.tensor([[start, *ids[:-1]]])
+    with torch.no_grad():
+        logits = model(**source, decoder_input_ids=decoder).logits[0]
+    logprobs = torch.log_softmax(logits.double(), dim=-1)
+    total = sum(float(logprobs[i, token]) for i, token in enumerate(ids))
+    if len(ids) == max_length - 1 and model.generation_config.forced_eos_token_id is not None:
+        total -= float(logprobs[len(ids) - 1, ids[-1]])
+    return total / len(ids) ** penalty
+
+
+@pytest.mark.parametrize(
+    ("beam", "max_length", "length_penalty"),
+    [(1, 24, 1.0), (4, 24, 1.0), (5, 16, 0.5), (3, 20, 2.0), (2, 8, -1.0), (4, 24, 0.0)],
+)
+def test_random_marian_matches_hf_or_finds_a_better_hypothesis(
+    random_model, beam, max_length, length_penalty
+):
+    """Id for id where the operator stops when HF does. Its stopping test differs: it weighs
+    the best of all 2 x beam candidates, EOS ones included, where HF weighs the best running
+    beam (beam_search_scorer.cc ``IsDone`` against HF's ``_check_early_stop_heuristic``), so
+    it may search on after HF stops and return a hypothesis HF's own score ranks higher."""
+    model, tokenizer, graph = random_model
+    texts = _random_sources(24)
+    expected = hf_generate(model, tokenizer, texts, beam, max_length, length_penalty)
+    assert graph.python.ids(texts, beam, max_length, length_penalty) == expected
+    got = graph.ids(texts, beam, max_length, length_penalty)
+    differing = [i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e]
+    if beam == 1:
+        assert differing == []
+    for i in differing:
+        ours = _score(model, tokenizer, texts[i], got[i], max_length, length_penalty)
+        theirs = _score(model, tokenizer, texts[i], expected[i], max_length, length_penalty)
+        assert ours >= theirs - 1e-4, (i, got[i], expected[i], ours, theirs)
+    assert len({len(row) for row in expected}) >= 2, "hypotheses should end at varied lengths"
+
+
+def test_the_graph_is_one_beam_search_node(default_model):
+    """The search is the operator: the whole generation is one node of the served graph."""
+    _, _, graph = default_model
+    import onnx
+
+    path = Path(graph.session._model_path)
+    nodes = onnx.load(str(path)).graph.node
+    assert [(n.op_type, n.domain) for n in nodes] == [("BeamSearch", "com.microsoft")]
