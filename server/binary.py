@@ -160,7 +160,7 @@ def server_environment(installation: TritonInstallation) -> dict[str, str]:
             p for p in (str(installation.library_path), env.get("LD_LIBRARY_PATH", "")) if p
         )
     # The stub ignores PYTHONPATH and takes its sys.path from the venv of the `python3`
-    # first on PATH (probe: scripts/gpu/probe_io.py): the launcher's own, or the one
+    # first on PATH (probed on the GPU machine, 2026-11-23): the launcher's own, or the one
     # STUB_PYTHON_ENV names (the GPU run gives the stubs a numpy<2 venv that way).
     bin_dir = str(Path(os.environ.get(STUB_PYTHON_ENV) or sys.executable).parent)
     env["PATH"] = os.pathsep.join(p for p in (bin_dir, env.get("PATH", "")) if p)
