@@ -11,7 +11,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from server.native_backends import backend_for_platform
+from server.native_backends import NATIVE_BACKENDS
 
 _PLATFORM_BACKENDS = {
     "ensemble": "ensemble",
@@ -41,7 +41,7 @@ def backend_table(repository: Path) -> list[tuple[str, str]]:
     """``(model, what serves it)`` rows for people: Triton's own backends named as such."""
     rows = []
     for model, backend in model_backends(repository).items():
-        if backend_for_platform("", backend) is not None:
+        if backend in NATIVE_BACKENDS:
             rows.append((model, f"{backend} (Triton's own, r24.10)"))
         else:
             rows.append((model, backend))
@@ -52,7 +52,6 @@ def native_backends_needed(repository: Path) -> dict[str, list[str]]:
     """``{native backend: [models]}`` for the models that Triton's own backends serve."""
     needed: dict[str, list[str]] = {}
     for model, backend in model_backends(repository).items():
-        native = backend_for_platform("", backend)
-        if native is not None:
-            needed.setdefault(native, []).append(model)
+        if backend in NATIVE_BACKENDS:
+            needed.setdefault(backend, []).append(model)
     return needed

@@ -150,4 +150,39 @@ def served_steps(name: str, settings: Settings) -> list[tuple[str, Callable[[str
                     ),
                 )
             )
+    return steps + perf_analyzer_steps(family, models, settings)
+
+
+def perf_analyzer_steps(
+    family: Family, models: list[tuple[str, str]], settings: Settings
+) -> list[tuple[str, Callable[[str], dict]]]:
+    """The one-item loads again through perf_analyzer (Triton's C++ client, which leaves the
+    CPU to the server), with Triton's own queue/compute split per row: ``pa_<engine>_c<N>``.
+    Not in the CPU smoke run (CI need not have perf_analyzer; the BERT benchmark runs it)."""
+    if settings.smoke:
+        return []
+    steps = []
+    for engine, model in models:
+        for batch, concurrency in family.loads:
+            if batch != 1:
+                continue
+            users = settings.concurrency(concurrency)
+            steps.append(
+                (
+                    f"pa_{engine}_c{users}",
+                    lambda url, m=model, c=users: _perf_analyzer(url, m, c, settings),
+                )
+            )
     return steps
+
+
+def _perf_analyzer(url: str, model: str, concurrency: int, settings: Settings) -> dict:
+    from benchmarks.harness import perf_analyzer
+
+    # Zeros, not random: random INT64 token ids fall outside the embedding table.
+    row = perf_analyzer.run(
+        url, model, concurrency, settings.seconds, settings.out, input_data="zero"
+    )
+    if "items_per_s" not in row:
+        raise RuntimeError(row.get("error") or row.get("skipped") or str(row))
+    return row

@@ -123,7 +123,7 @@ def served_load(url: str, load: Load, concurrency: int, settings: Settings) -> d
     processes = max(1, min(settings.processes, concurrency))
     share = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
     ctx = mp.get_context("spawn")
-    tasks = [(url, load, c, settings.seconds, i) for i, c in enumerate(share)]
+    tasks = [(url, load, c, settings.seconds, i, settings.warmup) for i, c in enumerate(share)]
     with ctx.Pool(processes) as pool:  # leaving the block terminates the workers
         # A worker that dies mid-task never delivers its result and a plain map() waits
         # forever (seen once under heavy load in the CPU smoke run): bound the wait.
@@ -153,7 +153,8 @@ def served_load(url: str, load: Load, concurrency: int, settings: Settings) -> d
 
 def served_sequential(url: str, load: Load, settings: Settings, count: int = 300) -> dict:
     """One call at a time from this process: batch-1 latency."""
-    errors, lat, first_error = _worker((url, load, 1, settings.seconds, 0), limit=count)
+    args = (url, load, 1, settings.seconds, 0, settings.warmup)
+    errors, lat, first_error = _worker(args, limit=count)
     return {
         **stats(lat),
         "items_per_s": load.output_rows * len(lat) / sum(lat) if lat else 0.0,
@@ -167,21 +168,22 @@ def served_sequential(url: str, load: Load, settings: Settings, count: int = 300
 def _worker(args, limit: int | None = None) -> tuple[int, list[float], str]:
     """Never raises: an exception sent back through the pool may not unpickle (tritonclient's
     do not), and that kills the pool's result thread, so served_load would wait it out."""
-    url, load, concurrency, seconds, index = args
+    url, load, concurrency, seconds, index, warmup = args
     try:
-        return asyncio.run(_worker_async(url, load, concurrency, seconds, index, limit))
+        return asyncio.run(_worker_async(url, load, concurrency, seconds, index, limit, warmup))
     except Exception as exc:
         return concurrency, [], f"{type(exc).__name__}: {exc}"
 
 
-async def _worker_async(url, load: Load, concurrency, seconds, index, limit):
+async def _worker_async(url, load: Load, concurrency, seconds, index, limit, warmup=0.0):
     import tritonclient.grpc.aio as grpcclient
 
     client = grpcclient.InferenceServerClient(url)
     latencies: list[float] = []
     errors = 0
     first_error = ""
-    end = time.perf_counter() + seconds
+    measured_from = time.perf_counter() + warmup  # calls started before are not timed
+    end = measured_from + seconds
 
     async def user(number: int) -> None:
         nonlocal errors, first_error
@@ -202,7 +204,8 @@ async def _worker_async(url, load: Load, concurrency, seconds, index, limit):
                     outputs = [grpcclient.InferRequestedOutput(load.output)]
                     result = await client.infer(load.model, inputs, outputs=outputs)
                     assert result.as_numpy(load.output).shape[0] == load.output_rows
-                    latencies.append(time.perf_counter() - start)
+                    if start >= measured_from:
+                        latencies.append(time.perf_counter() - start)
                 except Exception as exc:
                     errors += 1
                     first_error = first_error or f"{type(exc).__name__}: {exc}"

@@ -105,7 +105,7 @@ def _ratios(data: dict) -> list[str]:
     for label, row in served.items():
         mode = _in_process_mode(label)
         best = max((r["items_per_s"] for k, r in inproc.items() if k.startswith(mode)), default=0)
-        if "sequential" not in label and "_bs" in f"_{label}" and best:
+        if "sequential" not in label and best:
             out.append(
                 f"- served {label} / best in-process {mode} throughput: "
                 f"{row['items_per_s'] / best:.2f}x"
@@ -114,20 +114,32 @@ def _ratios(data: dict) -> list[str]:
         if "sequential_bs1" in label and base:
             added = row["p50"] - base["p50"]
             out.append(f"- added batch-1 p50 ({label} - in-process {mode} bs1): {added:.3f} ms")
-    return out + _best_native(served)
+    return out + _best_native(served) + _server_split(served)
+
+
+def _server_split(served: dict) -> list[str]:
+    """Triton's own account of where a perf_analyzer row's time went (per request, ms)."""
+    return [
+        f"- Triton's split for {label}: queue {s['queue_ms']:.2f}, compute input "
+        f"{s['compute_input_ms']:.2f}, infer {s['compute_infer_ms']:.2f}, output "
+        f"{s['compute_output_ms']:.2f} ms"
+        for label, row in served.items()
+        if (s := row.get("server"))
+    ]
 
 
 def _in_process_mode(label: str) -> str:
-    return "eager" if label.startswith("native") else "graph"
+    return "eager" if label.removeprefix("pa_").startswith("native") else "graph"
 
 
 def _best_native(served: dict) -> list[str]:
     """The native instance count with the most throughput at each load."""
     by_load: dict[str, list[tuple[float, str]]] = {}
     for label, row in served.items():
-        engine, _, load = label.partition("_")
+        client = "perf_analyzer " if label.startswith("pa_") else ""
+        engine, _, load = label.removeprefix("pa_").partition("_")
         if engine.startswith("native") and "sequential" not in load:
-            by_load.setdefault(load, []).append((row["items_per_s"], engine))
+            by_load.setdefault(client + load, []).append((row["items_per_s"], engine))
     return [
         f"- best native instance count at {load}: {max(rows)[1].removeprefix('native')} "
         f"({max(rows)[0]:.0f} items/s)"

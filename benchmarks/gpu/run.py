@@ -48,6 +48,11 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument(
         "--seconds", type=float, help="per measured point (default 5; --quick 2; --smoke 0.3)"
     )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        help="seconds of untimed load before each served point (default 2; --smoke 0)",
+    )
     parser.add_argument("--processes", type=int, default=8, help="client processes (default 8)")
     parser.add_argument(
         "--families",
@@ -78,6 +83,7 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
         out=args.out,
         device="cpu" if args.smoke else "cuda",
         seconds=seconds,
+        warmup=args.warmup if args.warmup is not None else (0.0 if args.smoke else 2.0),
         processes=2 if args.smoke else args.processes,
         families=_names(args.families, FAMILY_NAMES, "--families"),
         rows=_names(args.rows, ROW_NAMES, "--rows"),

@@ -20,6 +20,9 @@ class Settings:
     quick: bool = False
     smoke: bool = False
     tokenizer: Path | None = None  # tokenizer.json for the MiniLM shape (default checkpoint's)
+    # Load before each measured window, not timed: eager TorchScript pays first-use costs
+    # (cuDNN/cuBLAS plans, allocator growth) at every new batch size the batcher forms.
+    warmup: float = 2.0
 
     @property
     def gpu(self) -> bool:

@@ -17,14 +17,12 @@ __all__ = [
     "NATIVE_BACKENDS",
     "REBUILD_COMMAND",
     "NativeBackendError",
-    "backend_for_platform",
     "built_library",
     "default_out",
 ]
 
 NATIVE_BACKENDS = ("onnxruntime", "pytorch")
 OUT_ENV = "TRITON_KIT_NATIVE_BACKENDS"
-_PLATFORMS = {"onnxruntime_onnx": "onnxruntime", "pytorch_libtorch": "pytorch"}
 
 
 def default_out() -> Path:
@@ -40,10 +38,3 @@ def default_out() -> Path:
 def built_library(backend: str, out: Path | None = None) -> Path:
     """The built library of ``backend``; NativeBackendError naming the fix if absent/stale."""
     return check_current((out or default_out()) / backend, backend)
-
-
-def backend_for_platform(platform: str, backend: str) -> str | None:
-    """Which native backend a config's ``platform``/``backend`` fields ask for, if any."""
-    if backend in NATIVE_BACKENDS:
-        return backend
-    return _PLATFORMS.get(platform)
