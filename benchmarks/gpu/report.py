@@ -25,7 +25,8 @@ def header(title: str, command: str, load: str, env: dict) -> str:
     """The report header for a run on the lent GPU, from the run's ``environment``."""
     machine = (
         f"{env.get('gpu', '?')}; Python {env.get('python', '?')}, torch {env.get('torch', '?')}, "
-        f"CUDA {env.get('cuda', '?')}, numpy {env.get('numpy', '?')}; {env.get('triton', '')}"
+        f"CUDA {env.get('cuda', '?')}, numpy {env.get('numpy', '?')}; "
+        f"Triton {env.get('triton', '?')}"
     )
     elapsed = f"; {env['elapsed_s']} s" if "elapsed_s" in env else ""
     return report_header(
