@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the system tools the deployment tests use, only where they are missing:
 #   prometheus      (Debian)  - tests/integration/deploy/test_prometheus.py scrapes the embedded Triton with it
-#   docker-compose  (Debian)  - tests/unit/deploy/test_compose.py validates docker-compose.yml with its parser
+#   docker-compose  (Debian)  - tests/build/deploy/test_compose.py validates docker-compose.yml with its parser
 #   qemu-user       (Debian)  - tests/integration/server/test_precision_served.py runs INT8 on an emulated CPU without VNNI
 #   nginx           (Debian)  - tests/integration/reliability/test_front_door.py runs the front door's config
 #   g++, pkg-config, libgrpc++-dev, nlohmann-json3-dev (Debian) - scripts/build-native-sidecar.sh builds the

@@ -32,6 +32,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.gpu.report import header
 from benchmarks.nmt.run import DEFAULT_CHECKPOINT, ROOT, step_model_throughput
 
 LEVELS = (1, 8, 32)
@@ -245,9 +246,15 @@ def _ratio_note(results: dict) -> str:
 
 
 def markdown(results: dict, env: dict) -> str:
-    lines = ["# NMT beam 4 on the GPU: the kit's search on torch step models", ""]
-    lines += [_ratio_note(results), ""]
-    lines += [f"- {k}: {v}" for k, v in env.items()]
+    lines = [
+        header(
+            "NMT beam 4 on the GPU: the kit's search on torch step models",
+            "python -m benchmarks.gpu.nmt",
+            "the whole lent GPU",
+            env,
+        )
+    ]
+    lines += [_ratio_note(results)]
     head = "| model / device | concurrency | sentences/s | p50 ms | p95 ms | p99 ms | exact match |"
     lines += ["", head, "|---|---|---|---|---|---|---|"]
     profiles = []

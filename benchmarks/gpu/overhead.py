@@ -37,6 +37,7 @@ from pathlib import Path
 from benchmarks.gpu.families import BUCKETS
 from benchmarks.gpu.load import in_process, served_load, served_sequential, spec_load
 from benchmarks.gpu.models import Spec, resnet50_uint8, write_torch_model
+from benchmarks.gpu.report import header
 from benchmarks.gpu.run import environment
 from benchmarks.gpu.settings import Settings
 from benchmarks.harness import perf_analyzer
@@ -197,13 +198,14 @@ def collect_profiles(folder: Path) -> dict[str, list[dict]]:
 def markdown(results: dict, options: Options) -> str:
     best = max(v["items_per_s"] for k, v in results["in_process"].items() if k.startswith("graph"))
     lines = [
-        "# Served one-image ResNet-50 on the GPU: where the time goes",
-        "",
-        "Written by `python -m benchmarks.gpu.overhead` (scripts/gpu/bench.sh). Random weights,",
-        f"FP16, UINT8 224×224 input; {options.processes} gRPC client processes (asyncio),",
-        f"{options.seconds:g} s per step. `echo` runs the same python-backend path with no model.",
-        "",
-        *(f"- {k}: {v}" for k, v in results["env"].items()),
+        header(
+            "Served one-image ResNet-50 on the GPU: where the time goes",
+            "python -m benchmarks.gpu.overhead",
+            f"{options.processes} gRPC client processes (asyncio), {options.seconds:g} s per step",
+            results["env"],
+        ),
+        "Random weights, FP16, UINT8 224×224 input. `echo` runs the same python-backend path",
+        "with no model.",
         "",
         "| path | p50 ms | p99 ms | req/s | / in-process | server queue ms "
         "| compute in/infer/out ms | mean batch | errors |",

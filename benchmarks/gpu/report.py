@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from benchmarks.harness.measure import report_header
+
 ANCHORS = """\
 ## Published TensorRT anchors (NOT measured here)
 
@@ -19,20 +21,39 @@ TITLES = {
 }
 
 
+def header(title: str, command: str, load: str, env: dict) -> str:
+    """The report header for a run on the lent GPU, from the run's ``environment``."""
+    machine = (
+        f"{env.get('gpu', '?')}; Python {env.get('python', '?')}, torch {env.get('torch', '?')}, "
+        f"CUDA {env.get('cuda', '?')}, numpy {env.get('numpy', '?')}; "
+        f"Triton {env.get('triton', '?')}"
+    )
+    elapsed = f"; {env['elapsed_s']} s" if "elapsed_s" in env else ""
+    return report_header(
+        title,
+        command=command,
+        load=f"{load}; mode {env.get('mode', '?')}{elapsed}",
+        machine=machine,
+        date=env.get("date"),
+        commit=env.get("commit"),
+    )
+
+
 def markdown(results: dict) -> str:
     env = results["env"]
     lines = [
-        "# GPU benchmark",
-        "",
-        "Written by `python -m benchmarks.gpu` (scripts/gpu/bench.sh) on the lent GPU.",
+        header(
+            "GPU benchmark",
+            "python -m benchmarks.gpu",
+            "the whole lent GPU; gRPC clients in separate processes",
+            env,
+        ),
         "All models have **random weights** (speed only). FP16 TorchScript, served by the",
         "embedded Triton two ways: `native<N>` rows through Triton's own pytorch backend",
         "(r24.10, built on that machine; N instances, eager), `graphs` rows through the",
         "CUDA-graph python model (python_models.common.torchscript, graphs per batch bucket,",
         "batches padded up). gRPC clients in separate processes. Each served row is compared",
         "with the same engine in process: native with eager, graphs with graphs.",
-        "",
-        *(f"- {k}: {v}" for k, v in env.items()),
         "",
     ]
     for section, data in results.items():

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.gpu.settings import FAMILY_NAMES, ROW_NAMES, Settings
+from benchmarks.harness.measure import git_revision
 
 
 def parse_settings(argv: list[str] | None = None) -> Settings:
@@ -126,6 +127,7 @@ def environment(settings: Settings) -> dict[str, str]:
         "numpy": np.__version__,
         "triton": "2.51.0 (nvidia-pytriton 0.7.0 binary), Triton's own pytorch backend r24.10",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": git_revision(),
     }
 
 

@@ -138,7 +138,10 @@ def closed_loop_summary(latencies_s: list[float], duration_s: float) -> dict[str
 
 
 def git_revision() -> str:
-    """The checkout's commit, short, ``-dirty`` when it has uncommitted changes."""
+    """The checkout's commit, short, ``-dirty`` when it has uncommitted changes; a copy
+    without ``.git`` (the lent GPU machine) reads it from ``TRITON_KIT_COMMIT``."""
+    if os.environ.get("TRITON_KIT_COMMIT"):
+        return os.environ["TRITON_KIT_COMMIT"]
     root = Path(__file__).resolve().parents[2]
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root
@@ -170,3 +173,12 @@ def report_header(
         ["commit", f"`{commit or git_revision()}`"],
     ]
     return f"# {title}\n\n" + markdown_table(["run", ""], rows) + "\n"
+
+
+def runs_table(rows: list[tuple[str, str, str, str]]) -> str:
+    """For a report whose sections come from different runs: one row per section
+    (section, run date, host, commit), placed under the header instead of prose."""
+    return markdown_table(
+        ["section", "run date", "host", "commit"],
+        [[section, date, host, f"`{commit}`"] for section, date, host, commit in rows],
+    )

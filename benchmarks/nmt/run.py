@@ -718,7 +718,7 @@ def main(argv: list[str] | None = None) -> None:
         seconds=elapsed,
         args=args,
         table=markdown_table,
-        date=dt.date.today().isoformat(),
+        date=f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
     )
     args.output.write_text(text)
     print(f"wrote {args.output}")

@@ -18,6 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks.harness.measure import report_header
 from benchmarks.soak.run import SENTENCES, _jpeg
 from client import TritonClient
 from server import free_port
@@ -50,6 +51,16 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0, help="seconds before SIGTERM")
     parser.add_argument("--exit-timeout", type=int, default=30)
     args = parser.parse_args()
+    print(
+        report_header(
+            "Drain: SIGTERM with requests in flight",
+            command=f"python -m benchmarks.soak.drain --classify {args.classify} "
+            f"--translate {args.translate} --delay {args.delay:g}",
+            load=f"{args.classify} ResNet-50 and {args.translate} NMT requests at once, "
+            f"SIGTERM after {args.delay:g} s",
+        ),
+        flush=True,
+    )
     http, grpc = free_port(), free_port()
     launcher = subprocess.Popen(
         [sys.executable, "-m", "server", "serve", "--http-port", str(http),

@@ -23,6 +23,7 @@ import numpy as np
 import psutil
 from PIL import Image
 
+from benchmarks.harness.measure import report_header
 from client import TritonClient
 from server import ServerConfig, TritonServer
 
@@ -146,7 +147,14 @@ def main() -> None:
     args = parser.parse_args()
     config = ServerConfig(model_repository=args.model_repository, http_port=0, grpc_port=0,
                           metrics_port=0)  # fmt: skip
-    print(f"1-minute loadavg before start: {os.getloadavg()[0]:.1f}", flush=True)
+    header = report_header(
+        "Soak: mixed traffic, errors, p99 drift, RSS growth",
+        command=f"python -m benchmarks.soak --minutes {args.minutes:g} --load {args.load:g}",
+        load=f"{args.load:.0%} of the measured closed-loop maximum, paced open-loop after "
+        f"{args.warmup_seconds:g} s of warm-up; 1-min load average before start "
+        f"{os.getloadavg()[0]:.1f} (per window below)",
+    )
+    print(header, flush=True)
     with TritonServer(config) as server:
         calls = _calls(server.grpc_url)
         top = max_throughput(calls, args.calibrate_seconds, workers=4)

@@ -49,6 +49,7 @@ python3 -m venv --without-pip "$venv"
 stub_site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 install "$stub_site" "$carry"/numpy-*.whl
 python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$stub_site/zz-machine.pth"
+if [[ -f "$carry/commit" ]]; then export TRITON_KIT_COMMIT=$(cat "$carry/commit"); fi
 export PYTHONPATH=/tmp/site:/tmp/cuda-site:$PWD PYTHONUNBUFFERED=1 TRITON_KIT_STUB_PYTHON=$venv/bin/python3
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 "$venv/bin/python3" -c 'import numpy, torch; print("stub numpy", numpy.__version__, "torch", torch.__version__)' | tee "$out/versions.txt"

@@ -15,6 +15,8 @@ set -euo pipefail
 carry=${1:-.whl}
 py=${PYTHON:-python3}
 mkdir -p "$carry"
+# The copy on the GPU machine has no .git: its reports take the commit from here.
+git rev-parse --short HEAD > "$carry/commit"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 download() {

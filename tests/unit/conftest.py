@@ -1,32 +1,6 @@
-"""Unit tests run without a server: starting a tritonserver from here fails the test."""
+"""Unit tests run without a server and in seconds: starting a tritonserver from here fails the
+test; model builds and benchmark runs belong in tests/build/."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-
-def _starts_triton(args: object) -> bool:
-    argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)  # type: ignore[call-overload]
-    words = [os.fsdecode(a) for a in argv]
-    return bool(words) and (
-        Path(words[0].split()[0]).name == "tritonserver" or words[1:4] == ["-m", "server", "serve"]
-    )
-
-
-@pytest.fixture(autouse=True)
-def _no_triton(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A test that needs Triton belongs in tests/integration/ (marker ``server``)."""
-    popen_init = subprocess.Popen.__init__  # read now: gevent may have patched Popen
-
-    def refuse(self: subprocess.Popen, args: object, *rest: object, **kwargs: object) -> None:
-        if _starts_triton(args):
-            raise AssertionError(f"a unit test started a server ({args!r}): move it to integration")
-        popen_init(self, args, *rest, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
-    yield
+from tests.support.no_server import no_triton  # noqa: F401  (autouse)

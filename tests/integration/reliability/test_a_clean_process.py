@@ -3,7 +3,7 @@
 A test module that imports Locust at its top monkey-patches the whole process with gevent
 while pytest collects; the threaded and asyncio tests after it then failed or hung (the
 suite stopped in test_bert). Modules that need Locust in-process run in a subprocess
-(tests/unit/loadtest/test_exporter.py).
+(tests/build/loadtest/test_exporter.py).
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def _wait_listening(addresses: list[str], process: subprocess.Popen[bytes], log:
 
 
 def test_the_compose_settings_render_to_a_config_nginx_accepts(tmp_path: Path) -> None:
-    """DEFAULTS are docker-compose.yml's values (tests/unit/deploy/test_compose.py checks that)."""
+    """DEFAULTS are docker-compose.yml's values (tests/build/deploy/test_compose.py checks that)."""
     configure(tmp_path / "nginx", template.render(template.DEFAULTS))
 
 

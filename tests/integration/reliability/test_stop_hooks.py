@@ -31,6 +31,8 @@ from server import free_ports
 from server.binary import assemble_backend_dir, find_installation, server_environment
 from server.launcher import http_ready
 from server.shm import new_prefix, prefix_args, remove_regions
+from tests.build.deploy.test_compose import COMPOSE_FILE, compose_stop_path
+from tests.build.deploy.test_compose import run as run_compose_tool
 from tests.integration.deploy.test_k8s import K8S, _render, _triton, pre_stop_drain
 from tests.integration.reliability.test_drain import (
     BLS_REQUESTS,
@@ -39,8 +41,6 @@ from tests.integration.reliability.test_drain import (
     write_drain_repository,
 )
 from tests.support.prerequisites import PROJECT_ROOT, require_tool
-from tests.unit.deploy.test_compose import COMPOSE_FILE, compose_stop_path
-from tests.unit.deploy.test_compose import run as run_compose_tool
 
 pytestmark = pytest.mark.reliability
 ROOT = PROJECT_ROOT

@@ -154,25 +154,7 @@ def test_warmup_covers_every_profile(family_onnx) -> None:
     assert len(config.model_warmup) == len(profiles) == 4
 
 
-# -- 10. a dry run writes nothing --------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_dry_run_writes_nothing(tmp_path: Path) -> None:
-    work, repo = tmp_path / "work", tmp_path / "repo"
-    flags = ["--dry-run", "--precision", "int8", "--engine", "tensorrt"]
-    paths = ["--work-dir", str(work), "--output-repository", str(repo)]
-    result = subprocess.run(
-        [sys.executable, "-m", "build_engines", "resnet50", *flags, *paths],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "plan of work for resnet50_model" in result.stdout
-    assert "--maxShapes=pixel_values:16x3x224x224" in result.stdout
-    assert not work.exists() and not repo.exists()
+# -- 10. a dry run writes nothing: tests/build/build_engines/test_tensorrt_dry_run.py -------
 
 
 # -- builder: a MOCK of TensorRT's Python API (TensorRT cannot be installed here) ----------

@@ -1,10 +1,9 @@
-"""CUDA graphs for the ``bert`` model's in-process TorchScript encoder (issue 10).
-
-The GPU branch's bookkeeping (graph shapes from the sibling's config, bucket choice,
-padding rows up to a graph's batch, slicing them back, chunking past the largest graph)
-runs on CPU here: ``CudaGraph`` on a CPU device keeps the same static buffers and runs
-eagerly. The reference is the same TorchScript module run eagerly on the same feeds. The
-`gpu` test captures real graphs; the served check is in tests/integration/bert/test_torch_engine.py.
+"""CUDA graphs for the ``bert`` model's in-process TorchScript encoder (issue 10): the
+bookkeeping (graph shapes from the sibling's config, bucket choice, padding rows up to a
+graph's batch, slicing them back, chunking past the largest graph), without a model. The
+encoder itself, built and traced, is checked against eager in
+tests/build/python_models/bert/test_graphs_encoder.py; served, in
+tests/integration/bert/test_torch_engine.py.
 """
 
 from __future__ import annotations
@@ -14,12 +13,10 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-import torch
 
 from build_engines.repository import Tensor, write_model
 from build_engines.torch_engine import TorchConfigOptions, torch_model_config
-from python_models.bert.text import pad_rows
-from python_models.bert.torch_encoder import TorchEncoder, graph_pairs, sibling_config
+from python_models.bert.torch_encoder import graph_pairs, sibling_config
 from python_models.common.cuda_graphs import batch_buckets, graph_shapes, pick, row_chunks
 
 NAMES = ("input_ids", "attention_mask")
@@ -94,72 +91,3 @@ def test_sibling_config_reads_the_graph_spec_the_torch_engine_writes(tmp_path: P
     assert graph_pairs(read, 32, LENGTHS) == [(8, 32), (4, 32)]
     assert [s["input_ids"] for s in graph_shapes(read)] == [(4, 32), (8, 32)], "the backend's view"
     assert sibling_config(tmp_path / "bert" / "1", "no_such_model") is None
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer BERT with random weights, mean-pooled and traced as the torch engine does."""
-    from transformers import BertConfig, BertModel
-
-    from build_engines.bert import mean_pooled_encoder
-    from build_engines.torch_engine import script_module
-
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=120,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    module = mean_pooled_encoder(BertModel(config, add_pooling_layer=False))
-    feeds = pad_rows([[1, 5, 7, 2], [1, 9, 2]], 16)
-    example = tuple(torch.from_numpy(feeds[name]) for name in NAMES)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    return script_module(
-        module, example, tmp_path_factory.mktemp("tiny") / "model.pt", "fp32", device
-    )
-
-
-def _rows(count: int, length: int, seed: int) -> list[list[int]]:
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(3, length + 1, count)
-    return [[1, *rng.integers(3, 120, size - 2).tolist(), 2] for size in sizes]
-
-
-# (rows, length, graph batches used; none: eager): padded up, exact, stale rows left by a
-# larger call, chunked past the largest graph (8 + 8 + 4), and a length with no graph.
-CALLS = [(3, 16, {4}), (8, 16, {8}), (5, 16, {8}), (1, 32, {1}), (20, 16, {8, 4}), (2, 64, set())]
-
-
-def _check(model: Path, device: str) -> None:
-    eager = TorchEncoder(model, device, NAMES, 1)
-    graphs = [(b, n) for n in (16, 32) for b in batch_buckets(8)]
-    bucketed = TorchEncoder(model, device, NAMES, 1, graphs)
-    assert len(bucketed.graphs) == len(graphs) and all(g.replays == 0 for g in bucketed.graphs)
-    for seed, (count, length, batches) in enumerate(CALLS):
-        feeds = pad_rows(_rows(count, length, seed), length)
-        before = {id(g): g.replays for g in bucketed.graphs}
-        got = bucketed(feeds)
-        want = eager(feeds)
-        assert got.shape == want.shape == (count, 32) and got.dtype == np.float32
-        np.testing.assert_allclose(got, want, atol=2e-5, err_msg=f"{count} rows x {length}")
-        used = [g for g in bucketed.graphs if g.replays > before[id(g)]]
-        assert bucketed.mode == ("graph" if batches else "eager")
-        assert {(g.batch, g.inner_shapes["input_ids"]) for g in used} == {
-            (batch, (length,)) for batch in batches
-        }, f"{count} rows x {length}"
-
-
-def test_bucketed_encoder_pads_and_slices_like_eager_on_cpu(tiny_bert: Path) -> None:
-    if torch.cuda.is_available():
-        pytest.skip("traced on the GPU here: test_cuda_graphs_match_eager covers it")
-    _check(tiny_bert, "cpu")
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the lent H100)")
-def test_cuda_graphs_match_eager(tiny_bert: Path) -> None:
-    """Real captures, one shared memory pool, replays padded, chunked and sliced back."""
-    _check(tiny_bert, "cuda")

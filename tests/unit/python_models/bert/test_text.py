@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -115,22 +114,3 @@ def test_padding_length_does_not_change_the_embedding(tokenizer: Any) -> None:
     for length in (16, 64, 256):
         padded = session.run(None, pad_rows(rows, length))[0]
         np.testing.assert_allclose(padded, exact, atol=1e-5, rtol=0)
-
-
-@pytest.mark.slow
-def test_random_shape_build_is_marked_loudly(tmp_path: Path) -> None:
-    """bert-base with random weights: the warning is in the configs, the graph is bert-base."""
-    from build_engines.cli import build_from_argv
-    from build_engines.repository import parse
-
-    repo, work = str(tmp_path / "repo"), str(tmp_path / "work")
-    argv = ["bert", "--shape", "bert-base", "--max-length", "32", "--name", "bert_base"]
-    build_from_argv([*argv, "--output-repository", repo, "--work-dir", work])
-    config = parse((tmp_path / "repo" / "bert_base_model" / "config.pbtxt").read_text())
-    assert config.parameters["random_weights"].string_value == "true"
-    assert "RANDOM WEIGHTS" in config.parameters["WARNING"].string_value
-    assert config.output[0].dims == [768]
-    ensemble = parse((tmp_path / "repo" / "bert_base" / "config.pbtxt").read_text())
-    assert "RANDOM WEIGHTS" in ensemble.parameters["WARNING"].string_value
-    preprocess = parse((tmp_path / "repo" / "bert_base_preprocess" / "config.pbtxt").read_text())
-    assert preprocess.parameters["buckets"].string_value == "16,32"

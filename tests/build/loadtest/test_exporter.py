@@ -1,4 +1,4 @@
-"""The Locust exporter's cases (tests/unit/loadtest/exporter_cases.py), in their own interpreter.
+"""The Locust exporter's cases (tests/build/loadtest/exporter_cases.py), in their own interpreter.
 
 Importing Locust monkey-patches the whole process with gevent; in the main pytest process
 that made the later asyncio and threaded tests hang (the suite stopped in test_bert). The
@@ -24,7 +24,7 @@ def test_exporter_cases_pass_in_a_clean_interpreter() -> None:
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests/unit/loadtest/exporter_cases.py",
+            "tests/build/loadtest/exporter_cases.py",
         ],
         cwd=ROOT,
         capture_output=True,

@@ -1,4 +1,4 @@
-"""Cases of the Locust exporter; run by tests/unit/loadtest/test_exporter.py in their own
+"""Cases of the Locust exporter; run by tests/build/loadtest/test_exporter.py in their own
 interpreter.
 
 A real Locust environment and runner record real request events; the exposition is fed to

@@ -20,8 +20,8 @@ from build_engines.nmt.generation_graph import SearchTokens, export_generation
 from build_engines.nmt.pipeline import decode_settings
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from python_models.nmt.generate import translate_one
+from tests.build.build_engines.test_nmt_parity import _random_checkpoint, _random_sources
 from tests.support.nmt_reference import InProcess, hf_generate
-from tests.unit.build_engines.test_nmt_parity import _random_checkpoint, _random_sources
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
