@@ -247,7 +247,11 @@ def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
         help="range of a dynamic ONNX axis (repeatable; several ranges = several profiles)",
     )
     group.add_argument(
-        "--cuda-graphs", action="store_true", help="config: optimization { cuda { graphs: true } }"
+        "--cuda-graphs",
+        action="store_true",
+        help="tensorrt: config optimization { cuda { graphs: true } }; torch on a GPU: serve "
+        "each model whose input shapes are fixed (resnet50_model) by the CUDA-graph python "
+        "model, one graph per batch bucket, instead of Triton's own pytorch backend",
     )
     group.add_argument(
         "--gather-kernel-buffer-threshold",

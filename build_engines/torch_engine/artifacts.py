@@ -10,7 +10,13 @@ import torch
 from tritonclient.grpc import model_config_pb2 as mc
 
 from build_engines.steps import info
-from build_engines.torch_engine.config import NATIVE_PARAMETERS
+from build_engines.torch_engine.config import (
+    NATIVE_PARAMETERS,
+    batch_buckets,
+    fixed_input_dims,
+    torchscript_files,
+    use_cuda_graphs,
+)
 from build_engines.torch_engine.script import check_parity, gpu_visible, script_module
 
 # Max abs difference to the FP32 ONNX Runtime output that a build accepts.
@@ -26,6 +32,7 @@ def torch_artifacts(
     precision: str,
     work_dir: Path,
     check_feeds: Sequence[dict[str, np.ndarray]] = (),
+    cuda_graphs: bool = False,
 ) -> tuple[mc.ModelConfig, dict[str, Path | bytes | str]]:
     """Script ``module`` (traced on ``feeds``), check it against the verified ONNX on ``feeds``
     and every ``check_feeds`` (other shapes: a trace that baked one in fails here), return
@@ -46,7 +53,21 @@ def torch_artifacts(
         worst = max(worst, *diffs.values())
     if worst > TOLERANCE[precision]:
         raise ValueError(f"{name}: TorchScript differs from ONNX by {worst:.3g}")
-    return torch_config(onnx_config, gpu, precision), {"model.pt": path}
+    config = torch_config(onnx_config, gpu, precision)
+    graphs = cuda_graphs and gpu and _add_cuda_graphs(name, config)
+    return config, dict(torchscript_files(path, graphs))
+
+
+def _add_cuda_graphs(name: str, config: mc.ModelConfig) -> bool:
+    """--cuda-graphs: the CUDA-graph python model where every input shape is fixed (one
+    graph per batch bucket); otherwise Triton's own backend, said in the build log."""
+    dims = fixed_input_dims(config)
+    if dims is None or config.max_batch_size <= 0:
+        info(f"{name}: --cuda-graphs needs fixed input shapes; served by Triton's own backend")
+        return False
+    use_cuda_graphs(config, batch_buckets(config.max_batch_size), dims)
+    info(f"{name}: CUDA graphs for batches {batch_buckets(config.max_batch_size)}")
+    return True
 
 
 def torch_config(onnx_config: mc.ModelConfig, gpu: bool, precision: str) -> mc.ModelConfig:

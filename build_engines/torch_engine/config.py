@@ -53,31 +53,56 @@ def torch_model_config(
     name: str, inputs: Iterable[Tensor], outputs: Iterable[Tensor], options: TorchConfigOptions
 ) -> mc.ModelConfig:
     config = mc.ModelConfig(name=name, max_batch_size=options.max_batch_size)
-    if options.cuda_graphs:
-        config.backend = "python"  # its model.py is the one torch_model_files writes
-    else:
-        config.platform = "pytorch_libtorch"
-        config.default_model_filename = "model.pt"
+    config.platform = "pytorch_libtorch"
+    config.default_model_filename = "model.pt"
     add_inputs(config, inputs)
     add_outputs(config, outputs)
     set_instances(config, options.instances, "KIND_GPU" if options.gpu else "KIND_CPU")
-    native = {} if options.cuda_graphs else NATIVE_PARAMETERS
-    set_parameters(config, {"precision": options.precision, **native})
+    set_parameters(config, {"precision": options.precision, **NATIVE_PARAMETERS})
     if options.queue_delay_us is not None:
         enable_dynamic_batching(config, options.queue_delay_us)
     if options.cuda_graphs:
-        config.optimization.cuda.graphs = True
-        for batch in options.graph_batch_sizes:
-            spec = config.optimization.cuda.graph_spec.add(batch_size=batch)
-            for input_name, dims in options.graph_dims.items():
-                spec.input[input_name].dim.extend(dims)
+        use_cuda_graphs(config, options.graph_batch_sizes, options.graph_dims)
     return config
+
+
+def use_cuda_graphs(
+    config: mc.ModelConfig, batch_sizes: Iterable[int], dims: dict[str, tuple[int, ...]]
+) -> None:
+    """Turn a native TorchScript config into the CUDA-graph python model: one graph per
+    batch size with these inner input dims (its model.py is what torch_model_files writes)."""
+    config.ClearField("platform")
+    config.ClearField("default_model_filename")  # the python backend fills in its model.py
+    config.backend = "python"
+    for key in NATIVE_PARAMETERS:
+        config.parameters.pop(key, None)
+    config.optimization.cuda.graphs = True
+    for batch in batch_sizes:
+        spec = config.optimization.cuda.graph_spec.add(batch_size=batch)
+        for input_name, inner in dims.items():
+            spec.input[input_name].dim.extend(inner)
+
+
+def fixed_input_dims(config: mc.ModelConfig) -> dict[str, tuple[int, ...]] | None:
+    """Each input's inner dims, or None where one is open (-1): a graph needs fixed shapes."""
+    dims = {tensor.name: tuple(tensor.dims) for tensor in config.input}
+    return None if any(d < 0 for inner in dims.values() for d in inner) else dims
+
+
+def batch_buckets(max_batch_size: int) -> tuple[int, ...]:
+    """Powers of two up to the model's largest batch, and that batch itself."""
+    sizes = [1 << i for i in range(max_batch_size.bit_length()) if 1 << i < max_batch_size]
+    return (*sizes, max_batch_size) if max_batch_size > 0 else ()
 
 
 def torch_model_files(model_pt: Path, options: TorchConfigOptions) -> dict[str, Path | str]:
     """The version folder's files: the TorchScript, and the python model that runs its
     graphs where the config asks for them."""
+    return torchscript_files(model_pt, options.cuda_graphs)
+
+
+def torchscript_files(model_pt: Path, cuda_graphs: bool) -> dict[str, Path | str]:
     files: dict[str, Path | str] = {"model.pt": model_pt}
-    if options.cuda_graphs:
+    if cuda_graphs:
         files["model.py"] = python_shim(CUDA_GRAPH_MODEL)
     return files

@@ -47,7 +47,15 @@ def artifacts(
     module, feeds, *more = source  # (module, trace feeds[, more parity feeds of other shapes])
     checks = more[0] if more else ()
     return torch_artifacts(
-        name, module, feeds, onnx_path, config, options.precision, options.work_dir, checks
+        name,
+        module,
+        feeds,
+        onnx_path,
+        config,
+        options.precision,
+        options.work_dir,
+        checks,
+        cuda_graphs=options.tensorrt.cuda_graphs,
     )
 
 

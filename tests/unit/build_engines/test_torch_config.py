@@ -41,3 +41,26 @@ def test_graph_buckets_make_a_python_model_with_its_shim(tmp_path: Path) -> None
     cpu = TorchConfigOptions(max_batch_size=8, gpu=False, graph_batch_sizes=(1, 8))
     assert torch_model_config("m", *IO, cpu).platform == "pytorch_libtorch"
     assert set(torch_model_files(tmp_path / "model.pt", cpu)) == {"model.pt"}
+
+
+def test_cuda_graphs_go_only_where_every_input_shape_is_fixed() -> None:
+    """``--engine torch --cuda-graphs``: resnet50_model's fixed pixels get graph buckets;
+    token ids of open length stay with Triton's own backend."""
+    from build_engines.torch_engine.artifacts import _add_cuda_graphs
+
+    image = mc.ModelConfig(name="r", platform="onnxruntime_onnx", max_batch_size=8)
+    image.input.add(name="pixel_values", data_type=mc.TYPE_FP32, dims=[3, 224, 224])
+    config = torch_config(image, gpu=True, precision="fp16")
+    assert _add_cuda_graphs("r", config)
+    assert (config.backend, config.platform, config.default_model_filename) == ("python", "", "")
+    specs = config.optimization.cuda.graph_spec
+    assert [s.batch_size for s in specs] == [1, 2, 4, 8]
+    assert list(specs[0].input["pixel_values"].dim) == [3, 224, 224]
+    assert "DISABLE_OPTIMIZED_EXECUTION" not in _parameters(config)
+
+    text = mc.ModelConfig(name="b", platform="onnxruntime_onnx", max_batch_size=8)
+    text.input.add(name="input_ids", data_type=mc.TYPE_INT64, dims=[-1])
+    config = torch_config(text, gpu=True, precision="fp16")
+    assert not _add_cuda_graphs("b", config)
+    assert config.platform == "pytorch_libtorch"
+    assert not config.optimization.cuda.graphs
