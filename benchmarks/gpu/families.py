@@ -23,6 +23,8 @@ class Family:
     loads: tuple[tuple[int, int], ...]  # served (batch per request, concurrency)
     # Triton's own pytorch backend at each instance count: the best is chosen by measurement.
     native_instances: tuple[int, ...] = (1, 2, 4)
+    # (batch, concurrency) loads sent again through CUDA shared memory: no input gather.
+    cuda_shm_loads: tuple[tuple[int, int], ...] = ()
 
 
 def families(settings: Settings) -> dict[str, Family]:
@@ -37,6 +39,7 @@ def families(settings: Settings) -> dict[str, Family]:
             256,
             (1, 64, 256),
             ((1, 64), (1, 256), (64, 8)),
+            cuda_shm_loads=((1, 256),),
         ),
         "bert-base": Family(
             Spec("bert_base", seq, ("embedding", 768), BUCKETS[:7], 2),
@@ -123,7 +126,9 @@ def prepare_family(name: str, repo: Path, settings: Settings, section: dict) -> 
             torch.cuda.empty_cache()
 
 
-def served_steps(name: str, settings: Settings) -> list[tuple[str, Callable[[str], dict]]]:
+def served_steps(
+    name: str, settings: Settings, api_key: str = ""
+) -> list[tuple[str, Callable[[str], dict]]]:
     """(row label, measure(url)) for one family's served rows, each guarded by the caller:
     the CUDA-graph python model (``graphs``) and Triton's own backend at each instance count
     (``native<N>``), the same loads for each."""
@@ -147,6 +152,20 @@ def served_steps(name: str, settings: Settings) -> list[tuple[str, Callable[[str
                     f"{engine}_bs{batch}_c{users}",
                     lambda url, b=batch, c=users, m=model: served_load(
                         url, spec_load(spec, b, m), c, settings
+                    ),
+                )
+            )
+    for engine, model in models if settings.gpu else []:
+        for batch, concurrency in family.cuda_shm_loads:
+            users = settings.concurrency(concurrency)
+            steps.append(
+                (
+                    f"{engine}_bs{batch}_c{users}_cuda_shm",
+                    lambda url, b=batch, c=users, m=model: served_load(
+                        url,
+                        replace(spec_load(spec, b, m), shm="cuda", api_key=api_key),
+                        c,
+                        settings,
                     ),
                 )
             )

@@ -204,7 +204,8 @@ def _serve(run: Run, repo: Path, settings: Settings) -> None:
     with TritonServer(config) as server:
         url = server.grpc_url.removeprefix("grpc://")
         plan: list[tuple[str, list]] = [
-            (family, gpu_families.served_steps(family, settings)) for family in settings.families
+            (family, gpu_families.served_steps(family, settings, server.api_key))
+            for family in settings.families
         ]
         if "input" in settings.rows:
             plan.append(("input", gpu_rows.input_steps(settings)))
