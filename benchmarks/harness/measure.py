@@ -8,8 +8,9 @@ import datetime as dt
 import os
 import platform
 import subprocess
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,42 @@ def run_sync(name: str, call: Callable[[], int], duration_s: float, warmup: int 
         items += call()
         latencies.append(time.perf_counter() - t0)
     return Result(name, 1, tuple(latencies), items, time.perf_counter() - start)
+
+
+def run_threads(
+    name: str, calls: Sequence[Callable[[], int]], duration_s: float, warmup: int = 2
+) -> Result:
+    """Each of ``calls`` in a closed loop on its own thread for ``duration_s`` (several
+    in-process sessions at once, as a served model's instances run: ONNX Runtime releases the
+    GIL); each call returns how many items it processed. Concurrency = ``len(calls)``."""
+    latencies: list[float] = []
+    items = [0] * len(calls)
+    stop_at = [0.0]
+
+    def open_window() -> None:  # runs once, when every loop has warmed up
+        stop_at[0] = time.perf_counter() + duration_s
+
+    start = threading.Barrier(len(calls) + 1, action=open_window)
+
+    def loop(index: int, call: Callable[[], int]) -> None:
+        for _ in range(warmup):
+            call()
+        start.wait()
+        mine = []
+        while time.perf_counter() < stop_at[0]:
+            t0 = time.perf_counter()
+            items[index] += call()
+            mine.append(time.perf_counter() - t0)
+        latencies.extend(mine)
+
+    threads = [threading.Thread(target=loop, args=pair) for pair in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = stop_at[0] - duration_s
+    for thread in threads:
+        thread.join()
+    return Result(name, len(calls), tuple(latencies), sum(items), time.perf_counter() - began)
 
 
 async def run_concurrent(
@@ -170,3 +207,14 @@ def report_header(
         ["commit", f"`{commit or git_revision()}`"],
     ]
     return f"# {title}\n\n" + markdown_table(["run", ""], rows) + "\n"
+
+
+DISCUSSION = "## Discussion"
+
+
+def write_keeping_discussion(path: Path, generated: str) -> None:
+    """Write a regenerated report, keeping the hand-written part of the old one: everything
+    from its ``## Discussion`` heading on."""
+    old = path.read_text() if path.exists() else ""
+    kept = old[old.index(DISCUSSION) :] if DISCUSSION in old else f"{DISCUSSION}\n\n(none)\n"
+    path.write_text(generated.rstrip("\n") + "\n\n" + kept)
