@@ -96,6 +96,15 @@ def in_process(sessions: Sequence[Any], feed: Feed, in_flight: int, duration_s: 
     return run_threads(name, calls, duration_s)
 
 
+WINDOW_CALLS = 4  # a perf_analyzer window holds at least this many in-process call times
+
+
+def window_s(local: Result, at_least_s: float) -> float:
+    """perf_analyzer's window for the cell that ``local`` measured in process: long enough for
+    a few of its calls, so windows of slow batches can agree with each other."""
+    return max(at_least_s, WINDOW_CALLS * local.percentile_ms(50) / 1000)
+
+
 @dataclass(frozen=True)
 class Served:
     """One perf_analyzer cell, with Triton's statistics over it (per request, in ms)."""
@@ -129,6 +138,7 @@ def served(
 ) -> Served | str:
     """perf_analyzer at ``concurrency`` (batch-1 requests), bracketed by two statistics
     snapshots; the reason as a string when it could not run."""
+    url = url.removeprefix("grpc://")
     probe = StatsProbe(f"grpc://{url}")
     try:
         before = probe.snapshot()

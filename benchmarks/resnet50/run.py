@@ -74,13 +74,16 @@ def in_process(served: ServedOnnx, levels: list[int], duration: float) -> list[R
 
 
 def perf_analyzer_cells(
-    url: str, levels: list[int], duration: float, work: Path
+    url: str, local: list[Result], duration: float, work: Path
 ) -> dict[int, Served | str]:
     """``resnet50_model`` under perf_analyzer (random pixels: speed does not depend on them) at
-    concurrency 1 and the highest level, in windows of half the duration."""
+    each in-process row's concurrency, windows of half the duration or a few of its calls."""
     work.mkdir(parents=True, exist_ok=True)
     return {
-        c: model_alone.served(url, MODEL, c, duration / 2, work) for c in sorted({1, max(levels)})
+        r.concurrency: model_alone.served(
+            url, MODEL, r.concurrency, model_alone.window_s(r, duration / 2), work
+        )
+        for r in local
     }
 
 
@@ -178,7 +181,8 @@ def render(
             "",
             f"Served by {served.backend}; in-process, the same ONNX file and session options "
             f"({served.describe()}). Served side: perf_analyzer (C++ client, one image per "
-            f"request, windows of {args.duration / 2:g} s until two agree within 50 %); "
+            f"request, windows of {args.duration / 2:g} s or {model_alone.WINDOW_CALLS} in-process "
+            "call times if longer, until two agree within 50 %); "
             "saturation is the highest concurrency, against the in-process session running "
             "that many images as one batch. Queue and compute per request are Triton's own "
             "statistics over the cell (compute: the execution of the batch the request was "
@@ -210,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         print("Triton core model, SDK ...", flush=True)
         results += asyncio.run(core_model(url, levels, args.duration))
         print("Triton core model, perf_analyzer ...", flush=True)
-        cells = perf_analyzer_cells(url, levels, args.duration, args.work_dir)
+        local = [r for r in results if r.name.startswith("(a)")]
+        cells = perf_analyzer_cells(url, local, args.duration, args.work_dir)
         print("Triton ensemble ...", flush=True)
         results += asyncio.run(ensemble(url, levels, args.duration))
     report = render(args, served, results, cells)
