@@ -43,8 +43,13 @@ import numpy as np
 from benchmarks import RESULTS
 from benchmarks.harness import model_alone, perf_analyzer
 from benchmarks.harness.floor_model import write_floor_model
-from benchmarks.harness.measure import machine_description, report_header, write_keeping_discussion
-from benchmarks.harness.model_alone import Comparison, Served, ServedOnnx
+from benchmarks.harness.measure import (
+    children_cpu_seconds,
+    machine_description,
+    report_header,
+    write_keeping_discussion,
+)
+from benchmarks.harness.model_alone import Comparison, ServedOnnx
 from build_engines.repository import parse, write_model
 from python_models.bert.model import encoder_session_settings
 from python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, tokenize
@@ -257,9 +262,9 @@ def model_counts(metrics_url: str, model: str) -> tuple[float, float]:
 
 def measure_triton(server: Any, ensemble: str, encoder: str, cell: Cell, **load: Any) -> None:
     """Add one Triton run to ``cell``, and the encoder's inferences/executions to its counts."""
-    before, cpu = model_counts(server.metrics_url, encoder), server_cpu_seconds()
+    before, cpu = model_counts(server.metrics_url, encoder), children_cpu_seconds()
     latencies, elapsed = asyncio.run(run_triton(server.grpc_url, ensemble, **load))
-    after, cpu = model_counts(server.metrics_url, encoder), server_cpu_seconds() - cpu
+    after, cpu = model_counts(server.metrics_url, encoder), children_cpu_seconds() - cpu
     cell.add(latencies, elapsed, cpu, (after[0] - before[0], after[1] - before[1]))
 
 
@@ -269,30 +274,16 @@ def measure_perf_analyzer(
     """``cell`` from one perf_analyzer run (C++ client, batch 1) sending ``texts`` in turn,
     in windows of ``seconds`` until two agree."""
     data = perf_analyzer.text_inputs(work / f"texts-{cell.traffic}.json", "TEXT", texts)
-    before, cpu = model_counts(server.metrics_url, model), server_cpu_seconds()
+    before, cpu = model_counts(server.metrics_url, model), children_cpu_seconds()
     result = perf_analyzer.run(
         server.grpc_url, model, cell.concurrency, seconds, work, data, stability=PA_STABILITY
     )
-    after, cpu = model_counts(server.metrics_url, model), server_cpu_seconds() - cpu
+    after, cpu = model_counts(server.metrics_url, model), children_cpu_seconds() - cpu
     if "p50" not in result:
         print(f"  perf_analyzer {model}: {result}", flush=True)
         return
     cell.reported, cell.cpu = result, cpu
     cell.counts = (after[0] - before[0], after[1] - before[1])
-
-
-def server_cpu_seconds() -> float:
-    """CPU time so far of this process's children: the tritonserver and its backend stubs."""
-    import psutil
-
-    total = 0.0
-    for child in psutil.Process().children(recursive=True):
-        try:
-            times = child.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
 
 
 def in_process(sessions: list[Any], setup: Setup, **load: Any) -> tuple[list[float], float, float]:
@@ -474,22 +465,27 @@ def encoder_alone(
         requests = [{"input_ids": i, "attention_mask": m} for i, m in zip(ids, mask, strict=True)]
         data = perf_analyzer.tensor_inputs(work / f"ids-{length}.json", requests)
         for point, c in (("concurrency 1", 1), ("saturation", args.encoder_concurrency)):
-            local = model_alone.in_process(
-                sessions,
-                lambda b, ids=ids, mask=mask: {"input_ids": ids[:b], "attention_mask": mask[:b]},
-                c,
+            row = model_alone.compare(
+                f"{length} tokens",
+                point,
+                lambda seconds, c=c, ids=ids, mask=mask: model_alone.in_process(
+                    sessions,
+                    lambda b: {"input_ids": ids[:b], "attention_mask": mask[:b]},
+                    c,
+                    seconds,
+                ),
+                lambda window, c=c, data=data: model_alone.served(
+                    server.grpc_url, ENCODER, c, window, work, data
+                ),
                 args.encoder_seconds,
             )
-            window = model_alone.window_s(local, args.encoder_seconds / 2)
-            cell = model_alone.served(server.grpc_url, ENCODER, c, window, work, data)
-            if not isinstance(cell, Served):
-                print(f"  {ENCODER} {length} tokens c={c}: {cell}", flush=True)
+            if isinstance(row, str):
+                print(f"  {ENCODER} {length} tokens c={c}: {row}", flush=True)
                 continue
-            row = Comparison(f"{length} tokens", point, local, cell)
             rows.append(row)
             print(f"  {ENCODER} {length:3} tokens c={c:<2} in-process "
-                  f"{local.throughput:7.1f}/s served {cell.items_per_s:7.1f}/s {row.ratio:.2f}x",
-                  flush=True)  # fmt: skip
+                  f"{row.local.throughput:7.1f}/s served {row.served.items_per_s:7.1f}/s "
+                  f"{row.ratio:.2f}x, by CPU {row.cpu_ratio:.2f}x", flush=True)  # fmt: skip
     return served, rows
 
 

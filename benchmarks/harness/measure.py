@@ -31,6 +31,17 @@ class Result:
     def throughput(self) -> float:
         return self.items / self.wall_s if self.wall_s else 0.0
 
+    def plus(self, other: Result) -> Result:
+        """Two runs of one configuration as one (e.g. halves measured either side of another
+        engine, so that drift in the machine's load hits both engines alike)."""
+        return Result(
+            self.name,
+            self.concurrency,
+            self.latencies_s + other.latencies_s,
+            self.items + other.items,
+            self.wall_s + other.wall_s,
+        )
+
     def percentile_ms(self, q: float) -> float:
         return (
             float(np.percentile(self.latencies_s, q) * 1000) if self.latencies_s else float("nan")
@@ -120,6 +131,21 @@ async def run_concurrent(
     measure_start = await start_measuring()
     await asyncio.gather(*tasks)
     return Result(name, concurrency, tuple(latencies), items, time.perf_counter() - measure_start)
+
+
+def children_cpu_seconds() -> float:
+    """CPU time so far of this process's live children (the tritonserver and its backend
+    stubs; a client such as perf_analyzer counts only while it runs)."""
+    import psutil
+
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def machine_description() -> str:

@@ -10,6 +10,7 @@ batches the dynamic batcher formed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness import perf_analyzer
-from benchmarks.harness.measure import Result, markdown_table, run_sync, run_threads
+from benchmarks.harness.measure import (
+    Result,
+    children_cpu_seconds,
+    markdown_table,
+    run_sync,
+    run_threads,
+)
 from build_engines.repository import parse
 from loadtest.triton_stats import StatsProbe, window
 from python_models.common.ort_session import SessionSettings, create_session
@@ -116,9 +123,12 @@ class Served:
     queue_ms: float
     compute_ms: float  # compute input + infer + output: the request's batch's execution
     batch: float  # mean batch the dynamic batcher formed
+    cpu_ms: float = float("nan")  # the server's CPU time per item (tritonserver's process tree)
 
     @classmethod
-    def from_window(cls, concurrency: int, reported: dict, counters: Any) -> Served:
+    def from_window(
+        cls, concurrency: int, reported: dict, counters: Any, cpu_s: float = float("nan")
+    ) -> Served:
         requests = max(counters.success_count, 1)
         compute = counters.compute_input_ns + counters.compute_infer_ns
         compute += counters.compute_output_ns
@@ -130,6 +140,7 @@ class Served:
             queue_ms=counters.queue_ns / requests / 1e6,
             compute_ms=compute / requests / 1e6,
             batch=counters.success_count / max(counters.execution_count, 1),
+            cpu_ms=1000 * cpu_s / requests,
         )
 
 
@@ -141,16 +152,16 @@ def served(
     url = url.removeprefix("grpc://")
     probe = StatsProbe(f"grpc://{url}")
     try:
-        before = probe.snapshot()
+        before, cpu = probe.snapshot(), children_cpu_seconds()
         reported = perf_analyzer.run(
             url, model, concurrency, seconds, out, input_data, stability=50
         )
-        after = probe.snapshot()
+        after, cpu = probe.snapshot(), children_cpu_seconds() - cpu
     finally:
         probe.close()
     if "p50" not in reported:
         return str(reported.get("skipped") or reported.get("error"))
-    return Served.from_window(concurrency, reported, window(before, after)[model])
+    return Served.from_window(concurrency, reported, window(before, after)[model], cpu)
 
 
 @dataclass(frozen=True)
@@ -161,10 +172,16 @@ class Comparison:
     point: str  # "concurrency 1", "saturation"
     local: Result
     served: Served
+    local_cpu_ms: float = float("nan")  # this process's CPU time per item
 
     @property
     def ratio(self) -> float:
         return self.served.items_per_s / self.local.throughput
+
+    @property
+    def cpu_ratio(self) -> float:
+        """In-process / served CPU per item: hardly moved by other jobs' load, unlike rates."""
+        return self.local_cpu_ms / self.served.cpu_ms
 
     @property
     def met(self) -> bool:
@@ -175,7 +192,30 @@ HEADERS = [
     "input", "load", "in-process", "in-process items/s", "p50 ms",
     "served items/s (perf_analyzer)", "p50 ms", "p99 ms", f"served / in-process (goal {GOAL}x)",
     "Triton queue ms/req", "Triton compute ms/req", "mean served batch",
+    "CPU ms/item in-process / served", "by CPU cost",
 ]  # fmt: skip
+
+
+def compare(
+    input: str,
+    point: str,
+    local: Callable[[float], Result],
+    serve: Callable[[float], Served | str],
+    seconds: float,
+) -> Comparison | str:
+    """In-process for half of ``seconds``, the served cell (``serve(window)``), in-process for
+    the other half: drift in other jobs' load hits both sides alike. The reason as a string
+    when the served cell could not run."""
+    cpu = time.process_time()
+    first = local(seconds / 2)
+    cpu = time.process_time() - cpu
+    cell = serve(window_s(first, seconds / 2))
+    if isinstance(cell, str):
+        return cell
+    again = time.process_time()
+    both = first.plus(local(seconds / 2))
+    cpu += time.process_time() - again
+    return Comparison(input, point, both, cell, 1000 * cpu / max(both.items, 1))
 
 
 def comparison_table(rows: Sequence[Comparison]) -> str:
@@ -195,6 +235,8 @@ def comparison_table(rows: Sequence[Comparison]) -> str:
                 round(r.served.queue_ms, 2),
                 round(r.served.compute_ms, 2),
                 round(r.served.batch, 1),
+                f"{r.local_cpu_ms:.1f} / {r.served.cpu_ms:.1f}",
+                f"{r.cpu_ratio:.2f}x",
             ]
             for r in rows
         ],

@@ -30,7 +30,7 @@ from benchmarks.harness.measure import (
     run_concurrent,
     write_keeping_discussion,
 )
-from benchmarks.harness.model_alone import Comparison, Served, ServedOnnx
+from benchmarks.harness.model_alone import Comparison, ServedOnnx
 from build_engines.sample_images import synthetic_images
 from python_models.resnet50.image import preprocess
 from server import ServerConfig, TritonServer
@@ -59,32 +59,32 @@ def pixels(count: int, seed: int) -> np.ndarray:
     return np.stack([preprocess(im) for im in synthetic_images(count, seed=seed)])
 
 
-def in_process(served: ServedOnnx, levels: list[int], duration: float) -> list[Result]:
-    """One session per served instance, opened with the served options, at concurrency 1
-    (batch 1) and at the highest level (its items as one batch per session)."""
+def model_alone_rows(
+    url: str, served: ServedOnnx, levels: list[int], duration: float, work: Path
+) -> tuple[list[Result], list[Comparison], list[str]]:
+    """``resnet50_model`` alone at concurrency 1 and the highest level: in-process (one session
+    per served instance, opened with the served options; the in-flight images as one batch)
+    either side of perf_analyzer (random pixels: speed does not depend on them)."""
     sessions = served.sessions()
     images = pixels(max(levels), seed=5)
-    results = []
-    for in_flight in sorted({1, max(levels)}):
-        result = model_alone.in_process(
-            sessions, lambda batch: {"pixel_values": images[:batch]}, in_flight, duration
-        )
-        results.append(replace(result, name=f"(a) {result.name}", concurrency=in_flight))
-    return results
-
-
-def perf_analyzer_cells(
-    url: str, local: list[Result], duration: float, work: Path
-) -> dict[int, Served | str]:
-    """``resnet50_model`` under perf_analyzer (random pixels: speed does not depend on them) at
-    each in-process row's concurrency, windows of half the duration or a few of its calls."""
     work.mkdir(parents=True, exist_ok=True)
-    return {
-        r.concurrency: model_alone.served(
-            url, MODEL, r.concurrency, model_alone.window_s(r, duration / 2), work
+    results, rows, missing = [], [], []
+    for c in sorted({1, max(levels)}):
+        row = model_alone.compare(
+            "224x224 image",
+            "concurrency 1" if c == 1 else "saturation",
+            lambda seconds, c=c: model_alone.in_process(
+                sessions, lambda batch: {"pixel_values": images[:batch]}, c, seconds
+            ),
+            lambda window, c=c: model_alone.served(url, MODEL, c, window, work),
+            duration,
         )
-        for r in local
-    }
+        if isinstance(row, str):
+            missing.append(f"c{c}: {row}")
+            continue
+        rows.append(row)
+        results.append(replace(row.local, name=f"(a) {row.local.name}", concurrency=c))
+    return results, rows, missing
 
 
 async def core_model(url: str, levels: list[int], duration: float) -> list[Result]:
@@ -128,17 +128,6 @@ async def ensemble(url: str, levels: list[int], duration: float) -> list[Result]
         ]
 
 
-def comparisons(results: list[Result], cells: dict[int, Served | str]) -> list[Comparison]:
-    """The model alone at concurrency 1 and at saturation: perf_analyzer against (a)."""
-    local = {r.concurrency: r for r in results if r.name.startswith("(a)")}
-    rows = []
-    for c, cell in cells.items():
-        if isinstance(cell, Served):
-            point = "concurrency 1" if c == 1 else "saturation"
-            rows.append(Comparison("224x224 image", point, local[c], cell))
-    return rows
-
-
 def sdk_ratios(results: list[Result]) -> str:
     """The same ratios with the Python SDK as the client (it shares the cores and adds its
     own cost per call)."""
@@ -161,10 +150,9 @@ def render(
     args: argparse.Namespace,
     served: ServedOnnx,
     results: list[Result],
-    cells: dict[int, Served | str],
+    rows: list[Comparison],
+    missing: list[str],
 ) -> str:
-    rows = comparisons(results, cells)
-    missing = [f"c{c}: {cell}" for c, cell in cells.items() if not isinstance(cell, Served)]
     return "\n".join(
         [
             report_header(
@@ -182,8 +170,12 @@ def render(
             f"Served by {served.backend}; in-process, the same ONNX file and session options "
             f"({served.describe()}). Served side: perf_analyzer (C++ client, one image per "
             f"request, windows of {args.duration / 2:g} s or {model_alone.WINDOW_CALLS} in-process "
-            "call times if longer, until two agree within 50 %); "
-            "saturation is the highest concurrency, against the in-process session running "
+            "call times if longer, until two agree within 50 %); in-process, half of its "
+            f"{args.duration:g} s before and half after, so drift in other jobs' load hits "
+            "both sides. CPU ms/item: this process's CPU time against the tritonserver process "
+            "tree's (the client excluded), per item; unlike rates it hardly depends on the "
+            "other jobs, so its ratio estimates the served / in-process rate on dedicated cores. "
+            "Saturation is the highest concurrency, against the in-process session running "
             "that many images as one batch. Queue and compute per request are Triton's own "
             "statistics over the cell (compute: the execution of the batch the request was "
             "in).",
@@ -206,19 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(v) for v in args.concurrency.split(",")]
     repository = args.model_repository
     served = ServedOnnx.read(repository, MODEL)
-    print(f"in-process ONNX Runtime ({served.describe()}) ...", flush=True)
-    results = in_process(served, levels, args.duration)
     config = ServerConfig(model_repository=repository, http_port=0, grpc_port=0, metrics_port=0)
     with TritonServer(config) as server:
         url = f"{server.config.host}:{server.config.grpc_port}"
+        print(f"{MODEL} alone, in-process ({served.describe()}) and perf_analyzer ...", flush=True)
+        results, rows, missing = model_alone_rows(url, served, levels, args.duration, args.work_dir)
         print("Triton core model, SDK ...", flush=True)
         results += asyncio.run(core_model(url, levels, args.duration))
-        print("Triton core model, perf_analyzer ...", flush=True)
-        local = [r for r in results if r.name.startswith("(a)")]
-        cells = perf_analyzer_cells(url, local, args.duration, args.work_dir)
         print("Triton ensemble ...", flush=True)
         results += asyncio.run(ensemble(url, levels, args.duration))
-    report = render(args, served, results, cells)
+    report = render(args, served, results, rows, missing)
     write_keeping_discussion(args.output, report)
     print(report)
     return 0
