@@ -164,3 +164,31 @@ def test_a_regenerated_report_keeps_its_discussion(tmp_path: Path) -> None:
     path.write_text("# Run 1\n\n## Discussion\n\nwritten by hand\n")
     write_keeping_discussion(path, "# Run 2\n| table |\n")
     assert path.read_text() == "# Run 2\n| table |\n\n## Discussion\n\nwritten by hand\n"
+
+
+def test_the_in_process_halves_bracket_the_served_cell() -> None:
+    events: list[str] = []
+
+    def local_half(seconds: float) -> Result:
+        events.append(f"local {seconds:g}")
+        return Result("in-process ORT, batch 1", 1, (0.25,) * 4, 4, 1.0)
+
+    def serve(window: float) -> Served:
+        events.append(f"served {window:g}")
+        return Served(1, 3.8, 260.0, 300.0, 0.1, 250.0, 1.0, cpu_ms=500.0)
+
+    row = model_alone.compare("image", "concurrency 1", local_half, serve, 4.0)
+    assert events == ["local 2", "served 2", "local 2"]
+    assert isinstance(row, Comparison)
+    assert (row.local.items, row.local.wall_s, len(row.local.latencies_s)) == (8, 2.0, 8)
+    assert row.ratio == pytest.approx(3.8 / 4.0)
+    assert row.local_cpu_ms >= 0 and row.cpu_ratio == pytest.approx(row.local_cpu_ms / 500.0)
+
+
+def test_a_served_cell_that_could_not_run_is_reported_not_compared() -> None:
+    def local_half(seconds: float) -> Result:
+        return Result("in-process ORT, batch 1", 1, (0.1,), 1, 0.1)
+
+    assert model_alone.compare("x", "c1", local_half, lambda w: "not installed", 1.0) == (
+        "not installed"
+    )
