@@ -26,6 +26,7 @@ class Result:
     latencies_s: tuple[float, ...]
     items: int
     wall_s: float
+    cpu_s: float = float("nan")  # this process's CPU time over the measured window (warm-up out)
 
     @property
     def throughput(self) -> float:
@@ -40,6 +41,7 @@ class Result:
             self.latencies_s + other.latencies_s,
             self.items + other.items,
             self.wall_s + other.wall_s,
+            self.cpu_s + other.cpu_s,
         )
 
     def percentile_ms(self, q: float) -> float:
@@ -53,12 +55,13 @@ def run_sync(name: str, call: Callable[[], int], duration_s: float, warmup: int 
     for _ in range(warmup):
         call()
     latencies, items = [], 0
-    start = time.perf_counter()
+    cpu, start = time.process_time(), time.perf_counter()
     while time.perf_counter() - start < duration_s:
         t0 = time.perf_counter()
         items += call()
         latencies.append(time.perf_counter() - t0)
-    return Result(name, 1, tuple(latencies), items, time.perf_counter() - start)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return Result(name, 1, tuple(latencies), items, wall, cpu)
 
 
 def run_threads(
@@ -71,7 +74,10 @@ def run_threads(
     items = [0] * len(calls)
     stop_at = [0.0]
 
+    cpu = [0.0]
+
     def open_window() -> None:  # runs once, when every loop has warmed up
+        cpu[0] = time.process_time()
         stop_at[0] = time.perf_counter() + duration_s
 
     start = threading.Barrier(len(calls) + 1, action=open_window)
@@ -94,7 +100,8 @@ def run_threads(
     began = stop_at[0] - duration_s
     for thread in threads:
         thread.join()
-    return Result(name, len(calls), tuple(latencies), sum(items), time.perf_counter() - began)
+    wall, cpu_s = time.perf_counter() - began, time.process_time() - cpu[0]
+    return Result(name, len(calls), tuple(latencies), sum(items), wall, cpu_s)
 
 
 async def run_concurrent(

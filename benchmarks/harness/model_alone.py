@@ -10,7 +10,6 @@ batches the dynamic batcher formed.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,7 +171,7 @@ class Comparison:
     point: str  # "concurrency 1", "saturation"
     local: Result
     served: Served
-    local_cpu_ms: float = float("nan")  # this process's CPU time per item
+    local_cpu_ms: float = float("nan")  # this process's CPU time per item, warm-up left out
 
     @property
     def ratio(self) -> float:
@@ -206,16 +205,12 @@ def compare(
     """In-process for half of ``seconds``, the served cell (``serve(window)``), in-process for
     the other half: drift in other jobs' load hits both sides alike. The reason as a string
     when the served cell could not run."""
-    cpu = time.process_time()
     first = local(seconds / 2)
-    cpu = time.process_time() - cpu
     cell = serve(window_s(first, seconds / 2))
     if isinstance(cell, str):
         return cell
-    again = time.process_time()
     both = first.plus(local(seconds / 2))
-    cpu += time.process_time() - again
-    return Comparison(input, point, both, cell, 1000 * cpu / max(both.items, 1))
+    return Comparison(input, point, both, cell, 1000 * both.cpu_s / max(both.items, 1))
 
 
 def comparison_table(rows: Sequence[Comparison]) -> str:

@@ -85,6 +85,7 @@ def test_in_process_runs_each_session_with_its_share(repository: Path) -> None:
 
 def test_threads_run_concurrently_for_the_duration() -> None:
     result = run_threads("sleepers", [lambda: (time.sleep(0.02), 3)[1]] * 2, 0.3, warmup=1)
+    assert 0 <= result.cpu_s < 0.1  # sleeping costs no CPU
     assert result.concurrency == 2
     assert 0.3 <= result.wall_s < 0.5
     calls = len(result.latencies_s)
@@ -135,6 +136,17 @@ def test_ratios_are_held_to_the_goal_per_load_point() -> None:
     assert "| saturation (c16) | batch 8 + batch 8 |" in table[4]
 
 
+def test_cpu_time_leaves_the_warm_up_out() -> None:
+    def burn() -> int:
+        end = time.process_time() + 0.05
+        while time.process_time() < end:
+            pass
+        return 1
+
+    result = run_threads("burners", [burn], 0.2, warmup=4)  # 0.2 s of warm-up, 0.2 measured
+    assert result.cpu_s / result.items == pytest.approx(0.05, rel=0.3)
+
+
 def test_slow_cells_get_windows_of_a_few_calls() -> None:
     fast = Result("x", 1, (0.01,) * 5, 5, 1.0)
     slow = Result("x", 1, (2.0,) * 5, 5, 10.0)
@@ -171,7 +183,7 @@ def test_the_in_process_halves_bracket_the_served_cell() -> None:
 
     def local_half(seconds: float) -> Result:
         events.append(f"local {seconds:g}")
-        return Result("in-process ORT, batch 1", 1, (0.25,) * 4, 4, 1.0)
+        return Result("in-process ORT, batch 1", 1, (0.25,) * 4, 4, 1.0, cpu_s=0.5)
 
     def serve(window: float) -> Served:
         events.append(f"served {window:g}")
@@ -182,7 +194,8 @@ def test_the_in_process_halves_bracket_the_served_cell() -> None:
     assert isinstance(row, Comparison)
     assert (row.local.items, row.local.wall_s, len(row.local.latencies_s)) == (8, 2.0, 8)
     assert row.ratio == pytest.approx(3.8 / 4.0)
-    assert row.local_cpu_ms >= 0 and row.cpu_ratio == pytest.approx(row.local_cpu_ms / 500.0)
+    assert row.local_cpu_ms == pytest.approx(125.0)  # 1 s of CPU over 8 items
+    assert row.cpu_ratio == pytest.approx(125.0 / 500.0)
 
 
 def test_a_served_cell_that_could_not_run_is_reported_not_compared() -> None:
