@@ -498,8 +498,11 @@ def encoder_section(served: ServedOnnx, rows: list[Comparison], seconds: float) 
         f"file and session options ({served.describe()}, read from its config.pbtxt), one "
         "session per served instance, each in its own thread. Served side: perf_analyzer (C++ "
         f"client, one sequence per request, windows of {seconds / 2:g} s or "
-        f"{model_alone.WINDOW_CALLS} in-process call times if longer, until two agree within "
-        "50 %). In-process: {seconds:g} s per cell; at saturation the in-flight "
+        f"{model_alone.WINDOW_CALLS} in-process call times if longer, until windows agree "
+        f"within {model_alone.STABILITY} %). In-process: {seconds:g} s per cell, half before "
+        "and half after the served cell, so drift in other jobs' load hits both sides; CPU "
+        "ms/item is this process's CPU time (warm-up left out) against the tritonserver "
+        "process tree's, per item. At saturation the in-flight "
         "sequences are split over the sessions as one batch each. Queue and compute per "
         "request are Triton's own statistics over the cell (compute: the execution of the "
         "batch the request was in).",

@@ -80,10 +80,15 @@ def model_alone_rows(
             duration,
         )
         if isinstance(row, str):
+            print(f"  perf_analyzer at c{c}: {row}", flush=True)
             missing.append(f"c{c}: {row}")
-            continue
-        rows.append(row)
-        results.append(replace(row.local, name=f"(a) {row.local.name}", concurrency=c))
+            local = model_alone.in_process(
+                sessions, lambda b: {"pixel_values": images[:b]}, c, duration
+            )
+        else:
+            rows.append(row)
+            local = row.local
+        results.append(replace(local, name=f"(a) {local.name}", concurrency=c))
     return results, rows, missing
 
 
@@ -169,8 +174,9 @@ def render(
             "",
             f"Served by {served.backend}; in-process, the same ONNX file and session options "
             f"({served.describe()}). Served side: perf_analyzer (C++ client, one image per "
-            f"request, windows of {args.duration / 2:g} s or {model_alone.WINDOW_CALLS} in-process "
-            "call times if longer, until two agree within 50 %); in-process, half of its "
+            f"request, windows of {args.duration / 2:g} s or {model_alone.WINDOW_CALLS} "
+            "in-process call times if longer, until windows agree within "
+            f"{model_alone.STABILITY} %); in-process, half of its "
             f"{args.duration:g} s before and half after, so drift in other jobs' load hits "
             "both sides. CPU ms/item: this process's CPU time against the tritonserver process "
             "tree's (the client excluded), per item; unlike rates it hardly depends on the "
