@@ -7,7 +7,7 @@
 # nvidia-pytriton wheel already bundles under hashed names: symlinks give them theirs.
 set -euo pipefail
 venv=${1:-.venv}
-venv=$(cd "$venv" && pwd)
+venv=$(cd "$venv" && pwd -P)  # the real path: a symlinked venv outlives its link
 [[ -x "$venv/bin/perf_analyzer" ]] && exit 0
 home="$venv/libexec/perf_analyzer"
 libs=$(ls -d "$venv"/lib/python3*/site-packages/nvidia_pytriton.libs)

@@ -13,13 +13,17 @@ outstanding texts are tokenized together, grouped by bucket, one session call
 per bucket. Triton is reached with the SDK's AsyncTritonClient over gRPC, one
 request per text, client on the same machine. Padding to the maximum length is
 the same ensemble with one bucket (``<name>_maxpad``), served by the same server.
+
+The encoder alone (``bert_model``: token ids in, FP32 embedding out, served by Triton's own
+onnxruntime backend) is measured at each bucket length the build uses against in-process
+ONNX Runtime opened from its config.pbtxt (benchmarks/harness/model_alone.py), at
+concurrency 1 and at saturation, held to the 0.95x goal of issue 22.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import itertools
 import json
 import os
@@ -37,9 +41,15 @@ from typing import Any
 import numpy as np
 
 from benchmarks import RESULTS
-from benchmarks.harness import perf_analyzer
+from benchmarks.harness import model_alone, perf_analyzer
 from benchmarks.harness.floor_model import write_floor_model
-from benchmarks.harness.measure import machine_description
+from benchmarks.harness.measure import (
+    children_cpu_seconds,
+    machine_description,
+    report_header,
+    write_keeping_discussion,
+)
+from benchmarks.harness.model_alone import Comparison, ServedOnnx
 from build_engines.repository import parse, write_model
 from python_models.bert.model import encoder_session_settings
 from python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, tokenize
@@ -56,6 +66,7 @@ AT_SERVED_BATCH = "in-process at Triton's batch"
 PA = "triton (perf_analyzer)"
 PA_FLOOR = "triton floor (perf_analyzer)"
 PA_STABILITY = 50  # % between windows: 20 is rarely reached on the shared 2 cores
+ENCODER = "bert_model"
 
 
 @dataclass(frozen=True)
@@ -251,9 +262,9 @@ def model_counts(metrics_url: str, model: str) -> tuple[float, float]:
 
 def measure_triton(server: Any, ensemble: str, encoder: str, cell: Cell, **load: Any) -> None:
     """Add one Triton run to ``cell``, and the encoder's inferences/executions to its counts."""
-    before, cpu = model_counts(server.metrics_url, encoder), server_cpu_seconds()
+    before, cpu = model_counts(server.metrics_url, encoder), children_cpu_seconds()
     latencies, elapsed = asyncio.run(run_triton(server.grpc_url, ensemble, **load))
-    after, cpu = model_counts(server.metrics_url, encoder), server_cpu_seconds() - cpu
+    after, cpu = model_counts(server.metrics_url, encoder), children_cpu_seconds() - cpu
     cell.add(latencies, elapsed, cpu, (after[0] - before[0], after[1] - before[1]))
 
 
@@ -263,30 +274,16 @@ def measure_perf_analyzer(
     """``cell`` from one perf_analyzer run (C++ client, batch 1) sending ``texts`` in turn,
     in windows of ``seconds`` until two agree."""
     data = perf_analyzer.text_inputs(work / f"texts-{cell.traffic}.json", "TEXT", texts)
-    before, cpu = model_counts(server.metrics_url, model), server_cpu_seconds()
+    before, cpu = model_counts(server.metrics_url, model), children_cpu_seconds()
     result = perf_analyzer.run(
         server.grpc_url, model, cell.concurrency, seconds, work, data, stability=PA_STABILITY
     )
-    after, cpu = model_counts(server.metrics_url, model), server_cpu_seconds() - cpu
+    after, cpu = model_counts(server.metrics_url, model), children_cpu_seconds() - cpu
     if "p50" not in result:
         print(f"  perf_analyzer {model}: {result}", flush=True)
         return
     cell.reported, cell.cpu = result, cpu
     cell.counts = (after[0] - before[0], after[1] - before[1])
-
-
-def server_cpu_seconds() -> float:
-    """CPU time so far of this process's children: the tritonserver and its backend stubs."""
-    import psutil
-
-    total = 0.0
-    for child in psutil.Process().children(recursive=True):
-        try:
-            times = child.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
 
 
 def in_process(sessions: list[Any], setup: Setup, **load: Any) -> tuple[list[float], float, float]:
@@ -450,8 +447,74 @@ def progress(cell: Cell) -> None:
     )
 
 
+def encoder_alone(
+    server: Any, repo: Path, setup: Setup, args: argparse.Namespace
+) -> tuple[ServedOnnx, list[Comparison]]:
+    """``bert_model`` alone at each bucket length: in-process (its config's session options,
+    one session per instance) then perf_analyzer, at concurrency 1 and at saturation."""
+    served = ServedOnnx.read(repo, ENCODER)
+    sessions = served.sessions()
+    rng = np.random.default_rng(0)
+    vocab = setup.tokenizer.get_vocab_size()
+    work = args.work_dir / "encoder"
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for length in setup.buckets:
+        ids = rng.integers(1000, vocab, size=(args.encoder_concurrency, length), dtype=np.int64)
+        mask = np.ones_like(ids)
+        requests = [{"input_ids": i, "attention_mask": m} for i, m in zip(ids, mask, strict=True)]
+        data = perf_analyzer.tensor_inputs(work / f"ids-{length}.json", requests)
+        for point, c in (("concurrency 1", 1), ("saturation", args.encoder_concurrency)):
+            row = model_alone.compare(
+                f"{length} tokens",
+                point,
+                lambda seconds, c=c, ids=ids, mask=mask: model_alone.in_process(
+                    sessions,
+                    lambda b: {"input_ids": ids[:b], "attention_mask": mask[:b]},
+                    c,
+                    seconds,
+                ),
+                lambda window, c=c, data=data: model_alone.served(
+                    server.grpc_url, ENCODER, c, window, work, data
+                ),
+                args.encoder_seconds,
+            )
+            if isinstance(row, str):
+                print(f"  {ENCODER} {length} tokens c={c}: {row}", flush=True)
+                continue
+            rows.append(row)
+            print(f"  {ENCODER} {length:3} tokens c={c:<2} in-process "
+                  f"{row.local.throughput:7.1f}/s served {row.served.items_per_s:7.1f}/s "
+                  f"{row.ratio:.2f}x, by CPU {row.cpu_ratio:.2f}x", flush=True)  # fmt: skip
+    return served, rows
+
+
+def encoder_section(served: ServedOnnx, rows: list[Comparison], seconds: float) -> list[str]:
+    return [
+        f"## {ENCODER} alone: Triton's own onnxruntime backend vs in-process ONNX Runtime",
+        "",
+        f"Token ids in (random ids, every position attended), FP32 embedding out, at each "
+        f"bucket length the build uses. Served by {served.backend}; in-process, the same ONNX "
+        f"file and session options ({served.describe()}, read from its config.pbtxt), one "
+        "session per served instance, each in its own thread. Served side: perf_analyzer (C++ "
+        f"client, one sequence per request, windows of {seconds / 2:g} s or "
+        f"{model_alone.WINDOW_CALLS} in-process call times if longer, until windows agree "
+        f"within {model_alone.STABILITY} %). In-process: {seconds:g} s per cell, half before "
+        "and half after the served cell, so drift in other jobs' load hits both sides; CPU "
+        "ms/item is this process's CPU time (warm-up left out) against the tritonserver "
+        "process tree's, per item. At saturation the in-flight "
+        "sequences are split over the sessions as one batch each. Queue and compute per "
+        "request are Triton's own statistics over the cell (compute: the execution of the "
+        "batch the request was in).",
+        "",
+        model_alone.comparison_table(rows) if rows else "(perf_analyzer did not run)",
+        "",
+        *model_alone.verdicts(rows),
+        "",
+    ]
+
+
 # -- report ----------------------------------------------------------------------------------
-DISCUSSION = "## Discussion"
 
 
 def find(cells: list[Cell], engine: str, model: str, traffic: str, concurrency: int) -> Cell:
@@ -616,15 +679,16 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
     """Method and machine; ``load`` is (machine description at start, load average at end)."""
     seconds = ", ".join(f"{m.label.split(' ')[0]} {m.seconds:g} s" for m in models)
     return [
-        "# BERT sentence embeddings: in-process ONNX Runtime vs Triton",
-        "",
-        f"Generated by `python -m benchmarks.bert` on "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC in one run, on "
-        f"{load[0]}; 1-min load average at end {load[1]:.2f}. The cores are **shared with other "
-        "engineers' jobs**, so absolute numbers are noisy: compare the ratios, whose two sides "
-        "were measured back to back (in-process, then Triton, for each cell).",
-        "",
-        f"- ONNX Runtime CPU, FP32. The served encoder has {setup.instances} instance(s) x "
+        report_header(
+            "BERT sentence embeddings: in-process ONNX Runtime vs Triton",
+            command="python -m benchmarks.bert (make bench-bert)",
+            load=f"one run; 1-min load average at end {load[1]:.2f}. The 2 cores are **shared "
+            "with other jobs** (another session's test suite was running), so absolute numbers "
+            "are noisy: compare the ratios, whose two sides were measured back to back",
+            machine=load[0],
+        ),
+        f"- ONNX Runtime CPU, FP32. The text-in `bert` model runs the encoder's ONNX file in its "
+        f"own python stub (not through `{ENCODER}`): {setup.instances} instance(s) x "
         f"{setup.threads} intra-op thread(s) (session config "
         f"{dict(setup.session.config_entries)}); "
         f"in-process uses the same: {setup.instances} session(s), same options, each driven by "
@@ -668,15 +732,16 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
 
 
 def write_report(
-    path: Path, setup: Setup, cells: list[Cell], models: list[ModelUnderTest], load
+    path: Path, setup: Setup, cells: list[Cell], models: list[ModelUnderTest], load, encoder
 ) -> None:
+    """``encoder``: (ServedOnnx, comparisons, seconds) of the encoder-alone cells, or None."""
     lines = header(setup, models, load) + summary(cells, models)
+    if encoder:
+        lines += encoder_section(*encoder)
     for model in models:
         lines += model_section(cells, model) + floor_section(cells, model)
         lines += perf_analyzer_section(cells, model)
-    old = path.read_text() if path.exists() else ""
-    discussion = old[old.index(DISCUSSION) :] if DISCUSSION in old else f"{DISCUSSION}\n\n(none)\n"
-    path.write_text("\n".join(lines) + "\n" + discussion)
+    write_keeping_discussion(path, "\n".join(lines))
     print(f"wrote {path}")
 
 
@@ -706,6 +771,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "closed-loop bert-base requests take minutes to drain)",
     )
     parser.add_argument("--skip-base", action="store_true", help="MiniLM only (quicker)")
+    parser.add_argument(
+        "--encoder-seconds", type=float, default=3.0, help=f"per cell and engine, {ENCODER} alone"
+    )
+    parser.add_argument(
+        "--encoder-concurrency",
+        type=int,
+        default=16,
+        help=f"{ENCODER} alone at saturation: sequences in flight (in-process: split over "
+        "the sessions, one per served instance, as one batch each)",
+    )
+    parser.add_argument("--skip-encoder", action="store_true", help=f"no {ENCODER}-alone rows")
     return parser.parse_args(argv)
 
 
@@ -730,11 +806,15 @@ def main(argv: list[str] | None = None) -> int:
     log = args.work_dir / "tritonserver.log"
     config = ServerConfig(repo, http_port=0, grpc_port=0, metrics_port=0, log_file=log)
     cells: list[Cell] = []
+    encoder = None
     with TritonServer(config) as server:
+        if not args.skip_encoder:
+            served, rows = encoder_alone(server, repo, setups["bert"], args)
+            encoder = (served, rows, args.encoder_seconds)
         for model in models:
             cells += model_cells(server, model, setups[model.name], pools, args.work_dir)
     load = (machine, os.getloadavg()[0])
-    write_report(args.output, setups["bert"], cells, models, load)
+    write_report(args.output, setups["bert"], cells, models, load, encoder)
     return 0
 
 

@@ -8,8 +8,9 @@ import datetime as dt
 import os
 import platform
 import subprocess
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +26,23 @@ class Result:
     latencies_s: tuple[float, ...]
     items: int
     wall_s: float
+    cpu_s: float = float("nan")  # this process's CPU time over the measured window (warm-up out)
 
     @property
     def throughput(self) -> float:
         return self.items / self.wall_s if self.wall_s else 0.0
+
+    def plus(self, other: Result) -> Result:
+        """Two runs of one configuration as one (e.g. halves measured either side of another
+        engine, so that drift in the machine's load hits both engines alike)."""
+        return Result(
+            self.name,
+            self.concurrency,
+            self.latencies_s + other.latencies_s,
+            self.items + other.items,
+            self.wall_s + other.wall_s,
+            self.cpu_s + other.cpu_s,
+        )
 
     def percentile_ms(self, q: float) -> float:
         return (
@@ -41,12 +55,53 @@ def run_sync(name: str, call: Callable[[], int], duration_s: float, warmup: int 
     for _ in range(warmup):
         call()
     latencies, items = [], 0
-    start = time.perf_counter()
+    cpu, start = time.process_time(), time.perf_counter()
     while time.perf_counter() - start < duration_s:
         t0 = time.perf_counter()
         items += call()
         latencies.append(time.perf_counter() - t0)
-    return Result(name, 1, tuple(latencies), items, time.perf_counter() - start)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return Result(name, 1, tuple(latencies), items, wall, cpu)
+
+
+def run_threads(
+    name: str, calls: Sequence[Callable[[], int]], duration_s: float, warmup: int = 2
+) -> Result:
+    """Each of ``calls`` in a closed loop on its own thread for ``duration_s`` (several
+    in-process sessions at once, as a served model's instances run: ONNX Runtime releases the
+    GIL); each call returns how many items it processed. Concurrency = ``len(calls)``."""
+    latencies: list[float] = []
+    items = [0] * len(calls)
+    stop_at = [0.0]
+
+    cpu = [0.0]
+
+    def open_window() -> None:  # runs once, when every loop has warmed up
+        cpu[0] = time.process_time()
+        stop_at[0] = time.perf_counter() + duration_s
+
+    start = threading.Barrier(len(calls) + 1, action=open_window)
+
+    def loop(index: int, call: Callable[[], int]) -> None:
+        for _ in range(warmup):
+            call()
+        start.wait()
+        mine = []
+        while time.perf_counter() < stop_at[0]:
+            t0 = time.perf_counter()
+            items[index] += call()
+            mine.append(time.perf_counter() - t0)
+        latencies.extend(mine)
+
+    threads = [threading.Thread(target=loop, args=pair) for pair in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = stop_at[0] - duration_s
+    for thread in threads:
+        thread.join()
+    wall, cpu_s = time.perf_counter() - began, time.process_time() - cpu[0]
+    return Result(name, len(calls), tuple(latencies), sum(items), wall, cpu_s)
 
 
 async def run_concurrent(
@@ -83,6 +138,21 @@ async def run_concurrent(
     measure_start = await start_measuring()
     await asyncio.gather(*tasks)
     return Result(name, concurrency, tuple(latencies), items, time.perf_counter() - measure_start)
+
+
+def children_cpu_seconds() -> float:
+    """CPU time so far of this process's live children (the tritonserver and its backend
+    stubs; a client such as perf_analyzer counts only while it runs)."""
+    import psutil
+
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def machine_description() -> str:
@@ -182,3 +252,14 @@ def runs_table(rows: list[tuple[str, str, str, str]]) -> str:
         ["section", "run date", "host", "commit"],
         [[section, date, host, f"`{commit}`"] for section, date, host, commit in rows],
     )
+
+
+DISCUSSION = "## Discussion"
+
+
+def write_keeping_discussion(path: Path, generated: str) -> None:
+    """Write a regenerated report, keeping the hand-written part of the old one: everything
+    from its ``## Discussion`` heading on."""
+    old = path.read_text() if path.exists() else ""
+    kept = old[old.index(DISCUSSION) :] if DISCUSSION in old else f"{DISCUSSION}\n\n(none)\n"
+    path.write_text(generated.rstrip("\n") + "\n\n" + kept)

@@ -14,8 +14,10 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import numpy as np
 
 
 def binary() -> str | None:
@@ -30,6 +32,18 @@ def binary() -> str | None:
 def text_inputs(path: Path, name: str, texts: Sequence[str]) -> str:
     """A ``--input-data`` file sending ``texts`` in turn, one per request."""
     path.write_text(json.dumps({"data": [{name: [text]} for text in texts]}))
+    return str(path)
+
+
+def tensor_inputs(path: Path, requests: Sequence[Mapping[str, np.ndarray]]) -> str:
+    """A ``--input-data`` file sending ``requests`` in turn: each maps an input name to one
+    item's tensor (no batch dimension), whose shape goes with it (for variable dims)."""
+    data = [
+        {name: {"content": array.ravel().tolist(), "shape": list(array.shape)}
+         for name, array in request.items()}
+        for request in requests
+    ]  # fmt: skip
+    path.write_text(json.dumps({"data": data}))
     return str(path)
 
 
