@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from build_engines import onnx_export
+from build_engines import fusion, onnx_export
 from build_engines.engines import CalibrationSource, serving_artifacts
 from build_engines.options import BuildOptions
 from build_engines.registry import Engine
@@ -37,7 +37,7 @@ from build_engines.repository import (
     set_parameters,
     write_model,
 )
-from build_engines.steps import StepLog, info, warn
+from build_engines.steps import StepLog, StepSkipped, info, warn
 from python_models.bert.text import (
     DEFAULT_BUCKETS,
     bucket_lengths,
@@ -92,6 +92,7 @@ class Source:
     tokenizer_file: Path
     max_length: int
     hidden: int
+    heads: int
 
 
 # The ONNX inputs' axis names: the export's, and the dry run's before any export.
@@ -112,6 +113,7 @@ class BertOptions:
     name: str = FAMILY
     seed: int = 0
     queue_delay_us: int = 0
+    fusion: bool = True  # ONNX Runtime's transformer fusions (build_engines.fusion)
 
 
 _DEFAULTS = BertOptions()
@@ -126,6 +128,7 @@ def options_from(args: argparse.Namespace) -> BertOptions:
         name=args.name,
         seed=args.seed,
         queue_delay_us=args.queue_delay_us,
+        fusion=args.fusion,
     )
 
 
@@ -173,6 +176,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="dynamic batcher max queue delay (microseconds) of every bert model; 0 (default): "
         "an idle instance never waits, requests that queued while it was busy form its batch",
     )
+    group.add_argument(
+        "--fusion",
+        action=argparse.BooleanOptionalAction,
+        default=_DEFAULTS.fusion,
+        help="fuse attention, layer norms and GELU into ONNX Runtime's contrib ops "
+        "(onnxruntime.transformers.optimizer), checked against the unfused graph; fp32 with "
+        "--engine onnxruntime only, other builds say why they skip it (default: on)",
+    )
 
 
 def checkpoint_max_length(checkpoint: Path, position_embeddings: int) -> int:
@@ -217,6 +228,7 @@ def load_source(model_options: BertOptions, weights: bool = True) -> Source:
         tokenizer_file,
         model_options.max_length or checkpoint_max_length(checkpoint, positions),
         int(config.hidden_size),
+        int(config.num_attention_heads),
     )
 
 
@@ -248,6 +260,7 @@ def _shape_source(model_options: BertOptions, weights: bool) -> Source:
         tokenizer_dir / "tokenizer.json",
         model_options.max_length or 512,
         hidden,
+        heads,
     )
 
 
@@ -318,6 +331,33 @@ def verify(source: Source, path: Path, threads: int) -> float:
     return diff
 
 
+def fuse(
+    source: Source, path: Path, options: BuildOptions, model_options: BertOptions
+) -> fusion.Fused:
+    """ONNX Runtime's BERT fusions (build_engines.fusion), checked on the verify texts.
+
+    StepSkipped, saying why, where they do not apply (--no-fusion, fp16/int8, other engines)."""
+    reason = fusion.skip_reason(model_options.fusion, options.precision, options.engine)
+    if reason:
+        raise StepSkipped(reason)
+    feeds = example_feeds(source, list(CALIBRATION_TEXTS))
+    fused = fusion.fuse_and_check(
+        path,
+        path.with_name("model.fused.onnx"),
+        "bert",
+        source.heads,
+        source.hidden,
+        feeds,
+        options.threads or 0,
+    )
+    info(f"fused ops: {fusion.describe(fused.counts)} -> {fused.path}")
+    info(
+        f"fused vs unfused on {len(CALIBRATION_TEXTS)} texts: max abs diff "
+        f"{fused.max_abs_diff:.3g} (limit {fusion.TOLERANCE:g})"
+    )
+    return fused
+
+
 def _reference_embeddings(encoder: Any, feeds: dict[str, np.ndarray]) -> np.ndarray:
     """Masked mean of last_hidden_state, L2-normalised, written apart from the wrapper."""
     import torch
@@ -350,7 +390,9 @@ def calibration_feeds(source: Source, buckets: tuple[int, ...]) -> CalibrationSo
     return feeds
 
 
-def provenance(source: Source, diff: float, buckets: tuple[int, ...]) -> dict[str, str]:
+def provenance(
+    source: Source, diff: float, buckets: tuple[int, ...], fused: dict[str, str]
+) -> dict[str, str]:
     values = {
         "source": source.description,
         "random_weights": str(source.random_weights).lower(),
@@ -358,6 +400,7 @@ def provenance(source: Source, diff: float, buckets: tuple[int, ...]) -> dict[st
         "hidden_size": str(source.hidden),
         "buckets": ",".join(map(str, buckets)),
         "onnx_vs_torch_max_abs_diff": f"{diff:.3g}",
+        **fused,
     }
     if source.random_weights:
         values["WARNING"] = RANDOM_WARNING
@@ -447,7 +490,9 @@ def write_repository(
     onnx_path: Path,
     diff: float,
     buckets: tuple[int, ...],
+    fused: dict[str, str],
 ) -> None:
+    """``onnx_path``: the graph to serve (the fused one where the fusion ran)."""
     repo = options.output_repository
     name = model_options.name
     max_batch = options.max_batch_size or DEFAULT_MAX_BATCH
@@ -463,7 +508,7 @@ def write_repository(
         dynamic_batching_delay_us=model_options.queue_delay_us,
         queue=options.queue,
     )
-    notes = provenance(source, diff, buckets)
+    notes = provenance(source, diff, buckets, fused)
     set_parameters(model_config, notes)
     # The precision/engine hook first: a dry run stops here, before anything is written.
     model_config, files = serving_artifacts(
@@ -508,7 +553,7 @@ def write_repository(
 def build(options: BuildOptions, model_options: BertOptions) -> None:
     work = options.work_dir / model_options.name
     onnx_path = work / "model.onnx"
-    log = StepLog(model_options.name, total=2 if options.dry_run else 4)
+    log = StepLog(model_options.name, total=2 if options.dry_run else 5)
     source = log.run("load model", load_source, model_options, not options.dry_run)
     assert source is not None
     if source.random_weights:
@@ -520,9 +565,11 @@ def build(options: BuildOptions, model_options: BertOptions) -> None:
         )
     info(f"{source.description}; max length {source.max_length}, hidden {source.hidden}")
     buckets = bucket_lengths(list(model_options.buckets), source.max_length)
+    reason = fusion.skip_reason(model_options.fusion, options.precision, options.engine)
     if options.dry_run:  # the served config gives the TensorRT profiles: nothing is exported
         info(f"dry run: {onnx_path} is not exported, no model is loaded, nothing is written")
-        diff = 0.0
+        info(f"fusion: {reason or 'ONNX Runtime transformer fusions, checked against unfused'}")
+        diff, fused = 0.0, None
     else:
         log.run(
             "export ONNX (opset 17, dynamic batch and sequence)", export_onnx, source, onnx_path
@@ -530,13 +577,22 @@ def build(options: BuildOptions, model_options: BertOptions) -> None:
         diff = log.run(
             "verify ONNX Runtime against PyTorch", verify, source, onnx_path, options.threads
         )
+        fused = log.run(
+            "fuse transformer ops (onnxruntime.transformers)",
+            fuse,
+            source,
+            onnx_path,
+            options,
+            model_options,
+        )
     log.run(
         "write model_repository",
         write_repository,
         options,
         model_options,
         source,
-        onnx_path,
+        fused.path if fused else onnx_path,
         diff or 0.0,
         buckets,
+        fusion.parameters(fused, reason),
     )
