@@ -668,6 +668,24 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
     return cells if suite.pairs[0][1] is not None else _with_agreement(cells)
 
 
+PROFILE_ROWS = (1, 16, 64)  # one sentence at c1; the batches the c8/c32 cells form
+
+
+def decoder_profiles(suite: Suite, threads: int) -> list:
+    """ONNX Runtime's own profile of the suite's served decoder step, per precision."""
+    from benchmarks.nmt.profile import profile_decoder
+
+    files = {"fp32": suite.repository, "int8": suite.int8_repository}
+    return [
+        profile_decoder(
+            repo / "nmt_decoder" / "1" / "model.onnx", f"{suite.name} {p}", rows, threads
+        )
+        for p, repo in files.items()
+        if repo is not None
+        for rows in PROFILE_ROWS
+    ]
+
+
 def _with_agreement(cells: list[Cell]) -> list[Cell]:
     """No references (random weights): agreement with the in-process output instead."""
     reference = {(c.beam, c.concurrency): c.outputs for c in cells if c.engine == IN_PROCESS}
@@ -707,7 +725,10 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="nmt-bench-"))
     try:
-        results = {s.name: run_suite(s, workdir, args.threads) for s in suites(args, workdir)}
+        results, profiles = {}, []
+        for suite in suites(args, workdir):
+            results[suite.name] = run_suite(suite, workdir, args.threads)
+            profiles += decoder_profiles(suite, args.threads)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     elapsed = time.perf_counter() - started
@@ -718,6 +739,7 @@ def main(argv: list[str] | None = None) -> None:
         seconds=elapsed,
         args=args,
         table=markdown_table,
+        profiles=profiles,
         date=f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
     )
     args.output.write_text(text)
