@@ -36,6 +36,9 @@ from benchmarks.gpu.report import header
 from benchmarks.nmt.run import DEFAULT_CHECKPOINT, ROOT, step_model_throughput
 
 LEVELS = (1, 8, 32)
+# The CPU-served rows' intra-op threads: every core of the host (the ONNX Runtime build
+# that size_setup writes, python search in the nmt model's stub).
+CPU_THREADS = os.cpu_count() or 1
 # A discarded first cell at the top concurrency: on CUDA each new batch shape picks its
 # kernels the first time (seen on the H100: p95 887 ms at concurrency 8 without it).
 WARM_LEVELS = (LEVELS[-1], *LEVELS)
@@ -49,6 +52,8 @@ class Options:
     devices: tuple[str, ...]
     precision: str = "fp32"
     served: bool = True
+    searches: tuple[str, ...] = ("python", "engine")
+    cpu_served: bool = True
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -61,6 +66,18 @@ def parse(argv: list[str] | None) -> Options:
         "--precision", default="fp32", choices=("fp32", "fp16"), help="of the TorchScript build"
     )
     parser.add_argument("--no-served", action="store_true", help="skip the TorchScript rows")
+    parser.add_argument(
+        "--searches",
+        default="python,engine",
+        help="TorchScript builds to serve: python (the nmt model's search over the step "
+        "modules), engine (--search engine: the whole generation in one TorchScript module, "
+        "served by Triton's pytorch backend)",
+    )
+    parser.add_argument(
+        "--no-cpu-served",
+        action="store_true",
+        help="skip the same model served on the host's CPU (ONNX Runtime, every core)",
+    )
     args = parser.parse_args(argv)
     split = lambda text: tuple(x for x in text.split(",") if x)  # noqa: E731
     return Options(
@@ -70,6 +87,8 @@ def parse(argv: list[str] | None) -> Options:
         split(args.devices),
         args.precision,
         not args.no_served,
+        split(args.searches),
+        not args.no_cpu_served,
     )
 
 
@@ -87,7 +106,9 @@ def size_setup(size: str, work: Path) -> tuple[Path, Path]:
         )
         return DEFAULT_CHECKPOINT, repository
     checkpoint = nmt_large.write_checkpoint(work / "large-checkpoint")
-    repository = nmt_large.build_repository(checkpoint, work / "large-repo", work / "w", 8)
+    repository = nmt_large.build_repository(
+        checkpoint, work / "large-repo", work / "w", CPU_THREADS
+    )
     return checkpoint, repository
 
 
@@ -103,9 +124,18 @@ def run(options: Options) -> dict:
             results[size] = {"error": traceback.format_exc()}
             continue
         if options.served:
-            for key, cells in torchscript_rows(size, checkpoint, work, options).items():
-                results[key] = cells
-                print(key, json.dumps(cells)[:600], flush=True)
+            for search in options.searches:
+                rows = torchscript_rows(size, checkpoint, work, options, search)
+                for key, cells in rows.items():
+                    results[key] = cells
+                    print(key, json.dumps(cells)[:600], flush=True)
+        if options.cpu_served:
+            key = f"{size} onnxruntime fp32 cpu ({CPU_THREADS} threads), served"
+            try:
+                results[key] = [cell_summary(c) for c in _served(repository, checkpoint, options)]
+            except Exception:
+                results[key] = {"error": traceback.format_exc()}
+            print(key, json.dumps(results[key])[:600], flush=True)
         for device in options.devices:
             key = f"{size} eager {device}"
             print(f"== {key}", flush=True)
@@ -125,18 +155,26 @@ def run(options: Options) -> dict:
     return results
 
 
-def torchscript_rows(size: str, checkpoint: Path, work: Path, options: Options) -> dict:
-    """In-process and served rows of one ``--engine torch`` repository (errors as rows)."""
+def torchscript_rows(
+    size: str, checkpoint: Path, work: Path, options: Options, search: str = "python"
+) -> dict:
+    """In-process and served rows of one ``--engine torch`` repository (errors as rows):
+    ``search`` python is the nmt model's search over the step modules, engine the whole
+    generation in one TorchScript module (``nmt_generate``)."""
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the build puts it
-    key = f"{size} torchscript {options.precision} {device}"
+    kind = "torchscript" if search == "python" else "torchscript generate"
+    key = f"{size} {kind} {options.precision} {device}"
     try:
-        repository = torch_repository(checkpoint, work / f"{size}-torch", options.precision)
+        repository = torch_repository(
+            checkpoint, work / f"{size}-torch-{search}", options.precision, search
+        )
     except Exception:
         return {f"{key}, build": {"error": traceback.format_exc()}}
+    local = _in_process if search == "python" else _in_process_generate
     rows: dict = {}
-    for label, measure in (("in-process", _in_process), ("served", _served)):
+    for label, measure in (("in-process", local), ("served", _served)):
         try:
             rows[f"{key}, {label}"] = [
                 cell_summary(c) for c in measure(repository, checkpoint, options)
@@ -153,7 +191,7 @@ def _profile_dir(repository: Path, options: Options) -> Path:
     return options.out / f"profile-{repository.parent.name}"
 
 
-def torch_repository(checkpoint: Path, work: Path, precision: str) -> Path:
+def torch_repository(checkpoint: Path, work: Path, precision: str, search: str = "python") -> Path:
     """``python -m build_engines nmt --engine torch`` of ``checkpoint``, copied for serving."""
     from benchmarks.nmt.run import copy_models
     from build_engines.cli import build_from_argv
@@ -162,6 +200,7 @@ def torch_repository(checkpoint: Path, work: Path, precision: str) -> Path:
     argv = ["nmt", "--checkpoint", str(checkpoint), "--engine", "torch"]
     argv += ["--precision", precision, "--max-beam-size", "16", "--verify-sentences", "2"]
     argv += ["--output-repository", str(built), "--work-dir", str(work / "w"), "--instances", "1"]
+    argv += ["--search", search]
     build_from_argv(argv)
     served.mkdir(parents=True, exist_ok=True)
     copy_models(built, served, threads=1)  # and no queue timeout: a closed loop
@@ -188,6 +227,16 @@ def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
         sentences=options.sentences,
         checkpoint=checkpoint,
     )[1:]
+
+
+def _in_process_generate(repository: Path, checkpoint: Path, options: Options) -> list:
+    """The served ``nmt_generate`` TorchScript, loaded as Triton's pytorch backend loads it,
+    called once per micro-batch (the ``nmt`` model's BLS call, without the server)."""
+    from benchmarks.nmt.run import Served, engine_throughput, torch_generate_engine
+
+    served = Served.load(repository)
+    run = torch_generate_engine(repository, served)
+    return engine_throughput(run, repository, 4, WARM_LEVELS, options.sentences, checkpoint)[1:]
 
 
 def _served(repository: Path, checkpoint: Path, options: Options) -> list:
@@ -245,16 +294,37 @@ def _ratio_note(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _gpu_cpu_note(results: dict) -> str:
+    """Each served GPU row over the same size served on the host's CPU (beam 4 both)."""
+    lines = ["Served on the GPU / served on the host's CPU, same model and beam, same run:", ""]
+    lines += ["| GPU row | CPU row | c1 | c8 | c32 |", "|---|---|---|---|---|"]
+    for cpu_key, cpu in results.items():
+        if " cpu (" not in cpu_key or not isinstance(cpu, list):
+            continue
+        size = cpu_key.split(" ", 1)[0]
+        for key, cells in results.items():
+            if not (key.startswith(f"{size} ") and key.endswith(" cuda, served")):
+                continue
+            if not isinstance(cells, list):
+                continue
+            ratios = [
+                f"{g['sentences_per_s'] / max(c['sentences_per_s'], 1e-9):.1f}x"
+                for g, c in zip(cells, cpu, strict=True)
+            ]
+            lines.append(f"| {key} | {cpu_key} | " + " | ".join(ratios) + " |")
+    return "\n".join(lines)
+
+
 def markdown(results: dict, env: dict) -> str:
     lines = [
         header(
-            "NMT beam 4 on the GPU: the kit's search on torch step models",
+            "NMT beam 4 on the GPU: served against in-process, and against the host's CPU",
             "python -m benchmarks.gpu.nmt",
             "the whole lent GPU",
             env,
         )
     ]
-    lines += [_ratio_note(results)]
+    lines += [_ratio_note(results), "", _gpu_cpu_note(results)]
     head = "| model / device | concurrency | sentences/s | p50 ms | p95 ms | p99 ms | exact match |"
     lines += ["", head, "|---|---|---|---|---|---|---|"]
     profiles = []

@@ -96,7 +96,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--large-repeats", type=int, default=1)
     parser.add_argument(
         "--int8-sizes",
-        default="large",
+        default="tiny,large",
         help="sizes also measured on a --precision int8-dynamic build, in process and served "
         "('' for none)",
     )
@@ -289,6 +289,29 @@ def graph_engine(repository: Path, served: Served, threads: int) -> BatchFn:
     return run
 
 
+def torch_generate_engine(repository: Path, served: Served) -> BatchFn:
+    """The served ``nmt_generate`` TorchScript (``--engine torch --search engine``) in
+    process: loaded as Triton's pytorch backend loads it, on the device its config names,
+    one call per batch as the ``nmt`` model's BLS call makes it."""
+    import torch
+    from build_engines.torch_engine.nmt_generate import generate
+
+    from python_models.common.sibling import sibling_device
+    from python_models.nmt.decode import Job
+
+    device = sibling_device(repository / "nmt" / "1", "nmt_generate")
+    module = torch.jit.load(str(repository / "nmt_generate" / "1" / "model.pt"), device)
+    settings, max_length = served.settings, served.limits.default_max_length
+
+    def run(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
+        jobs = [Job(served.text.encode(t), beam, max_length) for t in texts]
+        pad, eos = settings.pad_token_id, settings.eos_token_id
+        for i, ids in enumerate(generate(module, jobs, pad, eos, device)):
+            done(i, served.text.decode(ids))
+
+    return run
+
+
 def ort_step_model(repository: Path, threads: int):
     from python_models.nmt.ort import OrtStepModel
 
@@ -407,14 +430,28 @@ def step_model_throughput(
     checkpoint has a held-out split.
     """
     served = Served.load(repository)
+    run, timer = search_engine(factory(), served)
+    return engine_throughput(run, repository, beam, levels, sentences, checkpoint, timer)
+
+
+def engine_throughput(
+    run: BatchFn,
+    repository: Path,
+    beam: int,
+    levels: Sequence[int],
+    sentences: int,
+    checkpoint: Path,
+    timer: PhaseTimer | None = None,
+) -> list[Cell]:
+    """Sentences/s of any batch engine behind the micro-batcher, at each concurrency."""
     pairs = held_out_pairs(with_references=(checkpoint / "split.json").exists())
     count = count_tokens_for(repository)
-    run, timer = search_engine(factory(), served)
     cells = []
     for level in levels:
-        timer.reset()
-        cell = measure_local("step model", run, beam, level, pairs[:sentences], count)
-        cells.append(_with_phases(cell, timer.phases()))
+        if timer is not None:
+            timer.reset()
+        cell = measure_local("in-process", run, beam, level, pairs[:sentences], count)
+        cells.append(cell if timer is None else _with_phases(cell, timer.phases()))
     return cells
 
 
