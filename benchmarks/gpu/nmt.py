@@ -1,28 +1,33 @@
-"""NMT beam 4 on the GPU (issue 10): the kit's search on torch step models, in-process and served.
+"""NMT beam 4 on the GPU: served against in-process, and against the host's CPU.
 
 Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu.nmt --out OUT)::
 
-    python -m benchmarks.gpu.nmt --out OUT_DIR [--sizes tiny,large] [--sentences 96]
+    python -m benchmarks.gpu.nmt --out OUT_DIR [--sizes tiny,large] [--precision fp16]
 
-The search is python_models.nmt.decode's, the one the ``nmt`` model serves, with the
-micro-batcher of benchmarks/nmt/run.py at concurrency 1, 8 and 32. ``tiny`` is the kit's
-trained English→French numbers model; ``large`` a randomly initialised Marian of
-opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabulary; speed only).
+At concurrency 1, 8 and 32, closed loops, one sentence a request; the in-process rows get
+the micro-batcher of benchmarks/nmt/run.py (what Triton's dynamic batcher gives ``nmt``).
+``tiny`` is the kit's trained English→French numbers model; ``large`` a randomly
+initialised Marian of opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabulary;
+speed only).
 
 Rows per size:
-- ``eager <device>``: ``build_engines.torch_engine.nmt.step_model`` (the export's modules,
-  eager, in-process), on CUDA and on CPU;
-- ``torchscript cuda, in-process`` and ``served``: the repository written by
-  ``python -m build_engines nmt --engine torch`` (TorchScript encoder and decoder step),
-  its search run in-process and served by Triton (the ``nmt`` BLS model runs the same
-  TorchScript on the GPU, no Triton round trip per step), over gRPC; the ratio of the two
-  is the serving overhead.
+- ``torchscript``: ``python -m build_engines nmt --engine torch`` (TorchScript encoder and
+  decoder step); the ``nmt`` python model's search (python_models.nmt.decode) drives them,
+  in-process and served;
+- ``torchscript generate``: the same with ``--search engine``: the whole generation in one
+  TorchScript module (``nmt_generate``), in-process and served by Triton's own pytorch
+  backend (``nmt`` tokenises and calls it once per batch);
+- ``onnxruntime fp32 cpu, served``: the default build of the same model served on the
+  host's CPU (every core), for GPU served / CPU served;
+- ``eager <device>`` (``--devices``): the export's modules, eager, in-process.
+The served / in-process ratio of a row is its serving overhead.
 Writes gpu_nmt.md and gpu_nmt.json into OUT_DIR.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -53,7 +58,7 @@ class Options:
     precision: str = "fp32"
     served: bool = True
     searches: tuple[str, ...] = ("python", "engine")
-    cpu_served: bool = True
+    cpu_sentences: int = 32  # 0: no CPU-served rows
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -74,9 +79,11 @@ def parse(argv: list[str] | None) -> Options:
         "served by Triton's pytorch backend)",
     )
     parser.add_argument(
-        "--no-cpu-served",
-        action="store_true",
-        help="skip the same model served on the host's CPU (ONNX Runtime, every core)",
+        "--cpu-sentences",
+        type=int,
+        default=32,
+        help="sentences per cell of the same model served on the host's CPU (ONNX Runtime, "
+        "every core; 0 skips it)",
     )
     args = parser.parse_args(argv)
     split = lambda text: tuple(x for x in text.split(",") if x)  # noqa: E731
@@ -88,7 +95,7 @@ def parse(argv: list[str] | None) -> Options:
         args.precision,
         not args.no_served,
         split(args.searches),
-        not args.no_cpu_served,
+        args.cpu_sentences,
     )
 
 
@@ -129,10 +136,11 @@ def run(options: Options) -> dict:
                 for key, cells in rows.items():
                     results[key] = cells
                     print(key, json.dumps(cells)[:600], flush=True)
-        if options.cpu_served:
+        if options.cpu_sentences:
             key = f"{size} onnxruntime fp32 cpu ({CPU_THREADS} threads), served"
+            cpu = dataclasses.replace(options, sentences=options.cpu_sentences)
             try:
-                results[key] = [cell_summary(c) for c in _served(repository, checkpoint, options)]
+                results[key] = [cell_summary(c) for c in _served(repository, checkpoint, cpu)]
             except Exception:
                 results[key] = {"error": traceback.format_exc()}
             print(key, json.dumps(results[key])[:600], flush=True)
