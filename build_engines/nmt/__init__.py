@@ -80,9 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--search",
         choices=SEARCHES,
         default=_DEFAULTS.search,
-        help="engine: the transformer's beam search inside ONNX Runtime (writes nmt_generate; "
-        "--engine onnxruntime at fp32 or int8-dynamic, else python); python: the numpy search "
-        "over nmt_encoder/nmt_decoder",
+        help="engine: the transformer's whole search inside the engine (writes nmt_generate: "
+        "ONNX Runtime's BeamSearch with --engine onnxruntime at fp32 or int8-dynamic, "
+        "TorchScript with --engine torch at fp32 or fp16; else python); python: the numpy "
+        "search over nmt_encoder/nmt_decoder",
     )
     parser.add_argument(
         "--verify-sentences",

@@ -11,8 +11,10 @@ DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
 ARCHITECTURES = ("transformer", "rnn")
 
 DEFAULT_MAX_BEAM_SIZE = 16
-# engine: the search inside ONNX Runtime (nmt_generate, --engine onnxruntime, fp32 or
-# int8-dynamic); python: the numpy search over nmt_encoder/nmt_decoder (every engine).
+# engine: the search inside the engine (nmt_generate: ONNX Runtime's BeamSearch with
+# --engine onnxruntime at fp32 or int8-dynamic; TorchScript served by Triton's pytorch
+# backend with --engine torch at fp32 or fp16); python: the numpy search over
+# nmt_encoder/nmt_decoder (every engine).
 SEARCHES = ("engine", "python")
 
 

@@ -125,12 +125,15 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
     )
     if generate and not dry_run:
         log.run(
-            "export the generation graph (the search in ONNX Runtime's BeamSearch)",
+            "write the search inside the engine (ONNX Runtime's BeamSearch, or TorchScript)",
             _write_generation,
             out,
             model,
             settings,
             options,
+            checkpoint,
+            bounds,
+            sources,
         )
     info(f"decode: {settings}")
     info(f"limits: {bounds}")
@@ -167,18 +170,30 @@ def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
 
 def engine_search(options: BuildOptions, model_options: NmtOptions) -> bool:
     """Whether ``nmt`` runs the search inside the engine (``nmt_generate``): ONNX Runtime's
-    BeamSearch operator, on the graphs it can take (fp32, or int8-dynamic subgraphs)."""
+    BeamSearch operator, on the graphs it can take (fp32, or int8-dynamic subgraphs), or the
+    TorchScript search of ``--engine torch`` (fp32, fp16)."""
     from build_engines.registry import Engine
 
-    return (
-        model_options.search == "engine"
-        and options.engine is Engine.ONNXRUNTIME
-        and options.precision in ("fp32", "int8-dynamic")
-    )
+    if model_options.search != "engine":
+        return False
+    if options.engine is Engine.TORCH:
+        return options.precision in ("fp32", "fp16")
+    return options.engine is Engine.ONNXRUNTIME and options.precision in ("fp32", "int8-dynamic")
 
 
-def _write_generation(out: Path, model, settings, options: BuildOptions) -> None:
+def _write_generation(
+    out: Path, model, settings, options: BuildOptions, checkpoint: Path, bounds, texts
+) -> None:
     from build_engines.nmt import repository
+    from build_engines.registry import Engine
+
+    if options.engine is Engine.TORCH:
+        from build_engines.nmt.torch_search import write_torch_generation
+
+        write_torch_generation(
+            out, repository.GENERATE, checkpoint, settings, bounds, texts, options
+        )
+        return
     from build_engines.nmt.generation_graph import SearchTokens, export_generation
 
     vocab = model.config.decoder_vocab_size or model.config.vocab_size

@@ -21,7 +21,9 @@ from python_models.nmt.settings import Limits, to_parameters
 from python_models.nmt.text import TARGET_VOCAB
 
 ENCODER, DECODER, BLS = "nmt_encoder", "nmt_decoder", "nmt"
-GENERATE = "nmt_generate"  # the whole search in ONNX Runtime (build_engines/nmt/generation_graph)
+# The whole search in one model: ONNX Runtime's BeamSearch (build_engines/nmt/generation_graph)
+# or TorchScript (build_engines/nmt/torch_search).
+GENERATE = "nmt_generate"
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 DEFAULT_MAX_BATCH_SIZE = 32
 BATCH_DELAY_US = 0  # an idle search never waits; requests queued while it runs form its batch

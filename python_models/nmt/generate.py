@@ -1,5 +1,8 @@
-"""Calls to the generation graph (``nmt_generate``: ONNX Runtime's BeamSearch operator over
-Marian's encoder and decoder), and its output read back as Hugging Face ``generate`` ids.
+"""Calls to the generation model ``nmt_generate``, and its output read back as Hugging Face
+``generate`` ids. Two kinds: ONNX Runtime's BeamSearch operator over Marian's encoder and
+decoder (run in-process, one sentence a call, below), and the TorchScript search served by
+Triton's pytorch backend (``--engine torch``: :func:`generate_batched`, BLS, one call per beam
+size of a batch: it batches sentences exactly, and runs where the build put it, a GPU).
 
 One sentence a call. The operator's CPU scorer decides a sentence is done from the
 candidate scores at ``batch * num_beams`` instead of ``batch * 2 * num_beams`` (onnxruntime
@@ -30,6 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 GRAPH_OUTPUT = "sequences"
+TORCH_GENERATE_OUTPUT = "sequences"  # the TorchScript search's [rows, length] int64 ids
 MIN_GRAPH_MAX_LENGTH = 3  # at 2 the operator skips its first step and reads garbage (1.32)
 
 
@@ -106,6 +110,55 @@ def generate_each(
     return results
 
 
+def sequence_ids(row: Sequence[int], max_length: int, eos_token_id: int) -> list[int]:
+    """One row of the TorchScript search's ``sequences`` as HF ``generate`` ids: up to the
+    first EOS (kept), else the ``max_length - 1`` tokens a sentence without EOS has (the
+    padding after either is not part of it; a pad id the model generated is)."""
+    ids = [int(t) for t in row[: max_length - 1]]
+    if eos_token_id in ids:
+        return ids[: ids.index(eos_token_id) + 1]
+    return ids
+
+
+def torch_generate_feeds(jobs: Sequence[Any], pad_token_id: int) -> dict[str, np.ndarray]:
+    """The TorchScript search's inputs for jobs of one beam size: padded ids and mask, and one
+    ``num_beams`` and ``max_length`` per row."""
+    from python_models.nmt.decode import pad_sources
+
+    ids, mask = pad_sources(jobs, pad_token_id)
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "num_beams": np.array([[job.beam_size] for job in jobs], dtype=np.int64),
+        "max_length": np.array([[job.max_length] for job in jobs], dtype=np.int64),
+    }
+
+
+def generate_batched(
+    model: str,
+    jobs: Sequence[Any],
+    tokens: tuple[int, int],
+    on_done: Callable[[int, list[int]], None] | None = None,
+) -> list[list[int]]:
+    """Every job through the served TorchScript search ``model`` (BLS), one call per beam size
+    with that size's jobs padded together, smaller beams first (they finish sooner).
+    ``tokens``: (eos, pad)."""
+    from python_models.common import bls
+
+    eos, pad = tokens
+    results: list[list[int]] = [[] for _ in jobs]
+    for beam in sorted({job.beam_size for job in jobs}):
+        index = [i for i, job in enumerate(jobs) if job.beam_size == beam]
+        group = [jobs[i] for i in index]
+        feeds = torch_generate_feeds(group, pad)
+        sequences = bls.infer(model, feeds, [TORCH_GENERATE_OUTPUT])[0]
+        for i, job, row in zip(index, group, sequences, strict=True):
+            results[i] = sequence_ids(row, job.max_length, eos)
+            if on_done is not None:
+                on_done(i, results[i])
+    return results
+
+
 class BlsSession:
     """``run`` as a BLS call to the served generation model (where no file is in reach)."""
 
@@ -128,3 +181,28 @@ def graph_session(version_dir: Any, model: str, threads: int) -> Session:
     if path is None:
         return BlsSession(model)
     return create_session(path, SessionSettings(intra_op_threads=threads, inter_op_threads=1))
+
+
+def served_search(
+    version_dir: Any, model: str, threads: int, settings: Any
+) -> Callable[[Sequence[Any], Callable[[int, list[int]], None] | None], list[list[int]]]:
+    """``search(jobs, on_done)`` over the sibling generation ``model``: its TorchScript
+    (``model.pt``, Triton's pytorch backend, maybe on a GPU) through BLS, a beam size's
+    sentences in one call; else its ONNX BeamSearch graph, one sentence a call.
+    ``settings``: the served :class:`python_models.nmt.decode.DecodeSettings`."""
+    from python_models.common.sibling import sibling_onnx
+
+    if sibling_onnx(version_dir, model, "model.pt") is not None:
+        tokens = (settings.eos_token_id, settings.pad_token_id)
+
+        def batched(jobs, on_done=None):
+            return generate_batched(model, jobs, tokens, on_done)
+
+        return batched
+    session = graph_session(version_dir, model, threads)
+    graph_tokens = (settings.eos_token_id, settings.pad_token_id, settings.forced_eos)
+
+    def each(jobs, on_done=None):
+        return generate_each(session, jobs, graph_tokens, settings.length_penalty, on_done)
+
+    return each

@@ -5,7 +5,10 @@ then run one beam search batched across the requests (each may ask its own
 ``BEAM_SIZE`` and ``MAX_LENGTH``), and detokenise. The encoder and decoder are
 the ONNX files of the sibling models ``nmt_encoder`` and ``nmt_decoder``, run
 in-process (no Triton round trip per decoder step); where those models serve no
-ONNX file (TensorRT plans on a GPU host), the steps go to them through BLS.
+ONNX file (TensorRT plans on a GPU host), the steps go to them through BLS. Built with
+``--search engine``, the whole search is the sibling ``generate_model`` instead
+(python_models/nmt/generate.py): the TorchScript search through BLS, once per beam size
+of the batch, or ONNX Runtime's BeamSearch graph in-process.
 
 Each request's response goes out through its response sender the moment its
 sentences are finished, so a short greedy request does not wait for a long beam
@@ -168,12 +171,14 @@ class NmtModel(PythonModel):
         self.settings, self.limits = from_parameters(self.params)
         self.text = MarianText(self.version_dir, self.limits.max_source_length)
         threads = self.params.int("intra_op_thread_count", 1)
-        self.graph = None  # the search inside ONNX Runtime, where the build wrote its graph
+        self.engine_search = None  # the search inside the engine, where the build wrote one
         generate_model = self.params.str("generate_model", "")
         if generate_model:  # then the step models are not loaded: one search per engine
-            from python_models.nmt.generate import graph_session
+            from python_models.nmt.generate import served_search
 
-            self.graph = graph_session(self.version_dir, generate_model, threads)
+            self.engine_search = served_search(
+                self.version_dir, generate_model, threads, self.settings
+            )
             return
         self.runner = step_model(
             self.version_dir,
@@ -185,14 +190,10 @@ class NmtModel(PythonModel):
             self.runner = TimedStepModel(self.runner, self.profile.add)
 
     def _search(self, jobs: list[Job], on_done) -> None:
-        if self.graph is None:
+        if self.engine_search is None:
             generate(self.runner, jobs, self.settings, on_done=on_done)
             return
-        from python_models.nmt.generate import generate_each
-
-        s = self.settings
-        tokens = (s.eos_token_id, s.pad_token_id, s.forced_eos)
-        generate_each(self.graph, jobs, tokens, s.length_penalty, on_done=on_done)
+        self.engine_search(jobs, on_done)
 
     def _execute(self, requests: list[Any]) -> None:
         """Answers each request as its sentences finish, while the search goes on.

@@ -1,0 +1,169 @@
+"""``build_engines nmt --engine torch --search engine``: the whole search as one TorchScript
+module, ``nmt_generate``, served by Triton's own pytorch backend; the ``nmt`` model tokenises,
+calls it by BLS once per beam size of its batch, and detokenises. Translations are Hugging
+Face ``generate``'s; a batch's sentences reach ``nmt_generate`` in one call (Triton's
+statistics count them); a bad row fails alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from build_engines.nmt import corpus
+from build_engines.nmt.train import DEFAULT_CHECKPOINT
+from client import InvalidInputError, TritonClient
+from server import ServerConfig, TritonServer
+from server.model_backends import model_backends
+from tests.support.batching import execution_count, first_co_batched
+from tests.support.nmt_reference import hf_generate
+from tests.support.prerequisites import PROJECT_ROOT
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses"),
+]
+
+
+@pytest.fixture(scope="module")
+def engine_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    root = tmp_path_factory.mktemp("nmt-torch-generate")
+    repo = root / "repo"
+    build = [sys.executable, "-m", "build_engines", "nmt", "--engine", "torch"]
+    build += ["--search", "engine", "--instances", "1"]
+    build += ["--output-repository", str(repo), "--work-dir", str(root / "work")]
+    done = subprocess.run(build, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "nmt_generate (fp32, cpu) vs HF generate, beam 4: 16/16" in done.stdout
+    assert model_backends(repo)["nmt_generate"] == "pytorch"
+    config = ServerConfig(
+        model_repository=repo, http_port=0, grpc_port=0, metrics_port=0, log_file=root / "log"
+    )
+    with TritonServer(config) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def reference():
+    from transformers import MarianMTModel, MarianTokenizer
+
+    model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT)).eval()
+    tokenizer = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
+
+    def translate(texts: list[str], beam: int, max_length: int = 64) -> list[str]:
+        ids = hf_generate(model, tokenizer, texts, beam, max_length, length_penalty=1.0)
+        return tokenizer.batch_decode(ids, skip_special_tokens=True)
+
+    return translate
+
+
+def _held_out(count: int) -> list[str]:
+    split = corpus.Split.load(DEFAULT_CHECKPOINT / "split.json")
+    return [corpus.english(n) for n in list(split.test)[:count]]
+
+
+def inference_count(grpc_url: str, model: str) -> int:
+    """Rows ``model`` has run (with ``max_batch_size`` > 0, a call's batch counts each)."""
+    client = grpcclient.InferenceServerClient(grpc_url.removeprefix("grpc://"))
+    try:
+        stats = client.get_inference_statistics(model, as_json=True)["model_stats"]
+        return sum(int(entry.get("inference_count", 0)) for entry in stats)
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(("beam", "max_length"), [(1, 64), (4, 64), (4, 5)])
+def test_served_search_matches_hf_generate(engine_server, reference, beam, max_length) -> None:
+    texts = _held_out(12)
+    with TritonClient(engine_server.grpc_url, timeout=60) as triton:
+        served = triton.translate(texts, beam_size=beam, max_length=max_length)
+    assert served == reference(texts, beam, max_length)
+    assert len(set(served)) > 6  # real, distinct translations
+
+
+def test_rows_keep_their_own_beam_and_max_length(engine_server, reference) -> None:
+    """One request, rows with different beams and limits: one nmt_generate call per beam
+    size, each row as HF gives it with its own settings."""
+    texts = _held_out(6)
+    beams, limits = [1, 4, 1, 4, 2, 2], [64, 64, 6, 7, 64, 9]
+    url = engine_server.grpc_url
+    before = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+    served = _rows_request(url, texts, beams, limits)
+    after = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+    expected = [reference([t], b, m)[0] for t, b, m in zip(texts, beams, limits, strict=True)]
+    assert served == expected
+    assert after[0] - before[0] == 3  # beams 1, 2 and 4
+    assert after[1] - before[1] == 6
+
+
+def _rows_request(url: str, texts: list[str], beams: list[int], limits: list[int]) -> list[str]:
+    """One request of several rows, each with its own BEAM_SIZE and MAX_LENGTH."""
+    client = grpcclient.InferenceServerClient(url.removeprefix("grpc://"))
+    try:
+        tensors = {
+            "TEXT": np.array([[t.encode()] for t in texts], dtype=np.object_),
+            "BEAM_SIZE": np.array([[b] for b in beams], dtype=np.int32),
+            "MAX_LENGTH": np.array([[m] for m in limits], dtype=np.int32),
+        }
+        inputs = []
+        for name, value in tensors.items():
+            kind = "BYTES" if name == "TEXT" else "INT32"
+            tensor = grpcclient.InferInput(name, list(value.shape), kind)
+            tensor.set_data_from_numpy(value)
+            inputs.append(tensor)
+        result = client.infer("nmt", inputs, client_timeout=60)
+        return [row[0].decode() for row in result.as_numpy("TRANSLATION")]
+    finally:
+        client.close()
+
+
+def test_concurrent_requests_share_one_generate_call(engine_server, reference) -> None:
+    """Requests the dynamic batcher gave one nmt execute reach nmt_generate together: its
+    statistics count more rows than calls."""
+    texts = _held_out(8)
+    url = engine_server.grpc_url
+
+    def send_all() -> tuple[list[str], tuple[int, int]]:
+        before = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+
+        def one(text: str) -> str:
+            with TritonClient(url, timeout=60) as triton:
+                return triton.translate([text], beam_size=4)[0]
+
+        with ThreadPoolExecutor(len(texts)) as pool:
+            served = list(pool.map(one, texts))
+        after = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+        return served, (after[0] - before[0], after[1] - before[1])
+
+    served, (calls, rows) = first_co_batched(url, "nmt", len(texts), send_all)
+    assert served == reference(texts, 4)
+    assert rows == len(texts) and calls < rows
+
+
+def test_the_step_models_are_not_called(engine_server) -> None:
+    url = engine_server.grpc_url
+    before = {m: execution_count(url, m) for m in ("nmt_generate", "nmt_encoder", "nmt_decoder")}
+    with TritonClient(url, timeout=60) as triton:
+        triton.translate(_held_out(2), beam_size=4)
+    after = {m: execution_count(url, m) for m in before}
+    assert after["nmt_generate"] > before["nmt_generate"]
+    assert after["nmt_encoder"] == before["nmt_encoder"]
+    assert after["nmt_decoder"] == before["nmt_decoder"]
+
+
+def test_a_bad_request_fails_alone(engine_server) -> None:
+    with TritonClient(engine_server.grpc_url, timeout=60) as triton:
+        results = triton.translate(
+            ["seven", "x" * 100_000, "twelve"], beam_size=2, return_exceptions=True
+        )
+        assert isinstance(results[1], InvalidInputError)
+        assert results[0] == "sept" and results[2] == "douze"
+        bad_beam = triton.translate(["seven"], beam_size=99, return_exceptions=True)
+        assert isinstance(bad_beam[0], InvalidInputError)
+        assert triton.translate(["seven"], beam_size=1) == ["sept"]
+        assert triton.server_ready()
