@@ -289,25 +289,29 @@ def graph_engine(repository: Path, served: Served, threads: int) -> BatchFn:
     return run
 
 
-def torch_generate_engine(repository: Path, served: Served) -> BatchFn:
+def torch_generate_engine(repository: Path, served: Served, threads: int = 1) -> BatchFn:
     """The served ``nmt_generate`` TorchScript (``--engine torch --search engine``) in
-    process: loaded as Triton's pytorch backend loads it, on the device its config names,
-    one call per batch as the ``nmt`` model's BLS call makes it."""
+    process: loaded as Triton's pytorch backend loads it, on the device its config names
+    (``threads`` intra-op threads on a CPU), one call per batch as ``nmt``'s BLS call makes it."""
     import torch
-    from build_engines.torch_engine.nmt_generate import generate
 
+    from build_engines.torch_engine.nmt_generate import generate
     from python_models.common.sibling import sibling_device
     from python_models.nmt.decode import Job
 
     device = sibling_device(repository / "nmt" / "1", "nmt_generate")
     module = torch.jit.load(str(repository / "nmt_generate" / "1" / "model.pt"), device)
-    settings, max_length = served.settings, served.limits.default_max_length
+    max_length = served.limits.default_max_length
+
+    if device == "cpu":
+        torch.set_num_threads(threads)
 
     def run(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
         jobs = [Job(served.text.encode(t), beam, max_length) for t in texts]
-        pad, eos = settings.pad_token_id, settings.eos_token_id
-        for i, ids in enumerate(generate(module, jobs, pad, eos, device)):
-            done(i, served.text.decode(ids))
+        # as the pytorch backend runs it (DISABLE_OPTIMIZED_EXECUTION): without this the
+        # profiling executor re-specialises the loop for every new batch shape
+        with torch.jit.optimized_execution(False):
+            generate(module, jobs, lambda i, ids: done(i, served.text.decode(ids)))
 
     return run
 
