@@ -30,11 +30,13 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
 import traceback
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from benchmarks.gpu.report import header
@@ -59,6 +61,7 @@ class Options:
     served: bool = True
     searches: tuple[str, ...] = ("python", "engine")
     cpu_sentences: int = 32  # 0: no CPU-served rows
+    queue_delays_us: tuple[int, ...] = ()  # extra served rows of the generate build
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -85,6 +88,13 @@ def parse(argv: list[str] | None) -> Options:
         help="sentences per cell of the same model served on the host's CPU (ONNX Runtime, "
         "every core; 0 skips it)",
     )
+    parser.add_argument(
+        "--queue-delays-us",
+        default="",
+        help="comma-separated max_queue_delay_microseconds for nmt: extra served rows of the "
+        "--search engine build (the whole batch answers at once, so a short delay lets the "
+        "answered clients' next requests gather into one batch)",
+    )
     args = parser.parse_args(argv)
     split = lambda text: tuple(x for x in text.split(",") if x)  # noqa: E731
     return Options(
@@ -96,6 +106,7 @@ def parse(argv: list[str] | None) -> Options:
         not args.no_served,
         split(args.searches),
         args.cpu_sentences,
+        tuple(int(x) for x in split(args.queue_delays_us)),
     )
 
 
@@ -181,8 +192,14 @@ def torchscript_rows(
     except Exception:
         return {f"{key}, build": {"error": traceback.format_exc()}}
     local = _in_process if search == "python" else _in_process_generate
+    measures = [("in-process", local), ("served", _served)]
+    if search == "engine":
+        measures += [
+            (f"served, queue delay {us} µs", partial(_served_with_delay, us))
+            for us in options.queue_delays_us
+        ]
     rows: dict = {}
-    for label, measure in (("in-process", local), ("served", _served)):
+    for label, measure in measures:
         try:
             rows[f"{key}, {label}"] = [
                 cell_summary(c) for c in measure(repository, checkpoint, options)
@@ -196,7 +213,7 @@ def torchscript_rows(
 
 
 def _profile_dir(repository: Path, options: Options) -> Path:
-    return options.out / f"profile-{repository.parent.name}"
+    return options.out / f"profile-{repository.parent.name}-{repository.name}"
 
 
 def torch_repository(checkpoint: Path, work: Path, precision: str, search: str = "python") -> Path:
@@ -247,6 +264,20 @@ def _in_process_generate(repository: Path, checkpoint: Path, options: Options) -
     return engine_throughput(run, repository, 4, WARM_LEVELS, options.sentences, checkpoint)[1:]
 
 
+def _served_with_delay(delay_us: int, repository: Path, checkpoint: Path, options) -> list:
+    """:func:`_served` on a copy whose ``nmt`` batches with ``max_queue_delay_microseconds``."""
+    from build_engines.repository import parse, render
+
+    copy = repository.parent / f"{repository.name}-delay-{delay_us}"
+    if not copy.exists():
+        shutil.copytree(repository, copy)
+        config_file = copy / "nmt" / "config.pbtxt"
+        config = parse(config_file.read_text())
+        config.dynamic_batching.max_queue_delay_microseconds = delay_us
+        config_file.write_text(render(config))
+    return _served(copy, checkpoint, options)
+
+
 def _served(repository: Path, checkpoint: Path, options: Options) -> list:
     from benchmarks.nmt.run import count_tokens_for, held_out_pairs, measure_triton
     from python_models.common.base import PROFILE_DIR_ENV
@@ -289,16 +320,17 @@ def _ratio_note(results: dict) -> str:
     lines = ["Served / in-process, same TorchScript on the same device, same run:", ""]
     lines += ["| row | c1 | c8 | c32 |", "|---|---|---|---|"]
     for key, cells in results.items():
-        if not key.endswith(", served") or isinstance(cells, dict):
+        if ", served" not in key or key.endswith("profile") or isinstance(cells, dict):
             continue
-        local = results.get(key.replace(", served", ", in-process"))
+        twin, variant = key.split(", served", 1)
+        local = results.get(f"{twin}, in-process")
         if not isinstance(local, list):
             continue
         ratios = [
             f"{s['sentences_per_s'] / max(i['sentences_per_s'], 1e-9):.2f}x"
             for s, i in zip(cells, local, strict=True)
         ]
-        lines.append(f"| {key.removesuffix(', served')} | " + " | ".join(ratios) + " |")
+        lines.append(f"| {twin}{variant} | " + " | ".join(ratios) + " |")
     return "\n".join(lines)
 
 
@@ -311,9 +343,9 @@ def _gpu_cpu_note(results: dict) -> str:
             continue
         size = cpu_key.split(" ", 1)[0]
         for key, cells in results.items():
-            if not (key.startswith(f"{size} ") and key.endswith(" cuda, served")):
+            if not (key.startswith(f"{size} ") and " cuda, served" in key):
                 continue
-            if not isinstance(cells, list):
+            if not isinstance(cells, list) or key.endswith("profile"):
                 continue
             ratios = [
                 f"{g['sentences_per_s'] / max(c['sentences_per_s'], 1e-9):.1f}x"
@@ -334,20 +366,23 @@ def markdown(results: dict, env: dict) -> str:
     ]
     lines += [_ratio_note(results), "", _gpu_cpu_note(results)]
     head = "| model / device | concurrency | sentences/s | p50 ms | p95 ms | p99 ms | exact match |"
-    lines += ["", head, "|---|---|---|---|---|---|---|"]
+    head += " nmt batch (served) |"
+    lines += ["", head, "|---|---|---|---|---|---|---|---|"]
     profiles = []
     for key, cells in results.items():
         if isinstance(cells, dict) and "profile" in cells:
             profiles.append(_profile_line(key, cells["profile"]))
             continue
         if isinstance(cells, dict):
-            lines.append(f"| {key} | error: {cells['error'].splitlines()[-1][:80]} | | | | | |")
+            lines.append(f"| {key} | error: {cells['error'].splitlines()[-1][:80]} | | | | | | |")
             continue
         for c in cells:
             exact = "" if c["exact"] is None else f"{c['exact']:.3f}"
             times = " | ".join(str(c.get(f"p{q}_ms", "")) for q in (50, 95, 99))
             rate = f"{c['concurrency']} | {c['sentences_per_s']}"
-            lines.append(f"| {key} | {rate} | {times} | {exact} |")
+            batch = c.get("phases", {}).get("batch")
+            batch = "" if batch is None else f"{batch:.1f}"
+            lines.append(f"| {key} | {rate} | {times} | {exact} | {batch} |")
     if profiles:
         lines += ["", "Served: the `nmt` model's own phases (TRITON_KIT_PROFILE_DIR), ms per"]
         lines += ["execute over every served cell; `step` waits for the device.", ""]
