@@ -194,6 +194,7 @@ def torchscript_rows(
     local = _in_process if search == "python" else _in_process_generate
     measures = [("in-process", local), ("served", _served)]
     if search == "engine":
+        measures.append(("served (perf_analyzer)", _served_perf_analyzer))
         measures += [
             (f"served, queue delay {us} µs", partial(_served_with_delay, us))
             for us in options.queue_delays_us
@@ -202,7 +203,8 @@ def torchscript_rows(
     for label, measure in measures:
         try:
             rows[f"{key}, {label}"] = [
-                cell_summary(c) for c in measure(repository, checkpoint, options)
+                c if isinstance(c, dict) else cell_summary(c)
+                for c in measure(repository, checkpoint, options)
             ]
         except Exception:
             rows[f"{key}, {label}"] = {"error": traceback.format_exc()}
@@ -262,6 +264,46 @@ def _in_process_generate(repository: Path, checkpoint: Path, options: Options) -
     served = Served.load(repository)
     run = torch_generate_engine(repository, served)
     return engine_throughput(run, repository, 4, WARM_LEVELS, options.sentences, checkpoint)[1:]
+
+
+PA_SECONDS = 3.0  # perf_analyzer's measurement window
+
+
+def _served_perf_analyzer(repository: Path, checkpoint: Path, options: Options) -> list:
+    """The served ``nmt`` under perf_analyzer (Triton's C++ load generator) instead of the
+    kit's Python clients: at c32 the GIL-bound Python client threads space their requests
+    out, so the server sees smaller batches than the in-process micro-batcher does."""
+    from benchmarks.harness import perf_analyzer
+    from benchmarks.nmt.run import held_out_pairs
+    from server.launcher import ServerConfig, TritonServer
+
+    texts = [source for source, _ in held_out_pairs(with_references=False)]
+    out = options.out / f"perf_analyzer-{repository.parent.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    inputs = perf_analyzer.text_inputs(out / "texts.json", "TEXT", texts[: options.sentences])
+    config = ServerConfig(model_repository=repository, http_port=0, grpc_port=0, metrics_port=0)
+    cells = []
+    with TritonServer(config) as server:
+        for level in WARM_LEVELS:
+            result = perf_analyzer.run(server.grpc_url, "nmt", level, PA_SECONDS, out, inputs)
+            if "stable" in result.get("error", ""):  # a noisy host: take the last windows
+                result = perf_analyzer.run(
+                    server.grpc_url, "nmt", level, PA_SECONDS, out, inputs, stability=100
+                )
+            if "items_per_s" not in result:
+                raise RuntimeError(json.dumps(result)[:2000])
+            cells.append(_pa_cell(level, result))
+    return cells[1:]
+
+
+def _pa_cell(level: int, result: dict) -> dict:
+    return {
+        "concurrency": level,
+        "sentences_per_s": round(result["items_per_s"], 1),
+        **{f"p{q}_ms": round(result[f"p{q}"], 1) for q in (50, 95, 99)},
+        "exact": None,
+        "phases": {},
+    }
 
 
 def _served_with_delay(delay_us: int, repository: Path, checkpoint: Path, options) -> list:
