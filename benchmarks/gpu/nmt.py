@@ -401,14 +401,14 @@ def markdown(results: dict, env: dict) -> str:
     lines = [
         header(
             "NMT beam 4 on the GPU: served against in-process, and against the host's CPU",
-            "python -m benchmarks.gpu.nmt",
+            env.get("command", "python -m benchmarks.gpu.nmt"),
             "the whole lent GPU",
             env,
         )
     ]
     lines += [_ratio_note(results), "", _gpu_cpu_note(results)]
     head = "| model / device | concurrency | sentences/s | p50 ms | p95 ms | p99 ms | exact match |"
-    head += " nmt batch (served) |"
+    head += " batch |"
     lines += ["", head, "|---|---|---|---|---|---|---|---|"]
     profiles = []
     for key, cells in results.items():
@@ -446,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     results = run(options)
     env = {**environment(Settings(out=options.out)), "wall_s": round(time.time() - started, 1)}
+    arguments = sys.argv[1:] if argv is None else argv
+    env["command"] = " ".join(["python -m benchmarks.gpu.nmt", *arguments])
     (options.out / "gpu_nmt.json").write_text(json.dumps({"env": env, **results}, indent=2))
     report = markdown(results, env)
     (options.out / "gpu_nmt.md").write_text(report)
