@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -65,13 +66,19 @@ def write_checkpoint(directory: Path, vocab_size: int = OPUS_MT_EN_DE_VOCAB) -> 
 
 
 def build_repository(
-    checkpoint: Path, repository: Path, work: Path, threads: int, precision: str = "fp32"
+    checkpoint: Path,
+    repository: Path,
+    work: Path,
+    threads: int,
+    precision: str = "fp32",
+    engine_args: Sequence[str] = (),
 ) -> Path:
-    """``nmt``, ``nmt_encoder`` and ``nmt_decoder`` of the checkpoint, through the real build."""
+    """``nmt`` and its engine models of the checkpoint, through the real build (``nmt_encoder``
+    and ``nmt_decoder`` by default; ``engine_args`` e.g. ``--engine torch --search engine``)."""
     from build_engines.cli import build_from_argv
 
     argv = ["nmt", "--checkpoint", str(checkpoint), "--max-beam-size", "16"]
-    argv += ["--precision", precision]
+    argv += ["--precision", precision, *engine_args]
     argv += ["--verify-sentences", "2", "--output-repository", str(repository)]
     argv += ["--work-dir", str(work), "--instances", "1", "--threads", str(threads)]
     build_from_argv(argv)

@@ -12,10 +12,18 @@ IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
 CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
 IN_PROCESS_INT8, TRITON_INT8 = "in-process ORT int8", "Triton int8 (gRPC)"
 IN_ENGINE = "in-process graph"  # the generation graph (BeamSearch in ONNX Runtime) in process
-ORDER = (IN_PROCESS, IN_ENGINE, CT2_FP32, CT2_INT8, TRITON, IN_PROCESS_INT8, TRITON_INT8)
+IN_PROCESS_TORCH, TRITON_TORCH = "in-process torch generate", "Triton torch generate (gRPC)"
+ORDER = (
+    IN_PROCESS, IN_ENGINE, CT2_FP32, CT2_INT8, TRITON, IN_PROCESS_INT8, TRITON_INT8,
+    IN_PROCESS_TORCH, TRITON_TORCH,
+)  # fmt: skip
 # (served, its in-process twin) per precision, for the ratio and phase columns; served nmt
 # runs the generation graph where the build wrote it, and its twin is then that graph
-PAIRS = (("", TRITON, IN_PROCESS), ("int8 ", TRITON_INT8, IN_PROCESS_INT8))
+PAIRS = (
+    ("", TRITON, IN_PROCESS),
+    ("int8 ", TRITON_INT8, IN_PROCESS_INT8),
+    ("torch generate ", TRITON_TORCH, IN_PROCESS_TORCH),
+)
 
 
 def pairs_for(present: set[str]) -> tuple[tuple[str, str, str], ...]:
@@ -96,18 +104,21 @@ def _phases(cells, table: Callable) -> str:
     for (beam, level), (label, served_name, local_name) in itertools.product(keys, pairs):
         local = by[(local_name, beam, level)].phases
         served = by[(served_name, beam, level)].phases
+        if not local or not served:
+            continue
         shares = "/".join(
-            f"{local[k]:.0%}" for k in ("decoder share", "search share", "encoder share")
-        )
+            f"{local[k]:.0%}"
+            for k in ("decoder share", "search share", "encoder share")
+            if k in local
+        )  # none for one call a batch (the TorchScript search): its steps are inside
         rows.append(
             [
                 beam,
                 level,
                 label.strip() or "fp32",
                 round(local["batch"], 1),
-                round(local["encoder ms/call"], 2),
-                round(local["decoder ms/step"], 2),
-                round(local["search ms/step"], 2),
+                *(_round(local.get(k)) for k in ("encoder ms/call", "decoder ms/step")),
+                _round(local.get("search ms/step")),
                 shares,
                 round(local["ms/sentence"], 2),
                 round(served["batch"], 1),
@@ -117,6 +128,10 @@ def _phases(cells, table: Callable) -> str:
             ]
         )
     return table(headers, rows)
+
+
+def _round(value: float | None) -> float | str:
+    return "" if value is None else round(value, 2)
 
 
 def _all(cells, table: Callable, score: str) -> str:
@@ -224,6 +239,15 @@ def render(
             "int8-dynamic` files (ONNX Runtime `quantize_dynamic`: INT8 per-channel MatMul/Gemm "
             "weights, activations quantised at run time), in process and served by a second "
             "Triton server; agreement is with the fp32 in-process output."
+        )
+    if args.torch_generate_sizes:
+        lines.append(
+            f"- torch generate ({args.torch_generate_sizes}): the build's `--engine torch "
+            "--search engine`, the whole generation in one TorchScript module "
+            "(build_engines/torch_engine/nmt_generate.py: HF's vectorised beam search, finished "
+            "sentences leave the batch), fp32: in process one call per micro-batch, as Triton's "
+            "pytorch backend runs it (optimized execution off), and served by Triton's own "
+            "pytorch backend, the `nmt` model tokenising and calling it by BLS once per batch."
         )
     lines.append("")
     for name, cells in results.items():

@@ -45,7 +45,18 @@ import sentencepiece as spm
 
 from benchmarks import RESULTS
 from benchmarks.harness.measure import machine_description, markdown_table
-from benchmarks.nmt.report import render
+from benchmarks.nmt.report import (
+    CT2_FP32,
+    CT2_INT8,
+    IN_ENGINE,
+    IN_PROCESS,
+    IN_PROCESS_INT8,
+    IN_PROCESS_TORCH,
+    TRITON,
+    TRITON_INT8,
+    TRITON_TORCH,
+    render,
+)
 from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.repository import parse
@@ -54,16 +65,16 @@ from build_engines.repository import render as render_config
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("nmt", "nmt_encoder", "nmt_decoder", "nmt_generate")  # the last where built
 MAX_BATCH = 32
-IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
-CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
-# The generation graph (ONNX Runtime's BeamSearch, nmt_generate) in process, one sentence a
-# call as the served nmt sends it; Triton's nmt runs it where the build wrote it (the default).
-IN_ENGINE = "in-process graph"
+# IN_ENGINE: the generation graph (ONNX Runtime's BeamSearch, nmt_generate) in process, one
+# sentence a call as the served nmt sends it, where the build wrote one (--search engine).
 ENGINES = (IN_PROCESS, IN_ENGINE, CT2_FP32, CT2_INT8, TRITON)
 # The same search on the build's ``--precision int8-dynamic`` ONNX files (sizes in --int8-sizes)
-IN_PROCESS_INT8, TRITON_INT8 = "in-process ORT int8", "Triton int8 (gRPC)"
 INT8_ENGINES = (IN_PROCESS_INT8, TRITON_INT8)
 INT8_PRECISION = "int8-dynamic"
+# The whole generation as one TorchScript module (--engine torch --search engine): in process,
+# and served by Triton's own pytorch backend (sizes in --torch-generate-sizes)
+TORCH_ENGINES = (IN_PROCESS_TORCH, TRITON_TORCH)
+TORCH_GENERATE_ARGS = ("--engine", "torch", "--search", "engine")
 
 PLACEHOLDER = re.compile(r"<x\d+>")
 
@@ -94,6 +105,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="tiny: measure the matrix this many times (engine order rotated); keep medians",
     )
     parser.add_argument("--large-repeats", type=int, default=1)
+    parser.add_argument(
+        "--torch-generate-sizes",
+        default="tiny,large",
+        help="sizes also measured with the whole generation in one TorchScript module "
+        "(--engine torch --search engine), in process and served by Triton's pytorch backend "
+        "('' for none)",
+    )
     parser.add_argument(
         "--int8-sizes",
         default="tiny,large",
@@ -287,6 +305,34 @@ def graph_engine(repository: Path, served: Served, threads: int) -> BatchFn:
         )
 
     return run
+
+
+class CallTimer:
+    """Batch size and ms/sentence of a batch engine with no steps to time (one call a batch)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.total_s, self.calls, self.sentences = 0.0, 0, 0
+
+    def timed(self, run: BatchFn) -> BatchFn:
+        def timed_run(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
+            start = time.perf_counter()
+            run(texts, beam, done)
+            self.total_s += time.perf_counter() - start
+            self.calls += 1
+            self.sentences += len(texts)
+
+        return timed_run
+
+    def phases(self) -> dict[str, float]:
+        if not self.calls:
+            return {}
+        return {
+            "batch": self.sentences / self.calls,
+            "ms/sentence": 1000 * self.total_s / self.sentences,
+        }
 
 
 def torch_generate_engine(repository: Path, served: Served, threads: int = 1) -> BatchFn:
@@ -570,10 +616,28 @@ class Suite:
     repeats: int
     sentences: Callable[[int], int]  # per cell, from the concurrency
     int8_repository: Path | None = None  # the --precision int8-dynamic build, if measured
+    torch_repository: Path | None = None  # the --engine torch --search engine build, if measured
 
     @property
     def engines(self) -> tuple[str, ...]:
-        return ENGINES + (INT8_ENGINES if self.int8_repository is not None else ())
+        int8 = INT8_ENGINES if self.int8_repository is not None else ()
+        return ENGINES + int8 + (TORCH_ENGINES if self.torch_repository is not None else ())
+
+
+def torch_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
+    """The build's TorchScript search (``nmt_generate``) of the checkpoint, threads as above."""
+    from benchmarks.nmt import large as nmt_large
+
+    built = nmt_large.build_repository(
+        checkpoint,
+        workdir / f"{size}-built-torch",
+        workdir / f"{size}-work-torch",
+        threads,
+        engine_args=TORCH_GENERATE_ARGS,
+    )
+    repository = workdir / f"repository-{size}-torch"
+    copy_models(built, repository, threads)
+    return repository
 
 
 def int8_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
@@ -595,6 +659,7 @@ def int8_repository(checkpoint: Path, workdir: Path, size: str, threads: int) ->
 def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
     beams = [int(b) for b in args.beams.split(",")]
     int8_sizes = [s for s in args.int8_sizes.split(",") if s]
+    torch_sizes = [s for s in args.torch_generate_sizes.split(",") if s]
     found = []
     for size in args.sizes.split(","):
         repository = workdir / f"repository-{size}"
@@ -609,6 +674,9 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
             int8 = None
             if size in int8_sizes:
                 int8 = int8_repository(args.checkpoint, workdir, size, args.threads)
+            torch_repo = None
+            if size in torch_sizes:
+                torch_repo = torch_repository(args.checkpoint, workdir, size, args.threads)
             found.append(
                 Suite(
                     size,
@@ -620,6 +688,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     args.repeats,
                     count,
                     int8,
+                    torch_repo,
                 )
             )
         elif size == "large":
@@ -634,6 +703,9 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
             int8 = None
             if size in int8_sizes:
                 int8 = int8_repository(checkpoint, workdir, size, args.threads)
+            torch_repo = None
+            if size in torch_sizes:
+                torch_repo = torch_repository(checkpoint, workdir, size, args.threads)
             levels = [int(c) for c in args.large_concurrency.split(",")]
             pairs = held_out_pairs(with_references=False)
             found.append(
@@ -647,6 +719,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     args.large_repeats,
                     lambda _level: args.large_sentences,
                     int8,
+                    torch_repo,
                 )
             )
         else:
@@ -674,6 +747,13 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
         step_model = ort_step_model(suite.int8_repository, threads)
         engines[IN_PROCESS_INT8], timers[IN_PROCESS_INT8] = search_engine(step_model, int8)
         repositories[TRITON_INT8] = suite.int8_repository
+    if suite.torch_repository is not None:
+        served_torch = Served.load(suite.torch_repository)
+        timers[IN_PROCESS_TORCH] = CallTimer()
+        engines[IN_PROCESS_TORCH] = timers[IN_PROCESS_TORCH].timed(
+            torch_generate_engine(suite.torch_repository, served_torch, threads)
+        )
+        repositories[TRITON_TORCH] = suite.torch_repository
     count_tokens = count_tokens_for(suite.repository)
     runs: dict[tuple[str, int, int], list[Cell]] = {}
     engine_names = tuple(name for name in suite.engines if name in engines or name in repositories)
