@@ -176,13 +176,14 @@ def test_finished_sentences_leave_the_batch(random_model, beam):
     recorder = _Rows(decoder)
     module = GenerationModule(encoder, recorder, random_model.settings)
     texts = _random_sources(12)
-    jobs = random_model.jobs(texts, [beam] * 12, [24] * 12)
+    limits = [24] * 9 + [6, 9, 12]  # three rows cut early whatever the weights pick
+    jobs = random_model.jobs(texts, [beam] * 12, limits)
     got = generate(module, jobs)
-    assert got == random_model.hf(texts, beam, 24)
+    assert got == [random_model.hf([t], beam, m)[0] for t, m in zip(texts, limits, strict=True)]
     rows = recorder.rows
     assert rows[0] == 12  # the first step: one row per sentence (its beams are copies)
     assert all(r % beam == 0 for r in rows[1:]) and rows[1:] == sorted(rows[1:], reverse=True)
-    assert rows[-1] < rows[1]  # sentences left before the last step
+    assert rows[-1] <= rows[1] - 3 * beam  # the cut sentences left before the last step
     assert len(rows) == max(len(ids) for ids in got)  # no step after the last sentence ended
 
 

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+import torch
 import tritonclient.grpc as grpcclient
 
 from build_engines.nmt import corpus
@@ -39,7 +40,8 @@ def engine_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonSe
     build += ["--output-repository", str(repo), "--work-dir", str(root / "work")]
     done = subprocess.run(build, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "nmt_generate (fp32, cpu) vs HF generate, beam 4: 16/16" in done.stdout
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # where the build puts it
+    assert f"nmt_generate (fp32, {device}) vs HF generate, beam 4: 16/16" in done.stdout
     assert model_backends(repo)["nmt_generate"] == "pytorch"
     config = ServerConfig(
         model_repository=repo, http_port=0, grpc_port=0, metrics_port=0, log_file=root / "log"

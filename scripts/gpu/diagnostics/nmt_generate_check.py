@@ -1,0 +1,51 @@
+"""The TorchScript search on this GPU: in memory vs saved-and-loaded, optimized execution on
+vs off (as Triton's pytorch backend runs it), fp32 and fp16, against the held-out references.
+
+    python scripts/gpu/diagnostics/nmt_generate_check.py
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import torch
+from transformers import MarianTokenizer
+
+from benchmarks.nmt.run import held_out_pairs
+from build_engines.nmt.export import load_model
+from build_engines.nmt.pipeline import decode_settings
+from build_engines.nmt.train import DEFAULT_CHECKPOINT
+from build_engines.torch_engine.nmt_generate import generate, generation_module
+from python_models.nmt.decode import Job
+
+
+def main() -> None:
+    model = load_model(DEFAULT_CHECKPOINT)
+    tokenizer = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
+    settings = decode_settings(model)
+    pairs = held_out_pairs()[:16]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    for dtype in (torch.float32, torch.float16):
+        module = generation_module(model, settings, device, dtype)
+        path = Path(tempfile.mkdtemp()) / "model.pt"
+        module.save(str(path))
+        loaded = torch.jit.load(str(path), map_location=device)
+        for name, each in (("in memory", module), ("loaded", loaded)):
+            for optimized in (True, False):
+                for beam in (1, 4):
+                    jobs = [Job(tokenizer(s)["input_ids"], beam, 64) for s, _ in pairs]
+                    with torch.jit.optimized_execution(optimized):
+                        for _ in range(3):  # the profiling executor specialises on later runs
+                            ids = generate(each, jobs)
+                    texts = [tokenizer.decode(i, skip_special_tokens=True) for i in ids]
+                    right = sum(t == r for t, (_, r) in zip(texts, pairs, strict=True))
+                    print(
+                        f"{dtype} {name:9s} optimized={optimized!s:5s} beam {beam}: "
+                        f"{right}/{len(pairs)} exact; first ids {ids[0][:12]} {texts[0]!r}",
+                        flush=True,
+                    )
+
+
+if __name__ == "__main__":
+    main()
