@@ -354,6 +354,7 @@ def cell_summary(cell) -> dict:
         **{f"{q}_ms": round(v, 1) for q, v in percentiles.items()},
         "exact": cell.exact,
         "phases": cell.phases,
+        "sample": list(cell.outputs[:2]),  # what came back, for a reader of the JSON
     }
 
 
