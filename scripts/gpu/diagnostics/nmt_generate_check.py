@@ -47,5 +47,34 @@ def main() -> None:
                     )
 
 
+def built(precision: str, pairs, tokenizer, device: str) -> None:
+    """The same through the build CLI (scripted fp16, then its fp32 twin, then saved)."""
+    from build_engines.cli import build_from_argv
+
+    work = Path(tempfile.mkdtemp())
+    argv = ["nmt", "--engine", "torch", "--search", "engine", "--precision", precision]
+    argv += ["--verify-sentences", "2", "--instances", "1", "--max-beam-size", "16"]
+    argv += ["--output-repository", str(work / "repo"), "--work-dir", str(work / "w")]
+    build_from_argv(argv)
+    path = work / "repo" / "nmt_generate" / "1" / "model.pt"
+    loaded = torch.jit.load(str(path), map_location=device)
+    for optimized in (True, False):
+        jobs = [Job(tokenizer(s)["input_ids"], 4, 64) for s, _ in pairs]
+        with torch.jit.optimized_execution(optimized):
+            for _ in range(3):
+                ids = generate(loaded, jobs)
+        texts = [tokenizer.decode(i, skip_special_tokens=True) for i in ids]
+        right = sum(t == r for t, (_, r) in zip(texts, pairs, strict=True))
+        print(
+            f"built {precision} optimized={optimized!s:5s} beam 4: {right}/{len(pairs)} exact; "
+            f"first ids {ids[0][:12]} {texts[0]!r}",
+            flush=True,
+        )
+
+
 if __name__ == "__main__":
     main()
+    tok = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
+    where = "cuda" if torch.cuda.is_available() else "cpu"
+    for p in ("fp16", "fp32"):
+        built(p, held_out_pairs()[:16], tok, where)
