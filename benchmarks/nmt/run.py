@@ -337,8 +337,9 @@ class CallTimer:
 
 def torch_generate_engine(repository: Path, served: Served, threads: int = 1) -> BatchFn:
     """The served ``nmt_generate`` TorchScript (``--engine torch --search engine``) in
-    process: loaded as Triton's pytorch backend loads it, on the device its config names
-    (``threads`` intra-op threads on a CPU), one call per batch as ``nmt``'s BLS call makes it."""
+    process: loaded as Triton's pytorch backend loads it, on the device and JIT executor its
+    config names (``threads`` intra-op threads on a CPU), one call per batch as ``nmt``'s BLS
+    call makes it."""
     import torch
 
     from build_engines.torch_engine.nmt_generate import generate
@@ -347,6 +348,8 @@ def torch_generate_engine(repository: Path, served: Served, threads: int = 1) ->
 
     device = sibling_device(repository / "nmt" / "1", "nmt_generate")
     module = torch.jit.load(str(repository / "nmt_generate" / "1" / "model.pt"), device)
+    config = parse((repository / "nmt_generate" / "config.pbtxt").read_text())
+    disabled = config.parameters["DISABLE_OPTIMIZED_EXECUTION"].string_value == "true"
     max_length = served.limits.default_max_length
 
     if device == "cpu":
@@ -354,9 +357,8 @@ def torch_generate_engine(repository: Path, served: Served, threads: int = 1) ->
 
     def run(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
         jobs = [Job(served.text.encode(t), beam, max_length) for t in texts]
-        # as the pytorch backend runs it (DISABLE_OPTIMIZED_EXECUTION): without this the
-        # profiling executor re-specialises the loop for every new batch shape
-        with torch.jit.optimized_execution(False):
+        # under the executor its config names, as Triton's pytorch backend runs it
+        with torch.jit.optimized_execution(not disabled):
             generate(module, jobs, lambda i, ids: done(i, served.text.decode(ids)))
 
     return run

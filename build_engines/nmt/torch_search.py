@@ -5,9 +5,13 @@ on the device the served instance will use (``KIND_GPU`` where a GPU is visible)
 against Hugging Face ``generate`` on the verify sentences at beam 1 and 4, and written with a
 ``pytorch_libtorch`` config (Triton's own pytorch backend serves it). A mismatch fails the
 build, naming the sentences: every sentence must be HF's. At fp16 a near-tie may flip
-between half and HF's fp32 (on a randomly initialised Marian, whose every step is a
-near-tie, most sentences do), so the search itself is checked on an fp32 twin scripted on
-the same device, and the fp16 module's agreement with HF is logged, not required.
+between half and HF's fp32, so the search itself is checked exactly on an fp32 twin
+scripted on the same device, and the fp16 module must agree on at least half the sentences
+(a broken half-precision path agrees on none).
+
+The check runs the saved file, freshly loaded, under the JIT executor the config serves it
+with (:func:`optimized_execution`): the first call picks the executor, and the in-memory
+module under the default executor once passed a file that the backend then ran wrong.
 """
 
 from __future__ import annotations
@@ -32,6 +36,17 @@ if TYPE_CHECKING:
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
 CHECK_BEAMS = (1, 4)
+FP16_MIN_AGREEMENT = 0.5  # of the verify sentences identical to HF fp32, per beam size
+
+
+def optimized_execution(precision: str) -> bool:
+    """Whether Triton's pytorch backend runs ``nmt_generate`` under the JIT's profiling
+    executor (config parameter DISABLE_OPTIMIZED_EXECUTION false). fp16 needs it: under the
+    simple executor the traced half-precision steps (Marian's fp16 clamp is traced away)
+    returned EOS or ',' for every held-out sentence on the H100 (0/16, against 16/16 with
+    it). fp32 is exact either way and faster without it (40 against 52 ms a call of 16
+    sentences, beam 4, H100), as the repository's other TorchScript models are served."""
+    return precision == "fp16"
 
 
 def generate_config(name: str, options: BuildOptions, gpu: bool):
@@ -58,6 +73,8 @@ def generate_config(name: str, options: BuildOptions, gpu: bool):
     )
     if not gpu and options.threads:
         set_parameters(config, {"INTRA_OP_THREAD_COUNT": options.threads})
+    if optimized_execution(options.precision):
+        set_parameters(config, {"DISABLE_OPTIMIZED_EXECUTION": "false"})
     return config
 
 
@@ -87,10 +104,9 @@ def check_against_hf(
     max_length: int,
     device: str,
     precision: str,
-    required: bool = True,
 ) -> None:
-    """The module's ids against HF ``generate`` (fp32) at each of :data:`CHECK_BEAMS`; any
-    difference fails the build where ``required``, else it is only logged."""
+    """The module's ids against HF ``generate`` (fp32) at each of :data:`CHECK_BEAMS`, under
+    the executor the config serves ``precision`` with; too many differences fail the build."""
     from transformers import MarianTokenizer
 
     from build_engines.torch_engine.nmt_generate import generate
@@ -100,13 +116,15 @@ def check_against_hf(
     for beam in CHECK_BEAMS:
         expected = hf_ids(reference, tokenizer, texts, beam, max_length)
         jobs = [Job(tokenizer(t, truncation=True)["input_ids"], beam, max_length) for t in texts]
-        got = generate(module, jobs)
+        with torch.jit.optimized_execution(optimized_execution(precision)):
+            got = generate(module, jobs)
         differ = [i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e]
         info(
             f"nmt_generate ({precision}, {device}) vs HF generate, beam {beam}: "
             f"{len(texts) - len(differ)}/{len(texts)} sentences identical"
         )
-        if differ and required:
+        allowed = 0 if precision == "fp32" else int(len(texts) * (1 - FP16_MIN_AGREEMENT))
+        if len(differ) > allowed:
             first = differ[0]
             raise BuildError(
                 f"nmt_generate: {len(differ)} of {len(texts)} sentences differ from HF generate "
@@ -136,11 +154,12 @@ def write_torch_generation(
     if options.precision == "fp16" and not gpu:
         info(f"{name}: no GPU visible; the FP16 search will run slowly on CPU")
     module = generation_module(checkpoint, settings, device, DTYPES[options.precision])
-    check = (checkpoint, settings, texts, limits.default_max_length, device)
-    if options.precision == "fp16":  # the search on an fp32 twin; half's agreement logged
-        check_against_hf(generation_module(checkpoint, settings, device), *check, "fp32")
-    check_against_hf(module, *check, options.precision, required=options.precision == "fp32")
     path = save(module, options.work_dir / "torch" / name / "model.pt")
+    check = (checkpoint, settings, texts, limits.default_max_length, device)
+    if options.precision == "fp16":  # the search itself, exactly, on an fp32 twin
+        check_against_hf(generation_module(checkpoint, settings, device), *check, "fp32")
+    served = torch.jit.load(str(path), map_location=device)  # its first call is the check's
+    check_against_hf(served, *check, options.precision)
     write_model(out, generate_config(name, options, gpu), {"model.pt": path})
     info(f"wrote {out}/{name} (TorchScript search, {options.precision}, {device})")
     return path

@@ -215,19 +215,25 @@ def test_saved_module_loads_and_refuses_mixed_beams(number_model, tmp_path):
     assert out.shape[1] == len(number_model.hf(texts[:1], 2, 9)[0])
 
 
-def test_the_build_check_fails_a_wrong_search_and_only_logs_half(number_model, capsys):
-    """A search that differs from HF (one more banned token: the first one HF generates)
-    fails the build's check; the same difference at fp16 is logged, not fatal."""
+def test_the_build_check_fails_a_wrong_search_and_a_broken_half(number_model, capsys):
+    """A search that differs from HF on some sentences (one more banned token: the first one
+    HF generates) fails the fp32 check and passes the fp16 one, logged (near-ties may flip in
+    half); one that differs on every sentence (EOS banned too) fails both."""
     from build_engines.nmt.torch_search import check_against_hf
     from build_engines.steps import BuildError
 
     texts = _held_out(16)
     first = number_model.hf(texts[:1], 4, 64)[0][0]
-    banned = (*number_model.settings.suppressed_token_ids, first)
-    wrong = number_model.module(suppressed_token_ids=banned)
+    suppressed = number_model.settings.suppressed_token_ids
+    some = number_model.module(suppressed_token_ids=(*suppressed, first))
+    every = number_model.module(
+        suppressed_token_ids=(*suppressed, first, number_model.settings.eos_token_id)
+    )
     check = (DEFAULT_CHECKPOINT, number_model.settings, texts, 64, "cpu")
     with pytest.raises(BuildError, match="differ from HF generate at beam 1"):
-        check_against_hf(wrong, *check, "fp32")
-    check_against_hf(wrong, *check, "fp16", required=False)
+        check_against_hf(some, *check, "fp32")
+    check_against_hf(some, *check, "fp16")
     assert "(fp16, cpu) vs HF generate, beam 4: 10/16" in capsys.readouterr().out
+    with pytest.raises(BuildError, match="16 of 16 sentences differ"):
+        check_against_hf(every, *check, "fp16")
     check_against_hf(number_model.module(), *check, "fp32")  # the real search passes
