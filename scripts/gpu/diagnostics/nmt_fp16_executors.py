@@ -48,7 +48,8 @@ def one(setting: str) -> None:
             hidden, cross = encoder(batch["input_ids"], batch["attention_mask"])
     print(
         f"{setting}: encoder finite {bool(torch.isfinite(hidden).all())}, "
-        f"max |h| {hidden.abs().max().item():.1f}, cross finite {bool(torch.isfinite(cross).all())}",
+        f"max |h| {hidden.abs().max().item():.1f}, "
+        f"cross finite {bool(torch.isfinite(cross).all())}",
         flush=True,
     )
     module = generation_module(model, decode_settings(model), "cuda", torch.float16)
@@ -68,9 +69,8 @@ def one(setting: str) -> None:
     with torch.jit.optimized_execution(optimized):
         start = time.perf_counter()
         generate(module, jobs)
-        print(
-            f"{setting}: first call on 32 new sentences {1e3 * (time.perf_counter() - start):.1f} ms"
-        )
+        ms = 1e3 * (time.perf_counter() - start)
+        print(f"{setting}: first call on 32 new sentences {ms:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":
