@@ -57,7 +57,8 @@ class Options:
     sizes: tuple[str, ...]
     sentences: int
     devices: tuple[str, ...]
-    precision: str = "fp32"
+    precision: str = "fp32"  # of the step-model build (python search)
+    generate_precision: str = "fp32"  # of the --search engine build (fp32 only: see the build)
     served: bool = True
     searches: tuple[str, ...] = ("python", "engine")
     cpu_sentences: int = 32  # 0: no CPU-served rows
@@ -71,7 +72,17 @@ def parse(argv: list[str] | None) -> Options:
     parser.add_argument("--sentences", type=int, default=96, help="sentences per cell")
     parser.add_argument("--devices", default="cuda,cpu", help="torch devices to compare")
     parser.add_argument(
-        "--precision", default="fp32", choices=("fp32", "fp16"), help="of the TorchScript build"
+        "--precision",
+        default="fp32",
+        choices=("fp32", "fp16"),
+        help="of the TorchScript step-model build (python search)",
+    )
+    parser.add_argument(
+        "--generate-precision",
+        default="fp32",
+        choices=("fp32", "fp16"),
+        help="of the --search engine build (the build refuses fp16 on a GPU; see "
+        "build_engines/nmt/torch_search.py)",
     )
     parser.add_argument("--no-served", action="store_true", help="skip the TorchScript rows")
     parser.add_argument(
@@ -103,6 +114,7 @@ def parse(argv: list[str] | None) -> Options:
         args.sentences,
         split(args.devices),
         args.precision,
+        args.generate_precision,
         not args.no_served,
         split(args.searches),
         args.cpu_sentences,
@@ -184,10 +196,11 @@ def torchscript_rows(
 
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the build puts it
     kind = "torchscript" if search == "python" else "torchscript generate"
-    key = f"{size} {kind} {options.precision} {device}"
+    precision = options.precision if search == "python" else options.generate_precision
+    key = f"{size} {kind} {precision} {device}"
     try:
         repository = torch_repository(
-            checkpoint, work / f"{size}-torch-{search}", options.precision, search
+            checkpoint, work / f"{size}-torch-{search}", precision, search
         )
     except Exception:
         return {f"{key}, build": {"error": traceback.format_exc()}}

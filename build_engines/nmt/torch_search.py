@@ -39,13 +39,21 @@ CHECK_BEAMS = (1, 4)
 FP16_MIN_AGREEMENT = 0.5  # of the verify sentences identical to HF fp32, per beam size
 
 
+GPU_FP16_REFUSED = (
+    "--engine torch --search engine builds fp32 on a GPU: a saved half-precision search, "
+    "loaded as Triton's pytorch backend loads it, answered EOS or ',' for every held-out "
+    "sentence on the H100 under the simple JIT executor (the in-memory module was exact), and "
+    "under the profiling executor it re-specialises for every new shape (9 against 49 "
+    "sentences/s at c1, large Marian); build --precision fp32, or keep the python search "
+    "(--search python) for fp16 step models"
+)
+
+
 def optimized_execution(precision: str) -> bool:
     """Whether Triton's pytorch backend runs ``nmt_generate`` under the JIT's profiling
-    executor (config parameter DISABLE_OPTIMIZED_EXECUTION false). fp16 needs it: under the
-    simple executor the traced half-precision steps (Marian's fp16 clamp is traced away)
-    returned EOS or ',' for every held-out sentence on the H100 (0/16, against 16/16 with
-    it). fp32 is exact either way and faster without it (40 against 52 ms a call of 16
-    sentences, beam 4, H100), as the repository's other TorchScript models are served."""
+    executor (config parameter DISABLE_OPTIMIZED_EXECUTION false): only fp16, which runs on a
+    CPU only (:data:`GPU_FP16_REFUSED`). fp32 is exact either way and faster without it (40
+    against 52 ms a call of 16 sentences, beam 4, H100), as the other TorchScript models."""
     return precision == "fp16"
 
 
@@ -151,7 +159,9 @@ def write_torch_generation(
         raise BuildError(
             f"--search engine with --engine torch builds fp32/fp16, not {options.precision}"
         )
-    if options.precision == "fp16" and not gpu:
+    if options.precision == "fp16" and gpu:
+        raise BuildError(GPU_FP16_REFUSED)
+    if options.precision == "fp16":
         info(f"{name}: no GPU visible; the FP16 search will run slowly on CPU")
     module = generation_module(checkpoint, settings, device, DTYPES[options.precision])
     path = save(module, options.work_dir / "torch" / name / "model.pt")
