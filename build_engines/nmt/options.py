@@ -28,10 +28,12 @@ class NmtOptions:
     train_steps: int | None = None  # None: the training settings' own
     max_beam_size: int = DEFAULT_MAX_BEAM_SIZE
     verify_sentences: int = 16
-    # Where the transformer's beam search runs. "python" by default: ONNX Runtime 1.32's
-    # BeamSearch operator cannot batch sentences (its done-check reads a neighbour's scores),
-    # and one sentence a call served 0.17-0.39x CTranslate2 int8, slower than the Python
-    # search at c8/c32 (benchmarks/results/nmt_in_engine.md).
+    # Where the transformer's beam search runs. "python" by default, chosen by measurement:
+    # ONNX Runtime 1.32's BeamSearch operator cannot batch sentences (its done-check reads a
+    # neighbour's scores), so one sentence a call served 0.17-0.39x CTranslate2 int8
+    # (benchmarks/results/nmt_in_engine.md); the TorchScript search (--engine torch) batches
+    # and is served as fast as in process, but runs slower than the Python search over the
+    # step models on the 2-core CPU and on the H100 (benchmarks/results/nmt.md, gpu_nmt.md).
     search: str = "python"
 
     @property
