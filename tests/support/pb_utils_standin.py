@@ -111,6 +111,21 @@ class Tensor:
     def shape(self) -> list[int]:
         return self._dims
 
+    def is_cpu(self) -> bool:
+        return True  # the stand-in's arrays are host memory
+
+
+# ``TRITONSERVER_memorytype_enum`` (tritonserver.h), as the stub exports it.
+TRITONSERVER_MEMORY_CPU, TRITONSERVER_MEMORY_CPU_PINNED, TRITONSERVER_MEMORY_GPU = 0, 1, 2
+
+
+class PreferredMemory:
+    """``PreferredMemory(memory_type, device_id)``: where a BLS call wants its outputs."""
+
+    def __init__(self, preferred_memory_type: int, preferred_device_id: int = 0) -> None:
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
+
 
 def received(tensor: Tensor) -> np.ndarray:
     """The array the other process reads: BYTES deserialised to an object array of ``bytes``
@@ -170,6 +185,7 @@ class InferenceRequest:
         model_name: str,
         request_id: str = "",
         model_version: int = -1,
+        preferred_memory: PreferredMemory | None = None,
     ) -> None:
         for value in (inputs, requested_output_names, model_name):
             if value is None:
@@ -177,6 +193,7 @@ class InferenceRequest:
         self._inputs = list(inputs)
         self.requested_output_names = list(requested_output_names)
         self.model_name = model_name
+        self.preferred_memory = preferred_memory
         self.sender = ResponseSender()
 
     def inputs(self) -> list[Tensor]:
@@ -202,9 +219,13 @@ def build() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for cls in (
-        Tensor, TritonError, InferenceRequest, InferenceResponse, TritonModelException
+        Tensor, TritonError, InferenceRequest, InferenceResponse, TritonModelException,
+        PreferredMemory,
     ):  # fmt: skip
         setattr(module, cls.__name__, cls)
+    module.TRITONSERVER_MEMORY_CPU = TRITONSERVER_MEMORY_CPU
+    module.TRITONSERVER_MEMORY_CPU_PINNED = TRITONSERVER_MEMORY_CPU_PINNED
+    module.TRITONSERVER_MEMORY_GPU = TRITONSERVER_MEMORY_GPU
     module.InferenceResponseSender = ResponseSender
     module.bls_handler = None
     return module

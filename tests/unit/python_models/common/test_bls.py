@@ -65,3 +65,23 @@ def test_the_stand_in_refuses_what_the_stub_refuses(pb_utils) -> None:
     assert standin.received(text).tolist() == [["é".encode()], [b"b"]]
     with pytest.raises(standin.TritonModelException):
         pb_utils.InferenceRequest(inputs=[], requested_output_names=[], model_name="x").exec()
+
+
+def test_infer_asks_for_the_outputs_in_cpu_memory(pb_utils, monkeypatch) -> None:
+    """A model on a GPU (the pytorch backend, KIND_GPU) answered a BLS call with device tensors
+    on the H100, which ``as_numpy`` refuses ("Tensor is stored in GPU"): the call asks for
+    host memory."""
+    asked = []
+    build = pb_utils.InferenceRequest
+
+    def recording(**kwargs):
+        asked.append(kwargs.get("preferred_memory"))
+        return build(**kwargs)
+
+    monkeypatch.setattr(pb_utils, "InferenceRequest", recording)
+    pb_utils.bls_handler = lambda model, feeds, names: pb_utils.InferenceResponse(
+        output_tensors=[pb_utils.Tensor("y", np.zeros(1, dtype=np.int64))]
+    )
+    bls.infer("m", {"x": np.zeros(1, dtype=np.int64)}, ["y"])
+    (preferred,) = asked
+    assert preferred.preferred_memory_type == pb_utils.TRITONSERVER_MEMORY_CPU
