@@ -626,36 +626,35 @@ class Suite:
         return ENGINES + int8 + (TORCH_ENGINES if self.torch_repository is not None else ())
 
 
-def torch_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
-    """The build's TorchScript search (``nmt_generate``) of the checkpoint, threads as above."""
+def variant_repository(
+    checkpoint: Path, workdir: Path, size: str, threads: int, variant: str, **build
+) -> Path:
+    """Another build of the checkpoint (``build``: :func:`benchmarks.nmt.large.build_repository`'s
+    ``precision`` or ``engine_args``), served with the same thread budget as the others."""
     from benchmarks.nmt import large as nmt_large
 
     built = nmt_large.build_repository(
         checkpoint,
-        workdir / f"{size}-built-torch",
-        workdir / f"{size}-work-torch",
+        workdir / f"{size}-built-{variant}",
+        workdir / f"{size}-work-{variant}",
         threads,
-        engine_args=TORCH_GENERATE_ARGS,
+        **build,
     )
-    repository = workdir / f"repository-{size}-torch"
+    repository = workdir / f"repository-{size}-{variant}"
     copy_models(built, repository, threads)
     return repository
+
+
+def torch_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
+    """The build's TorchScript search (``nmt_generate``)."""
+    return variant_repository(
+        checkpoint, workdir, size, threads, "torch", engine_args=TORCH_GENERATE_ARGS
+    )
 
 
 def int8_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
-    """The build's ``--precision int8-dynamic`` models of the checkpoint, threads as above."""
-    from benchmarks.nmt import large as nmt_large
-
-    built = nmt_large.build_repository(
-        checkpoint,
-        workdir / f"{size}-built-int8",
-        workdir / f"{size}-work-int8",
-        threads,
-        precision=INT8_PRECISION,
-    )
-    repository = workdir / f"repository-{size}-int8"
-    copy_models(built, repository, threads)
-    return repository
+    """The build's ``--precision int8-dynamic`` models."""
+    return variant_repository(checkpoint, workdir, size, threads, "int8", precision=INT8_PRECISION)
 
 
 def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
