@@ -342,6 +342,7 @@ def torch_generate_engine(repository: Path, served: Served, threads: int = 1) ->
     call makes it."""
     import torch
 
+    from build_engines.torch_engine.config import optimized_execution
     from build_engines.torch_engine.nmt_generate import generate
     from python_models.common.sibling import sibling_device
     from python_models.nmt.decode import Job
@@ -349,7 +350,7 @@ def torch_generate_engine(repository: Path, served: Served, threads: int = 1) ->
     device = sibling_device(repository / "nmt" / "1", "nmt_generate")
     module = torch.jit.load(str(repository / "nmt_generate" / "1" / "model.pt"), device)
     config = parse((repository / "nmt_generate" / "config.pbtxt").read_text())
-    disabled = config.parameters["DISABLE_OPTIMIZED_EXECUTION"].string_value == "true"
+    optimized = optimized_execution(config)
     max_length = served.limits.default_max_length
 
     if device == "cpu":
@@ -358,7 +359,7 @@ def torch_generate_engine(repository: Path, served: Served, threads: int = 1) ->
     def run(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
         jobs = [Job(served.text.encode(t), beam, max_length) for t in texts]
         # under the executor its config names, as Triton's pytorch backend runs it
-        with torch.jit.optimized_execution(not disabled):
+        with torch.jit.optimized_execution(optimized):
             generate(module, jobs, lambda i, ids: done(i, served.text.decode(ids)))
 
     return run

@@ -9,13 +9,14 @@ between half and HF's fp32, so the search itself is checked exactly on an fp32 t
 scripted on the same device, and the fp16 module must agree on at least half the sentences
 (a broken half-precision path agrees on none).
 
-The check runs the saved file, freshly loaded, under the JIT executor the config serves it
-with (:func:`optimized_execution`): the first call picks the executor, and the in-memory
-module under the default executor once passed a file that the backend then ran wrong.
+The check runs the saved file, freshly loaded, under the JIT executor its config serves it
+with: the first call picks the executor, and the in-memory module under the default executor
+once passed a file that the backend then ran wrong.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +26,11 @@ import torch
 from build_engines.nmt.export import load_model
 from build_engines.repository import Tensor, set_parameters, write_model
 from build_engines.steps import BuildError, info
-from build_engines.torch_engine.config import TorchConfigOptions, torch_model_config
+from build_engines.torch_engine.config import (
+    TorchConfigOptions,
+    optimized_execution,
+    torch_model_config,
+)
 from build_engines.torch_engine.script import gpu_visible
 from python_models.nmt.decode import DecodeSettings, Job
 from python_models.nmt.generate import TORCH_GENERATE_OUTPUT
@@ -47,14 +52,6 @@ GPU_FP16_REFUSED = (
     "sentences/s at c1, large Marian); build --precision fp32, or keep the python search "
     "(--search python) for fp16 step models"
 )
-
-
-def optimized_execution(precision: str) -> bool:
-    """Whether Triton's pytorch backend runs ``nmt_generate`` under the JIT's profiling
-    executor (config parameter DISABLE_OPTIMIZED_EXECUTION false): only fp16, which runs on a
-    CPU only (:data:`GPU_FP16_REFUSED`). fp32 is exact either way and faster without it (40
-    against 52 ms a call of 16 sentences, beam 4, H100), as the other TorchScript models."""
-    return precision == "fp16"
 
 
 def generate_config(name: str, options: BuildOptions, gpu: bool):
@@ -81,8 +78,6 @@ def generate_config(name: str, options: BuildOptions, gpu: bool):
     )
     if not gpu and options.threads:
         set_parameters(config, {"INTRA_OP_THREAD_COUNT": options.threads})
-    if optimized_execution(options.precision):
-        set_parameters(config, {"DISABLE_OPTIMIZED_EXECUTION": "false"})
     return config
 
 
@@ -104,27 +99,35 @@ def hf_ids(model, tokenizer, texts: Sequence[str], beam: int, max_length: int) -
     return rows
 
 
+@functools.lru_cache(maxsize=4)
+def _hf_reference(checkpoint: Path, texts: tuple[str, ...], max_length: int) -> tuple:
+    """(source ids, {beam: HF ids}) of the verify sentences: computed once for every module
+    a build checks (an fp16 build checks two)."""
+    from transformers import MarianTokenizer
+
+    reference = load_model(checkpoint)
+    tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
+    sources = [tokenizer(t, truncation=True)["input_ids"] for t in texts]
+    return sources, {b: hf_ids(reference, tokenizer, texts, b, max_length) for b in CHECK_BEAMS}
+
+
 def check_against_hf(
     module,
     checkpoint: Path,
-    settings: DecodeSettings,
     texts: Sequence[str],
     max_length: int,
     device: str,
     precision: str,
+    optimized: bool = False,
 ) -> None:
     """The module's ids against HF ``generate`` (fp32) at each of :data:`CHECK_BEAMS`, under
-    the executor the config serves ``precision`` with; too many differences fail the build."""
-    from transformers import MarianTokenizer
-
+    the JIT executor ``optimized`` names; too many differences fail the build."""
     from build_engines.torch_engine.nmt_generate import generate
 
-    reference = load_model(checkpoint)
-    tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
-    for beam in CHECK_BEAMS:
-        expected = hf_ids(reference, tokenizer, texts, beam, max_length)
-        jobs = [Job(tokenizer(t, truncation=True)["input_ids"], beam, max_length) for t in texts]
-        with torch.jit.optimized_execution(optimized_execution(precision)):
+    sources, references = _hf_reference(Path(checkpoint), tuple(texts), max_length)
+    for beam, expected in references.items():
+        jobs = [Job(ids, beam, max_length) for ids in sources]
+        with torch.jit.optimized_execution(optimized):
             got = generate(module, jobs)
         differ = [i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e]
         info(
@@ -165,11 +168,12 @@ def write_torch_generation(
         info(f"{name}: no GPU visible; the FP16 search will run slowly on CPU")
     module = generation_module(checkpoint, settings, device, DTYPES[options.precision])
     path = save(module, options.work_dir / "torch" / name / "model.pt")
-    check = (checkpoint, settings, texts, limits.default_max_length, device)
+    config = generate_config(name, options, gpu)
+    check = (checkpoint, texts, limits.default_max_length, device)
     if options.precision == "fp16":  # the search itself, exactly, on an fp32 twin
         check_against_hf(generation_module(checkpoint, settings, device), *check, "fp32")
     served = torch.jit.load(str(path), map_location=device)  # its first call is the check's
-    check_against_hf(served, *check, options.precision)
-    write_model(out, generate_config(name, options, gpu), {"model.pt": path})
+    check_against_hf(served, *check, options.precision, optimized_execution(config))
+    write_model(out, config, {"model.pt": path})
     info(f"wrote {out}/{name} (TorchScript search, {options.precision}, {device})")
     return path

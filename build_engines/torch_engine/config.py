@@ -32,6 +32,13 @@ CUDA_GRAPH_MODEL = "python_models.common.torchscript.TorchScriptModel"
 NATIVE_PARAMETERS = {"DISABLE_OPTIMIZED_EXECUTION": "true"}
 
 
+def optimized_execution(config: mc.ModelConfig) -> bool:
+    """Whether Triton's pytorch backend runs this config's TorchScript under the JIT's
+    profiling executor (what ``torch.jit.optimized_execution`` must be set to in process)."""
+    parameter = config.parameters.get("DISABLE_OPTIMIZED_EXECUTION")
+    return parameter is None or parameter.string_value != "true"
+
+
 @dataclass(frozen=True)
 class TorchConfigOptions:
     """How the TorchScript model is served (defaults: one CPU instance, no graphs)."""

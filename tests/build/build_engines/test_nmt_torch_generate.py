@@ -229,7 +229,7 @@ def test_the_build_check_fails_a_wrong_search_and_a_broken_half(number_model, ca
     every = number_model.module(
         suppressed_token_ids=(*suppressed, first, number_model.settings.eos_token_id)
     )
-    check = (DEFAULT_CHECKPOINT, number_model.settings, texts, 64, "cpu")
+    check = (DEFAULT_CHECKPOINT, texts, 64, "cpu")
     with pytest.raises(BuildError, match="differ from HF generate at beam 1"):
         check_against_hf(some, *check, "fp32")
     check_against_hf(some, *check, "fp16")
