@@ -1,7 +1,7 @@
 """The NMT torch engine: the exported encoder/decoder-step modules as TorchScript or in-process.
 
 ``sources`` gives the shared engine hook the PyTorch modules the ONNX export traces
-(``EncoderGraph``/``DecoderStepGraph``) with trace feeds and parity feeds of other shapes,
+(``EncoderGraph``/``MarianDecoderStep``) with trace feeds and parity feeds of other shapes,
 so ``python -m build_engines nmt --engine torch`` writes ``nmt_encoder``/``nmt_decoder``
 as TorchScript checked against the verified ONNX. ``step_model`` wraps the same modules in
 a :class:`python_models.nmt.torch_steps.TorchStepModel` for in-process benchmarks.
@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from build_engines.nmt.export import DecoderStepGraph, EncoderGraph, cache_shape, load_model
+from build_engines.nmt.export import EncoderGraph, cache_shape, load_model
+from build_engines.torch_engine.marian_step import MarianDecoderStep
 from python_models.common.contracts import BEAM_INDEX
 from python_models.nmt.torch_steps import TorchStepModel
 
@@ -29,9 +30,7 @@ def step_model(
     """A step model over a loaded ``MarianMTModel`` or a checkpoint directory."""
     if not isinstance(model, torch.nn.Module):
         model = load_model(Path(model))
-    return TorchStepModel(
-        EncoderGraph(model), DecoderStepGraph(model, concat_cache=True), device, dtype
-    )
+    return TorchStepModel(EncoderGraph(model), MarianDecoderStep(model), device, dtype)
 
 
 def encoder_feeds(rows: int, length: int, pad: int = 0) -> Feeds:
@@ -74,7 +73,7 @@ def sources(model: torch.nn.Module) -> dict[str, tuple[torch.nn.Module, Feeds, l
             [encoder_feeds(3, 11, pad=4), encoder_feeds(1, 3)],
         ),
         "nmt_decoder": (
-            DecoderStepGraph(model, concat_cache=True),
+            MarianDecoderStep(model),
             decoder_feeds(model, 3, 5, 4),
             [decoder_feeds(model, 5, 9, 0), decoder_feeds(model, 1, 4, 12)],
         ),

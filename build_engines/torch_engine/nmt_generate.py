@@ -7,7 +7,7 @@ Python search loop in the python backend's stub capped serving at 0.46x of in-pr
 the loop is TorchScript, and the KV cache, the scores and the top-k never leave the device.
 
 The model calls are the traced :class:`~build_engines.nmt.export.EncoderGraph` and
-:class:`~build_engines.nmt.export.DecoderStepGraph` (``concat_cache``: the step gathers the
+:class:`~build_engines.torch_engine.marian_step.MarianDecoderStep` (the step gathers the
 cache by ``beam_index``, which both reorders beams and drops finished sentences' rows), in the
 build's dtype. Around them, Hugging Face ``generate`` (transformers 5.x) for Marian:
 
@@ -40,7 +40,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from build_engines.nmt.export import DecoderStepGraph, EncoderGraph, load_model
+from build_engines.nmt.export import EncoderGraph, load_model
+from build_engines.torch_engine.marian_step import MarianDecoderStep
 from build_engines.torch_engine.nmt import decoder_feeds, encoder_feeds
 from python_models.nmt.decode import DecodeSettings, Job, OnDone
 from python_models.nmt.generate import (
@@ -285,7 +286,7 @@ def traced_steps(
     step-model build traces them on (padded rows, a past with one row more than the step)."""
     device = torch.device(device)
     encoder = EncoderGraph(model).eval().to(device, dtype)
-    decoder = DecoderStepGraph(model, concat_cache=True).eval().to(device, dtype)
+    decoder = MarianDecoderStep(model).eval().to(device, dtype)
 
     def placed(feeds: dict[str, np.ndarray]) -> tuple[Tensor, ...]:
         tensors = (torch.from_numpy(v) for v in feeds.values())
