@@ -80,10 +80,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--search",
         choices=SEARCHES,
         default=_DEFAULTS.search,
-        help="engine: the transformer's whole search inside the engine (writes nmt_generate: "
-        "ONNX Runtime's BeamSearch with --engine onnxruntime at fp32 or int8-dynamic, "
-        "TorchScript with --engine torch at fp32 or fp16; else python); python: the numpy "
-        "search over nmt_encoder/nmt_decoder",
+        help="engine: the whole search inside the engine (writes nmt_generate: ONNX Runtime's "
+        "BeamSearch with --engine onnxruntime at fp32 or int8-dynamic, TorchScript with "
+        "--engine torch at fp32 or fp16; else python; --architecture rnn: nmt_rnn_generate, "
+        "TorchScript, --engine torch at fp32 only); python: the numpy search over the "
+        "encoder/decoder step models",
     )
     parser.add_argument(
         "--verify-sentences",

@@ -3,6 +3,12 @@
 Writes ``nmt_rnn_encoder``, ``nmt_rnn_decoder`` (ONNX, or TensorRT plans through the
 shared engine hook) and ``nmt_rnn``: the same python BLS model and search as ``nmt``,
 with the Transformer checkpoint's tokenizer and generation rules.
+
+``--engine torch --search engine`` (fp32) writes ``nmt_rnn_generate`` instead of the step
+models: the whole search as one TorchScript module (build_engines/nmt/rnn_torch_search.py),
+which ``nmt_rnn`` calls by BLS as ``nmt`` calls ``nmt_generate``. The exported ONNX step
+graphs are still verified: the Python search over them is the module's reference. Other
+``--engine torch`` builds are refused (the torch engine has no recurrent step source).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
     from build_engines.options import BuildOptions
 
 BLS, ENCODER, DECODER = "nmt_rnn", "nmt_rnn_encoder", "nmt_rnn_decoder"
+GENERATE = "nmt_rnn_generate"  # the whole search, TorchScript (--engine torch --search engine)
 TOKENIZER_CHECKPOINT = DEFAULT_CHECKPOINT  # vocabularies, split and generation rules
 MAX_LENGTH = 64  # default, as in the Transformer's generation config
 MAX_POSITIONS = 128  # request limits as the Transformer's (same errors for the same input)
@@ -134,7 +141,8 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
     dry_run = options.dry_run
     if dry_run and model_options.train:
         raise BuildError("nmt: --dry-run with --train: train first, then plan the engines")
-    log = StepLog("nmt_rnn", (2 if dry_run else 4) + model_options.train)
+    generate = engine_search(options, model_options)
+    log = StepLog("nmt_rnn", (2 if dry_run else 4 + generate) + model_options.train)
     if model_options.train:
         from build_engines.nmt.rnn_train import RnnTrainSettings, train
 
@@ -158,6 +166,21 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
             model_options.verify_sentences,
         )
     settings, bounds = decode_settings(model), limits(model, model_options.max_beam_size)
+    if generate and not dry_run:
+        from build_engines.nmt.rnn_torch_search import write_rnn_generation
+
+        log.run(
+            "write the search inside the engine (TorchScript)",
+            write_rnn_generation,
+            out,
+            GENERATE,
+            model,
+            (encoder_onnx, decoder_onnx),
+            settings,
+            bounds,
+            verification_ids(model_options.verify_sentences)[0],
+            options,
+        )
     log.run(
         "write model_repository entries",
         _write,
@@ -167,7 +190,31 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
         settings,
         bounds,
         options,
+        generate,
     )
+
+
+def engine_search(options: BuildOptions, model_options: NmtOptions) -> bool:
+    """Whether ``nmt_rnn`` runs the TorchScript search (``nmt_rnn_generate``); refuses, before
+    any work, the builds the recurrent model has no engine for."""
+    from build_engines.registry import Engine
+
+    torch_engine = options.engine is Engine.TORCH
+    if model_options.search == "engine" and not torch_engine:
+        raise BuildError(
+            "--architecture rnn --search engine is the TorchScript search: add --engine torch "
+            "(ONNX Runtime's BeamSearch operator runs Transformer decoders only)"
+        )
+    if torch_engine and model_options.search != "engine":
+        raise BuildError(
+            "--architecture rnn --engine torch builds the whole search as TorchScript only: "
+            "add --search engine (the step models are ONNX: --engine onnxruntime or tensorrt)"
+        )
+    if torch_engine:
+        from build_engines.nmt.rnn_torch_search import check_precision
+
+        check_precision(options)
+    return torch_engine
 
 
 def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
@@ -188,9 +235,24 @@ def _verify(model, encoder_onnx, decoder_onnx, count: int) -> Parity:
 
 
 def _write(
-    out: Path, model, onnx: tuple[Path, Path], settings, bounds, options: BuildOptions
+    out: Path,
+    model,
+    onnx: tuple[Path, Path],
+    settings,
+    bounds,
+    options: BuildOptions,
+    generate: bool = False,
 ) -> None:
-    """Both graphs through the shared precision/engine hook (no INT8 calibration source)."""
+    """Both graphs through the shared precision/engine hook (no INT8 calibration source),
+    then the BLS model; with ``generate``, the BLS model alone (it calls nmt_rnn_generate)."""
+    if generate:
+        if options.dry_run:
+            raise DryRun(f"dry run: nothing scripted or written for {BLS} and {GENERATE}")
+        repository.write_bls(
+            out, TOKENIZER_CHECKPOINT, settings, bounds, options, (BLS, ENCODER, DECODER), GENERATE
+        )
+        info(f"wrote {out}/{BLS} (calls {GENERATE} by BLS)")
+        return
     configs = {
         ENCODER: (onnx[0], encoder_config(model, bounds, options)),
         DECODER: (onnx[1], decoder_config(model, bounds, options)),

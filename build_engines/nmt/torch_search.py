@@ -17,7 +17,7 @@ once passed a file that the backend then ran wrong.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -122,18 +122,12 @@ def check_against_hf(
 ) -> None:
     """The module's ids against HF ``generate`` (fp32) at each of :data:`CHECK_BEAMS`, under
     the JIT executor ``optimized`` names; too many differences fail the build."""
-    from build_engines.torch_engine.nmt_generate import generate
-
     sources, references = _hf_reference(Path(checkpoint), tuple(texts), max_length)
     for beam, expected in references.items():
         jobs = [Job(ids, beam, max_length) for ids in sources]
-        with torch.jit.optimized_execution(optimized):
-            got = generate(module, jobs)
-        differ = [i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e]
-        info(
-            f"nmt_generate ({precision}, {device}) vs HF generate, beam {beam}: "
-            f"{len(texts) - len(differ)}/{len(texts)} sentences identical"
-        )
+        got = module_ids(module, jobs, optimized)
+        what = f"nmt_generate ({precision}, {device}) vs HF generate, beam {beam}"
+        differ = differing(got, expected, what)
         allowed = 0 if precision == "fp32" else int(len(texts) * (1 - FP16_MIN_AGREEMENT))
         if len(differ) > allowed:
             first = differ[0]
@@ -142,6 +136,21 @@ def check_against_hf(
                 f"at beam {beam} ({precision}); the first, {texts[first]!r}: "
                 f"{got[first]} against {expected[first]}"
             )
+
+
+def module_ids(module, jobs: Sequence[Job], optimized: bool) -> list[list[int]]:
+    """The search module's ids for ``jobs`` under the JIT executor ``optimized`` names."""
+    from build_engines.torch_engine.nmt_generate import generate
+
+    with torch.jit.optimized_execution(optimized):
+        return generate(module, jobs)
+
+
+def differing(got: list[list[int]], expected: list[list[int]], what: str) -> list[int]:
+    """The sentences whose ids differ; logs ``what: n/N sentences identical``."""
+    differ = [i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e]
+    info(f"{what}: {len(got) - len(differ)}/{len(got)} sentences identical")
+    return differ
 
 
 def write_torch_generation(
@@ -154,7 +163,7 @@ def write_torch_generation(
     options: BuildOptions,
 ) -> Path:
     """Script, check and write ``name`` (``nmt_generate``); the path of its ``model.pt``."""
-    from build_engines.torch_engine.nmt_generate import generation_module, save
+    from build_engines.torch_engine.nmt_generate import generation_module
 
     gpu = gpu_visible()
     device = "cuda" if gpu else "cpu"
@@ -167,13 +176,33 @@ def write_torch_generation(
     if options.precision == "fp16":
         info(f"{name}: no GPU visible; the FP16 search will run slowly on CPU")
     module = generation_module(checkpoint, settings, device, DTYPES[options.precision])
-    path = save(module, options.work_dir / "torch" / name / "model.pt")
-    config = generate_config(name, options, gpu)
     check = (checkpoint, texts, limits.default_max_length, device)
     if options.precision == "fp16":  # the search itself, exactly, on an fp32 twin
         check_against_hf(generation_module(checkpoint, settings, device), *check, "fp32")
-    served = torch.jit.load(str(path), map_location=device)  # its first call is the check's
-    check_against_hf(served, *check, options.precision, optimized_execution(config))
+
+    def against_hf(served, optimized: bool) -> None:
+        check_against_hf(served, *check, options.precision, optimized)
+
+    return write_checked(out, name, module, against_hf, options, gpu)
+
+
+def write_checked(
+    out: Path,
+    name: str,
+    module: torch.jit.ScriptModule,
+    check: Callable[[torch.jit.ScriptModule, bool], None],
+    options: BuildOptions,
+    gpu: bool,
+) -> Path:
+    """Save ``module``, load the file back as Triton's pytorch backend will and run
+    ``check(loaded, optimized)`` on it under the JIT executor its config serves it with (the
+    first call picks the executor); then write ``name``. The path of its ``model.pt``."""
+    from build_engines.torch_engine.nmt_generate import save
+
+    device = "cuda" if gpu else "cpu"
+    path = save(module, options.work_dir / "torch" / name / "model.pt")
+    config = generate_config(name, options, gpu)
+    check(torch.jit.load(str(path), map_location=device), optimized_execution(config))
     write_model(out, config, {"model.pt": path})
     info(f"wrote {out}/{name} (TorchScript search, {options.precision}, {device})")
     return path

@@ -6,6 +6,11 @@ per beam size of a batch and detokenises (python_models/nmt/generate.py). On an 
 Python search loop in the python backend's stub capped serving at 0.46x of in-process; here
 the loop is TorchScript, and the KV cache, the scores and the top-k never leave the device.
 
+The recurrent model's ``nmt_rnn_generate`` is this same module over its own traced steps
+(:mod:`build_engines.torch_engine.rnn_generate`): the search only reorders and drops rows on
+axis 2 of the cross state and the decoder state, and builds the first state from the
+settings' template (an empty KV cache here, a zero recurrent state there).
+
 The model calls are the traced :class:`~build_engines.nmt.export.EncoderGraph` and
 :class:`~build_engines.torch_engine.marian_step.MarianDecoderStep` (the step gathers the
 cache by ``beam_index``, which both reorders beams and drops finished sentences' rows), in the
@@ -43,7 +48,7 @@ from torch import Tensor, nn
 from build_engines.nmt.export import EncoderGraph, load_model
 from build_engines.torch_engine.marian_step import MarianDecoderStep
 from build_engines.torch_engine.nmt import decoder_feeds, encoder_feeds
-from python_models.nmt.decode import DecodeSettings, Job, OnDone
+from python_models.nmt.decode import STATE_ROWS, DecodeSettings, Job, OnDone, state_template
 from python_models.nmt.generate import (
     TORCH_GENERATE_OUTPUT,
     sequence_ids,
@@ -61,6 +66,7 @@ class GenerationModule(nn.Module):
     per call (every row's ``num_beams`` must agree)."""
 
     suppressed: list[int]  # in the class body: TorchScript cannot type an empty list
+    state_shape: list[int]
 
     def __init__(self, encoder: nn.Module, decoder: nn.Module, settings: DecodeSettings) -> None:
         super().__init__()
@@ -74,10 +80,10 @@ class GenerationModule(nn.Module):
         self.forced_eos: bool = bool(settings.forced_eos)
         self.length_penalty: float = float(settings.length_penalty)
         self.early_stopping: int = _EARLY_STOPPING[settings.early_stopping]
-        layers, heads, head_dim = settings.cache_shape
-        self.layers: int = layers
-        self.heads: int = heads
-        self.head_dim: int = head_dim
+        # The first decoder state's shape, STATE_ROWS on the row axis: the Transformer's empty
+        # KV cache, or the RNN's zero recurrent state (python_models.nmt.decode).
+        self.state_shape = list(state_template(settings))
+        self.state_rows: int = STATE_ROWS
 
     def forward(
         self, input_ids: Tensor, attention_mask: Tensor, num_beams: Tensor, max_length: Tensor
@@ -98,8 +104,8 @@ class GenerationModule(nn.Module):
             return self._greedy(cross, attention_mask, limits, banned)
         return self._beam(cross, attention_mask, limits, beam, banned)
 
-    def _empty_cache(self, rows: int, like: Tensor) -> Tensor:
-        shape = [self.layers, 2, rows, self.heads, 0, self.head_dim]
+    def _initial_state(self, rows: int, like: Tensor) -> Tensor:
+        shape = [rows if d == self.state_rows else d for d in self.state_shape]
         return torch.zeros(shape, dtype=like.dtype, device=like.device)
 
     def _process(self, scores: Tensor, forced: Tensor, banned: Tensor) -> Tensor:
@@ -121,7 +127,7 @@ class GenerationModule(nn.Module):
         generated = out.clone()  # the live rows' tokens
         sentence = torch.arange(rows, device=device)  # batch row of each live row
         tokens = torch.full([rows, 1], self.start_id, dtype=torch.long, device=device)
-        past = self._empty_cache(rows, cross)
+        past = self._initial_state(rows, cross)
         beam_index = torch.arange(rows, device=device)
         cur_len = 1
         while True:
@@ -173,7 +179,7 @@ class GenerationModule(nn.Module):
         sentence = torch.arange(count, device=device)
         longest = torch.zeros([], dtype=torch.long, device=device)
         tokens = torch.full([count, 1], self.start_id, dtype=torch.long, device=device)
-        past = self._empty_cache(count, cross)
+        past = self._initial_state(count, cross)
         beam_index = torch.arange(count, device=device)
         rows_per_sentence = 1  # the first step decodes one row per sentence
         cur_len = 1

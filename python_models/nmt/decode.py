@@ -332,14 +332,26 @@ class _Group:
         return rows
 
 
-def initial_state(settings: DecodeSettings, rows: int) -> np.ndarray:
-    """The decoder state before the first step. Beyond this, the search treats the state
-    (and the encoder's cross state) as opaque tensors whose axis 2 is the row: it only
-    reorders them by beam, so a KV cache and a recurrent state are driven alike."""
+STATE_ROWS = -1  # the row axis (axis 2) in a state template
+
+
+def state_template(settings: DecodeSettings) -> tuple[int, ...]:
+    """The shape of the decoder state before the first step, :data:`STATE_ROWS` on the row
+    axis: the RNN's recurrent state ``[layers, 1, rows, hidden]``, or the Transformer's empty
+    KV cache ``[layers, 2, rows, heads, 0, head_dim]``. The TorchScript search builds its
+    first state from the same template."""
     layers, heads, head_dim = settings.cache_shape
     if settings.recurrent_state:
-        return np.zeros((layers, heads, rows, head_dim), dtype=np.float32)
-    return np.zeros((layers, 2, rows, heads, 0, head_dim), dtype=np.float32)
+        return (layers, heads, STATE_ROWS, head_dim)
+    return (layers, 2, STATE_ROWS, heads, 0, head_dim)
+
+
+def initial_state(settings: DecodeSettings, rows: int) -> np.ndarray:
+    """The decoder state before the first step (zeros). Beyond this, the search treats the
+    state (and the encoder's cross state) as opaque tensors whose axis 2 is the row: it only
+    reorders them by beam, so a KV cache and a recurrent state are driven alike."""
+    shape = [rows if d == STATE_ROWS else d for d in state_template(settings)]
+    return np.zeros(shape, dtype=np.float32)
 
 
 def pad_sources(jobs: Sequence[Job], pad_id: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,13 +11,23 @@ import tritonclient.grpc as grpcclient
 T = TypeVar("T")
 
 
-def execution_count(grpc_url: str, model: str) -> int:
+def _statistic(grpc_url: str, model: str, key: str) -> int:
     client = grpcclient.InferenceServerClient(grpc_url.removeprefix("grpc://"))
     try:
         stats = client.get_inference_statistics(model, as_json=True)["model_stats"]
-        return sum(int(entry.get("execution_count", 0)) for entry in stats)
+        return sum(int(entry.get(key, 0)) for entry in stats)
     finally:
         client.close()
+
+
+def execution_count(grpc_url: str, model: str) -> int:
+    """Execute calls ``model`` has run."""
+    return _statistic(grpc_url, model, "execution_count")
+
+
+def inference_count(grpc_url: str, model: str) -> int:
+    """Rows ``model`` has run (with ``max_batch_size`` > 0, a call's batch counts each)."""
+    return _statistic(grpc_url, model, "inference_count")
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
 from client import TritonClient
 from python_models.nmt.decode import Job, generate
 from python_models.nmt.ort import OrtStepModel
+from tests.support.nmt_reference import rnn_reference_search as reference_beam_search
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -57,56 +58,6 @@ def in_process(model):
         return generate(runner, [Job(s, beam, max_length) for s in sources], settings)
 
     return ids
-
-
-def reference_beam_search(model, source: list[int], beam: int, max_length: int = 64):
-    """HF-style beam search (length penalty 1, early_stopping False, <pad> banned, eos
-    forced at the limit), one sentence at a time in plain PyTorch."""
-    config = model.config
-    pad, eos, vocab = config.pad_token_id, config.eos_token_id, config.vocab_size
-    ids = torch.tensor([source])
-    mask = torch.ones_like(ids)
-    with torch.no_grad():
-        _, cross = model.encode(ids, mask)
-    beams = [[config.decoder_start_token_id]]
-    scores = torch.zeros(1)
-    state = torch.zeros(config.layers, 1, config.hidden)
-    finished: list[tuple[float, list[int]]] = []
-    for cur_len in range(1, max_length):
-        rows = len(beams)
-        last = torch.tensor([[b[-1]] for b in beams])
-        with torch.no_grad():
-            logits, state = model.decode(
-                last, mask.expand(rows, -1), cross.expand(-1, -1, rows, -1, -1), state
-            )
-        log_probs = torch.log_softmax(logits[:, -1], dim=-1)
-        log_probs[:, pad] = -float("inf")
-        if cur_len == max_length - 1:
-            log_probs[:, :] = -float("inf")
-            log_probs[:, eos] = 0.0
-        totals = (log_probs + scores[:, None]).reshape(-1)
-        top = torch.topk(totals, min(2 * beam, totals.numel()))
-        running, origins, new_scores = [], [], []
-        for rank, (score, index) in enumerate(
-            zip(top.values.tolist(), top.indices.tolist(), strict=True)
-        ):
-            origin, token = divmod(index, vocab)
-            sequence = [*beams[origin], token]
-            if token == eos:
-                if rank < beam:
-                    finished.append((score / cur_len, sequence))
-            elif len(running) < beam:
-                running.append(sequence)
-                origins.append(origin)
-                new_scores.append(score)
-        finished = sorted(finished, key=lambda item: -item[0])[:beam]
-        if not running:
-            break
-        if len(finished) == beam and new_scores[0] / cur_len <= finished[-1][0]:
-            break
-        beams, scores = running, torch.tensor(new_scores)
-        state = state[:, origins]
-    return finished[0][1][1:]
 
 
 def test_onnx_matches_pytorch(model, tmp_path) -> None:

@@ -18,9 +18,9 @@ import torch
 from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from client import InvalidInputError, TritonClient
-from server import ServerConfig, TritonServer
 from tests.support.batching import execution_count
-from tests.support.nmt_reference import hf_generate
+from tests.support.nmt_reference import hf_translator
+from tests.support.served_build import build_repository, serving
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 SENTENCES = [corpus.english(n) for n in (7, 42, 318, 1999, 50_005, 987_654)]
@@ -28,21 +28,14 @@ SENTENCES = [corpus.english(n) for n in (7, 42, 318, 1999, 50_005, 987_654)]
 
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from build_engines.cli import build_from_argv
-
     root = tmp_path_factory.mktemp("torchnmt")
-    argv = ["nmt", "--engine", "torch", "--output-repository", str(root / "repo")]
-    build_from_argv([*argv, "--work-dir", str(root / "work"), "--instances", "1"])
-    return root / "repo"
+    return build_repository(root, "nmt", "--engine", "torch", "--instances", "1")[0]
 
 
 @pytest.fixture(scope="module")
 def server(repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("torchnmt-log") / "tritonserver.log"
-    config = ServerConfig(
-        model_repository=repository, http_port=0, grpc_port=0, metrics_port=0, log_file=log
-    )
-    with TritonServer(config) as running:
+    with serving(repository, log) as running:
         yield running.grpc_url
 
 
@@ -54,16 +47,7 @@ def client(server: str) -> Iterator[TritonClient]:
 
 @pytest.fixture(scope="module")
 def reference():
-    from transformers import MarianMTModel, MarianTokenizer
-
-    model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT)).eval()
-    tokenizer = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
-
-    def translate(texts: list[str], beam: int, max_length: int = 64) -> list[str]:
-        ids = hf_generate(model, tokenizer, texts, beam, max_length, length_penalty=1.0)
-        return tokenizer.batch_decode(ids, skip_special_tokens=True)
-
-    return translate
+    return hf_translator(DEFAULT_CHECKPOINT)
 
 
 def test_repository_serves_torchscript_not_onnx(repository: Path) -> None:

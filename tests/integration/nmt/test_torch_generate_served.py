@@ -11,19 +11,19 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import pytest
 import torch
-import tritonclient.grpc as grpcclient
 
 from build_engines.nmt import corpus
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from client import InvalidInputError, TritonClient
-from server import ServerConfig, TritonServer
+from server import TritonServer
 from server.model_backends import model_backends
-from tests.support.batching import execution_count, first_co_batched
-from tests.support.nmt_reference import hf_generate
+from tests.support.batching import execution_count, first_co_batched, inference_count
+from tests.support.nmt_reference import hf_translator
+from tests.support.nmt_requests import rows_request
 from tests.support.prerequisites import PROJECT_ROOT
+from tests.support.served_build import build_repository, serving
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,19 +32,12 @@ pytestmark = [
 
 
 def _built_server(root, precision: str) -> Iterator[TritonServer]:
-    repo = root / "repo"
-    build = [sys.executable, "-m", "build_engines", "nmt", "--engine", "torch"]
-    build += ["--search", "engine", "--instances", "1", "--precision", precision]
-    build += ["--output-repository", str(repo), "--work-dir", str(root / "work")]
-    done = subprocess.run(build, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    flags = ["nmt", "--engine", "torch", "--search", "engine", "--instances", "1"]
+    repo, log = build_repository(root, *flags, "--precision", precision)
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the build puts it
-    assert f"nmt_generate (fp32, {device}) vs HF generate, beam 4: 16/16" in done.stdout
+    assert f"nmt_generate (fp32, {device}) vs HF generate, beam 4: 16/16" in log
     assert model_backends(repo)["nmt_generate"] == "pytorch"
-    config = ServerConfig(
-        model_repository=repo, http_port=0, grpc_port=0, metrics_port=0, log_file=root / "log"
-    )
-    with TritonServer(config) as server:
+    with serving(repo, root / "log") as server:
         yield server
 
 
@@ -69,31 +62,12 @@ def test_half_precision_on_the_gpu_is_refused_with_the_reason(tmp_path) -> None:
 
 @pytest.fixture(scope="module")
 def reference():
-    from transformers import MarianMTModel, MarianTokenizer
-
-    model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT)).eval()
-    tokenizer = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
-
-    def translate(texts: list[str], beam: int, max_length: int = 64) -> list[str]:
-        ids = hf_generate(model, tokenizer, texts, beam, max_length, length_penalty=1.0)
-        return tokenizer.batch_decode(ids, skip_special_tokens=True)
-
-    return translate
+    return hf_translator(DEFAULT_CHECKPOINT)
 
 
 def _held_out(count: int) -> list[str]:
     split = corpus.Split.load(DEFAULT_CHECKPOINT / "split.json")
     return [corpus.english(n) for n in list(split.test)[:count]]
-
-
-def inference_count(grpc_url: str, model: str) -> int:
-    """Rows ``model`` has run (with ``max_batch_size`` > 0, a call's batch counts each)."""
-    client = grpcclient.InferenceServerClient(grpc_url.removeprefix("grpc://"))
-    try:
-        stats = client.get_inference_statistics(model, as_json=True)["model_stats"]
-        return sum(int(entry.get("inference_count", 0)) for entry in stats)
-    finally:
-        client.close()
 
 
 @pytest.mark.parametrize(("beam", "max_length"), [(1, 64), (4, 64), (4, 5)])
@@ -112,33 +86,12 @@ def test_rows_keep_their_own_beam_and_max_length(engine_server, reference) -> No
     beams, limits = [1, 4, 1, 4, 2, 2], [64, 64, 6, 7, 64, 9]
     url = engine_server.grpc_url
     before = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
-    served = _rows_request(url, texts, beams, limits)
+    served = rows_request(url, texts, beams, limits)
     after = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
     expected = [reference([t], b, m)[0] for t, b, m in zip(texts, beams, limits, strict=True)]
     assert served == expected
     assert after[0] - before[0] == 3  # beams 1, 2 and 4
     assert after[1] - before[1] == 6
-
-
-def _rows_request(url: str, texts: list[str], beams: list[int], limits: list[int]) -> list[str]:
-    """One request of several rows, each with its own BEAM_SIZE and MAX_LENGTH."""
-    client = grpcclient.InferenceServerClient(url.removeprefix("grpc://"))
-    try:
-        tensors = {
-            "TEXT": np.array([[t.encode()] for t in texts], dtype=np.object_),
-            "BEAM_SIZE": np.array([[b] for b in beams], dtype=np.int32),
-            "MAX_LENGTH": np.array([[m] for m in limits], dtype=np.int32),
-        }
-        inputs = []
-        for name, value in tensors.items():
-            kind = "BYTES" if name == "TEXT" else "INT32"
-            tensor = grpcclient.InferInput(name, list(value.shape), kind)
-            tensor.set_data_from_numpy(value)
-            inputs.append(tensor)
-        result = client.infer("nmt", inputs, client_timeout=60)
-        return [row[0].decode() for row in result.as_numpy("TRANSLATION")]
-    finally:
-        client.close()
 
 
 def test_concurrent_requests_share_one_generate_call(engine_server, reference) -> None:

@@ -1,0 +1,118 @@
+"""The recurrent model's whole search as one TorchScript module (``nmt_rnn_generate`` of
+``--architecture rnn --engine torch --search engine``): the module class the Transformer's
+``nmt_generate`` uses, over the traced GRU encoder and a decoder step that gathers the
+recurrent state by ``beam_index``.
+
+References: a plain PyTorch beam search over the eager model (tests/support/nmt_reference,
+nothing of python_models' search) and the Python search the served ``nmt_rnn`` runs today
+(``python_models.nmt.decode`` over the exported ONNX files in ONNX Runtime). The module under
+test is the saved file, freshly loaded (what Triton's pytorch backend runs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from transformers import MarianTokenizer
+
+from build_engines.cli import build_from_argv
+from build_engines.nmt import DEFAULT_RNN_CHECKPOINT, corpus, rnn_model
+from build_engines.nmt.rnn_export import export_decoder, export_encoder
+from build_engines.nmt.rnn_pipeline import decode_settings
+from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
+from build_engines.steps import BuildError
+from build_engines.torch_engine.nmt_generate import generate, run_module
+from build_engines.torch_engine.rnn_generate import generation_module
+from python_models.nmt import decode
+from python_models.nmt.decode import Job
+from python_models.nmt.ort import OrtStepModel
+from tests.support.nmt_reference import rnn_reference_search
+
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
+
+@pytest.fixture(scope="module")
+def model() -> rnn_model.RnnTranslator:
+    torch.set_num_threads(1)
+    return rnn_model.load(DEFAULT_RNN_CHECKPOINT)
+
+
+@pytest.fixture(scope="module")
+def loaded(model, tmp_path_factory) -> torch.jit.ScriptModule:
+    """The scripted search, saved and loaded back."""
+    path = tmp_path_factory.mktemp("rnn-generate") / "model.pt"
+    generation_module(model, decode_settings(model)).save(str(path))
+    return torch.jit.load(str(path))
+
+
+@pytest.fixture(scope="module")
+def onnx_steps(model, tmp_path_factory) -> OrtStepModel:
+    """The exported ONNX step graphs in ONNX Runtime, as the served Python search runs them."""
+    root = tmp_path_factory.mktemp("rnn-onnx")
+    encoder = export_encoder(model, root / "encoder.onnx")
+    return OrtStepModel(encoder, export_decoder(model, root / "decoder.onnx"), threads=1)
+
+
+@pytest.fixture(scope="module")
+def sources() -> list[list[int]]:
+    """Held-out sentences, and the same words shuffled: the model is sure of held-out
+    numbers, so beams seldom reorder there; shuffled words make it pick among rival beams."""
+    tokenizer = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
+    numbers = list(corpus.Split.load(DEFAULT_CHECKPOINT / "split.json").test[:12])
+    texts = [corpus.english(n) for n in numbers]
+    rng = np.random.default_rng(7)
+    shuffled = [" ".join(rng.permutation(t.split())) for t in texts]
+    return encode(tokenizer, texts + shuffled, False)
+
+
+@pytest.mark.parametrize("max_length", [64, 9, 4, 2])
+@pytest.mark.parametrize("beam", [1, 4])
+def test_ids_equal_both_references(model, loaded, onnx_steps, sources, beam, max_length):
+    jobs = [Job(s, beam, max_length) for s in sources]
+    got = generate(loaded, jobs)
+    assert got == [rnn_reference_search(model, s, beam, max_length) for s in sources]
+    assert got == decode.generate(onnx_steps, jobs, decode_settings(model))
+    if max_length == 64:
+        assert len({len(ids) for ids in got}) >= 3  # sentences left at several steps
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_each_row_keeps_its_own_max_length(model, loaded, sources, beam):
+    limits = [64, 6, 11] * (len(sources) // 3)
+    jobs = [Job(s, beam, m) for s, m in zip(sources, limits, strict=True)]
+    assert run_module(loaded, jobs).shape[0] == len(jobs)  # one call for every row
+    expected = [rnn_reference_search(model, j.source_ids, beam, j.max_length) for j in jobs]
+    assert generate(loaded, jobs) == expected
+
+
+def test_the_build_check_fails_a_wrong_search(model, loaded, onnx_steps, sources):
+    """One more banned token (the first one the reference generates) changes some
+    sentences: the build's check fails, naming the beam; the real search passes."""
+    from build_engines.nmt.rnn_torch_search import check_against_python_search
+
+    settings = decode_settings(model)
+    first = rnn_reference_search(model, sources[0], 1)[0]
+    banned = (*settings.suppressed_token_ids, first)
+    wrong = generation_module(model, dataclasses.replace(settings, suppressed_token_ids=banned))
+    check = (onnx_steps, settings, sources[:8], 64)
+    with pytest.raises(BuildError, match="differ from the Python search at beam 1"):
+        check_against_python_search(wrong, *check)
+    check_against_python_search(loaded, *check)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--search", "engine", "--precision", "fp16"], "builds fp32"),
+        ([], "--search engine"),
+    ],
+)
+def test_other_torch_builds_are_refused_before_any_work(tmp_path, flags, message):
+    argv = ["nmt", "--architecture", "rnn", "--engine", "torch", *flags]
+    argv += ["--output-repository", str(tmp_path / "repo"), "--work-dir", str(tmp_path / "w")]
+    with pytest.raises(BuildError, match=message):
+        build_from_argv(argv)
+    assert not (tmp_path / "repo").exists() and not (tmp_path / "w").exists()
