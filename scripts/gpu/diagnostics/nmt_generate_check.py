@@ -76,7 +76,45 @@ def built(precision: str, pairs, tokenizer, device: str) -> None:
         )
 
 
+def bisect(device: str) -> None:
+    """fp16: the loaded module's encoder and decoder step against the in-memory ones on the
+    same feeds, simple executor: which part goes wrong after a save and load."""
+    from build_engines.torch_engine.nmt import decoder_feeds, encoder_feeds
+
+    model = load_model(DEFAULT_CHECKPOINT)
+    module = generation_module(model, decode_settings(model), device, torch.float16)
+    path = Path(tempfile.mkdtemp()) / "model.pt"
+    module.save(str(path))
+    loaded = torch.jit.load(str(path), device)
+
+    def placed(feeds):
+        tensors = (torch.from_numpy(v).to(device) for v in feeds.values())
+        return [t.half() if t.is_floating_point() else t for t in tensors]
+
+    parts = {
+        "encoder": (placed(encoder_feeds(3, 11, pad=4)), "encoder"),
+        "decoder": (placed(decoder_feeds(model, 5, 9, 3)), "decoder"),
+    }
+    with torch.jit.optimized_execution(False), torch.inference_mode():
+        for name, (feeds, attribute) in parts.items():
+            for _ in range(2):
+                ours = getattr(module, attribute)(*feeds)
+                theirs = getattr(loaded, attribute)(*feeds)
+            for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+                print(
+                    f"fp16 {name} output {i}: finite in memory {bool(torch.isfinite(a).all())}, "
+                    f"loaded {bool(torch.isfinite(b).all())}, "
+                    f"max |diff| {(a.float() - b.float()).abs().nan_to_num(99.0).max().item():.3g}",
+                    flush=True,
+                )
+
+
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["bisect"]:
+        bisect("cuda" if torch.cuda.is_available() else "cpu")
+        raise SystemExit
     main()
     tok = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
     where = "cuda" if torch.cuda.is_available() else "cpu"
