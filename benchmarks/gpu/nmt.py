@@ -58,7 +58,7 @@ class Options:
     sentences: int
     devices: tuple[str, ...]
     precision: str = "fp32"  # of the step-model build (python search)
-    generate_precision: str = "fp32"  # of the --search engine build (fp32 only: see the build)
+    generate_precision: str = "fp16"  # of the --search engine build
     served: bool = True
     searches: tuple[str, ...] = ("python", "engine")
     cpu_sentences: int = 32  # 0: no CPU-served rows
@@ -79,10 +79,9 @@ def parse(argv: list[str] | None) -> Options:
     )
     parser.add_argument(
         "--generate-precision",
-        default="fp32",
+        default=Options.generate_precision,
         choices=("fp32", "fp16"),
-        help="of the --search engine build (the build refuses fp16 on a GPU; see "
-        "build_engines/nmt/torch_search.py)",
+        help="of the --search engine build (the TorchScript search)",
     )
     parser.add_argument("--no-served", action="store_true", help="skip the TorchScript rows")
     parser.add_argument(
