@@ -37,38 +37,39 @@ from torch import nn
 from build_engines import onnx_export
 from python_models.common.contracts import BEAM_INDEX, NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
 
-_NEG = -1.0e9
+
+def mask_bias(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``[rows, 1, 1, src_len]``: 0 where ``mask`` is 1, the lowest finite ``dtype`` where it
+    is 0 (Hugging Face's value). Added to the scores, it drops padded positions from the
+    softmax as -1e9 did in float32, bit for bit (both underflow ``exp`` to 0), but stays
+    finite in float16, where -1e9 is -inf (and ``0 * -inf``, in a kernel that multiplies in
+    float16, is NaN)."""
+    return ((1.0 - mask.to(dtype)) * torch.finfo(dtype).min).unsqueeze(1).unsqueeze(1)
 
 
-def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
-    """[rows, len, d_model] → [rows, heads, len, head_dim]."""
-    rows, length, width = x.shape
-    return x.view(rows, length, heads, width // heads).transpose(1, 2)
+def _heads(x: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
+    """[rows, len, d_model] → [rows, heads, len, head_dim] (the encoder's cross keys/values:
+    rows and len both vary, so the rows are read from the shape)."""
+    return x.view(x.shape[0], -1, heads, head_dim).transpose(1, 2)
 
 
-def _merge(out: torch.Tensor) -> torch.Tensor:
-    """[rows, heads, len, head_dim] → [rows, len, d_model]."""
-    rows, heads, length, head_dim = out.shape
-    return out.transpose(1, 2).reshape(rows, length, heads * head_dim)
-
-
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, scale):
+def _attend(q, k, v, bias, scale, merge) -> torch.Tensor:
     scores = torch.matmul(q, k.transpose(2, 3)) * scale
     if bias is not None:
         scores = scores + bias
-    return _merge(torch.matmul(torch.softmax(scores, dim=-1), v))
+    return merge(torch.matmul(torch.softmax(scores, dim=-1), v))
 
 
-def _attend_cached(q, past: tuple[torch.Tensor, torch.Tensor], k, v, scale) -> torch.Tensor:
+def _attend_cached(q, past: tuple[torch.Tensor, torch.Tensor], k, v, scale, merge):
     """Self-attention of one new position over ``past`` keys/values and its own ``k``, ``v``,
-    without concatenating them (a copy of the layer's cache): the softmax spans both."""
+    without concatenating them (a copy of the layer's cache): the softmax spans both, and the
+    new position is its last column (counted from the end: no read of the past's length)."""
     past_k, past_v = past
     scores = torch.cat(
         [torch.matmul(q, past_k.transpose(2, 3)), (q * k).sum(-1, keepdim=True)], dim=-1
     )
     probs = torch.softmax(scores * scale, dim=-1)
-    past_len = past_k.shape[2]
-    return _merge(torch.matmul(probs[..., :past_len], past_v) + probs[..., past_len:] * v)
+    return merge(torch.matmul(probs[..., :-1], past_v) + probs[..., -1:] * v)
 
 
 class EncoderGraph(nn.Module):
@@ -79,13 +80,15 @@ class EncoderGraph(nn.Module):
         self.encoder = model.get_encoder()
         self.cross = nn.ModuleList(layer.encoder_attn for layer in model.model.decoder.layers)
         self.heads = model.config.decoder_attention_heads
+        self.head_dim = model.config.d_model // self.heads
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:
+        return _heads(x, self.heads, self.head_dim)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         kv = [
-            torch.stack(
-                [_heads(a.k_proj(hidden), self.heads), _heads(a.v_proj(hidden), self.heads)]
-            )
+            torch.stack([self.split(a.k_proj(hidden)), self.split(a.v_proj(hidden))])
             for a in self.cross
         ]
         return hidden, torch.stack(kv)
@@ -100,6 +103,14 @@ class DecoderStepGraph(nn.Module):
     GPU the extra small kernels cost more than the copies (H100, fp16 TorchScript, beam 4
     at concurrency 32: 586 against 757 sentences/s in process), so the torch engine asks for
     ``concat_cache``: one gather of the whole cache, then the usual per-layer concatenation.
+
+    Shapes come from the config wherever they can: a step's query is one position, so
+    ``[rows, 1, d_model]`` and ``[rows, heads, 1, head_dim]`` share a memory layout and every
+    head split/merge is a reshape to a constant shape with -1 for the rows. Each read of a
+    tensor's shape is a chain of Shape/Gather/Unsqueeze/Concat nodes in the ONNX graph (and
+    size/NumToTensor/Int ops in a trace), which at a few rows cost as much as the arithmetic.
+    What is read: the past's length (the position) and rows (the cache's flat row index), and
+    the source length (to split the cross keys/values by layer).
     """
 
     def __init__(self, model: nn.Module, *, concat_cache: bool = False) -> None:
@@ -113,66 +124,81 @@ class DecoderStepGraph(nn.Module):
         self.lm_head = model.lm_head
         self.register_buffer("final_logits_bias", model.final_logits_bias.detach().clone())
         self.heads = model.config.decoder_attention_heads
+        self.d_model = model.config.d_model
+        self.head_dim = self.d_model // self.heads
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        """[rows, 1, d_model] → [rows, heads, 1, head_dim]."""
+        return x.reshape(-1, self.heads, 1, self.head_dim)
+
+    def _merge(self, x: torch.Tensor) -> torch.Tensor:
+        """[rows, heads, 1, head_dim] → [rows, 1, d_model]."""
+        return x.reshape(-1, 1, self.d_model)
 
     def forward(self, input_ids, encoder_attention_mask, cross_kv, past_kv, beam_index):
         past_len = past_kv.shape[4]
         position = self.positions[past_len : past_len + 1]
-        hidden = self.embed(input_ids) * self.embed_scale + position.unsqueeze(0)
-        bias = (1.0 - encoder_attention_mask[:, None, None, :].to(hidden.dtype)) * _NEG
+        hidden = self.embed(input_ids) * self.embed_scale + position
+        bias = mask_bias(encoder_attention_mask, hidden.dtype)
         if self.concat_cache:
             return self._concatenating(hidden, bias, cross_kv, past_kv.index_select(2, beam_index))
         return self._gathering(hidden, bias, cross_kv, past_kv, beam_index)
 
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(hidden.reshape(-1, self.d_model)) + self.final_logits_bias
+
     def _concatenating(self, hidden, bias, cross_kv, past_kv):
         """The GPU form: ``past_kv`` already reordered; each layer concatenates its cache."""
         present = []
-        for index, layer in enumerate(self.layers):
-            past = (past_kv[index][0], past_kv[index][1])
-            pair = (cross_kv[index][0], cross_kv[index][1])
-            hidden, kv = self._layer(layer, hidden, past, pair, bias)
+        for layer, past, pair in zip(
+            self.layers, past_kv.unbind(0), cross_kv.unbind(0), strict=True
+        ):
+            hidden, kv = self._layer(layer, hidden, past.unbind(0), pair.unbind(0), bias)
             present.append(kv)
-        logits = self.lm_head(hidden[:, 0]) + self.final_logits_bias
-        return logits, torch.stack(present)
+        return self._logits(hidden), torch.stack(present)
 
     def _gathering(self, hidden, bias, cross_kv, past_kv, beam_index):
         """The ONNX form: per-layer gathers out of the stacked cache, one final Concat."""
-        layers, _, past_rows, heads, _, head_dim = past_kv.shape
+        layers, heads, head_dim = len(self.layers), self.heads, self.head_dim
+        past_rows = past_kv.shape[2]
         # [layers * 2 * past_rows, heads, past_len, head_dim]; -1 on past_len, which is 0 at
         # the first step (a 0 in an ONNX Reshape's shape would copy the input's dimension).
         cache = past_kv.reshape(layers * 2 * past_rows, heads, -1, head_dim)
         # Every layer's cross keys and values in one Split (cross_kv[index][0] is two).
-        cross = cross_kv.reshape(layers * 2, -1, *cross_kv.shape[3:]).unbind(0)
+        cross = cross_kv.reshape(layers * 2, -1, heads, cross_kv.shape[4], head_dim).unbind(0)
         new = []
         for index, layer in enumerate(self.layers):
             keys = beam_index + 2 * index * past_rows
             past = (cache.index_select(0, keys), cache.index_select(0, keys + past_rows))
             pair = (cross[2 * index], cross[2 * index + 1])
-            hidden, kv = self._layer(layer, hidden, past, pair, bias)
-            new.append(kv)
-        logits = self.lm_head(hidden[:, 0]) + self.final_logits_bias
-        return logits, torch.cat([past_kv.index_select(2, beam_index), torch.stack(new)], dim=4)
+            hidden, (k, v) = self._layer(layer, hidden, past, pair, bias)
+            new += [k, v]
+        # [layers * 2 * rows, heads, 1, head_dim] → [layers, 2, rows, heads, 1, head_dim]
+        new = torch.cat(new).reshape(layers, 2, -1, heads, 1, head_dim)
+        return self._logits(hidden), torch.cat([past_kv.index_select(2, beam_index), new], dim=4)
 
     def _layer(self, layer, hidden, past, cross, bias):
         """One post-norm layer; returns the new hidden state and the keys/values to keep:
-        this position's [2, rows, heads, 1, head_dim], or with ``concat_cache`` the whole
-        layer cache [2, rows, heads, past_len + 1, head_dim]."""
+        this position's ``(k, v)``, each [rows, heads, 1, head_dim], or with ``concat_cache``
+        the whole layer cache stacked, [2, rows, heads, past_len + 1, head_dim]."""
         attn = layer.self_attn
-        q = _heads(attn.q_proj(hidden), self.heads)
-        k = _heads(attn.k_proj(hidden), self.heads)
-        v = _heads(attn.v_proj(hidden), self.heads)
+        q = self._split(attn.q_proj(hidden))
+        k = self._split(attn.k_proj(hidden))
+        v = self._split(attn.v_proj(hidden))
         if self.concat_cache:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-            out = attn.out_proj(_attend(q, k, v, None, attn.scaling))
+            out = attn.out_proj(_attend(q, k, v, None, attn.scaling, self._merge))
         else:
-            out = attn.out_proj(_attend_cached(q, past, k, v, attn.scaling))
+            out = attn.out_proj(_attend_cached(q, past, k, v, attn.scaling, self._merge))
         hidden = layer.self_attn_layer_norm(hidden + out)
         cross_attn = layer.encoder_attn
-        q = _heads(cross_attn.q_proj(hidden), self.heads)
-        out = cross_attn.out_proj(_attend(q, cross[0], cross[1], bias, cross_attn.scaling))
+        q = self._split(cross_attn.q_proj(hidden))
+        scale = cross_attn.scaling
+        out = cross_attn.out_proj(_attend(q, cross[0], cross[1], bias, scale, self._merge))
         hidden = layer.encoder_attn_layer_norm(hidden + out)
         out = layer.fc2(layer.activation_fn(layer.fc1(hidden)))
         hidden = layer.final_layer_norm(hidden + out)
-        return hidden, torch.stack([k, v])
+        return hidden, (torch.stack([k, v]) if self.concat_cache else (k, v))
 
 
 def load_model(checkpoint: Path) -> nn.Module:

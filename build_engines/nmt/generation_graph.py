@@ -38,7 +38,7 @@ from onnx import TensorProto, helper
 from torch import nn
 
 from build_engines import onnx_export
-from build_engines.nmt.export import DecoderStepGraph, EncoderGraph, _heads
+from build_engines.nmt.export import DecoderStepGraph, EncoderGraph, mask_bias
 from python_models.nmt.decode import DecodeSettings
 
 MAX_LENGTH = "max_length"
@@ -121,8 +121,7 @@ class _Step(nn.Module):
         past_len = past_self[0][0].shape[2]
         position = step.positions[past_len : past_len + 1]
         hidden = step.embed(input_ids.long()) * step.embed_scale + position.unsqueeze(0)
-        mask = encoder_attention_mask[:, None, None, :].to(hidden.dtype)
-        bias = (1.0 - mask) * -1.0e9
+        bias = mask_bias(encoder_attention_mask, hidden.dtype)
         present = []
         for index, layer in enumerate(step.layers):
             hidden, keys, values = self._layer(layer, hidden, past_self[index], cross[index], bias)
@@ -166,10 +165,8 @@ class EncoderSubgraph(nn.Module):
         hidden = self.encoder.encoder(
             input_ids=encoder_input_ids.long(), attention_mask=encoder_attention_mask.long()
         ).last_hidden_state
-        cross = [
-            (_heads(a.k_proj(hidden), self.heads), _heads(a.v_proj(hidden), self.heads))
-            for a in self.encoder.cross
-        ]
+        split = self.encoder.split
+        cross = [(split(a.k_proj(hidden)), split(a.v_proj(hidden))) for a in self.encoder.cross]
         rows, head_dim = hidden.shape[0], hidden.shape[2] // self.heads
         empty = hidden.new_zeros(rows, self.heads, 0, head_dim)
         past = [(empty, empty)] * len(cross)
