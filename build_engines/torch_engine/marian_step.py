@@ -5,24 +5,29 @@ Under the simple JIT executor Triton's pytorch backend runs, every aten op is on
 launch from the interpreter, and on the H100 the step was bound by those launches, not by
 the GPU: large Marian, 128 rows, fp16, 2.7 ms a step alone against 3.2 ms at fp32, with
 ~1,700 aten ops a step of the TorchScript search (``scripts/gpu/diagnostics/
-nmt_generate_profile.py``). This form launches about half as many:
+nmt_generate_profile.py``). This form launches fewer:
 
 - one GEMM for the self-attention's query, key and value (their weights concatenated at
   build time) instead of three;
-- ``scaled_dot_product_attention`` (one fused kernel where the device has one) instead of
-  matmul, scale, mask, softmax, matmul;
-- the mask bias computed once a step as a boolean mask, not a float ``-1e9`` product (which
-  overflows to -inf in half precision).
+- views, not copies, for every head split and merge (one query position);
+- the encoder-attention bias computed once a step, finite in half precision
+  (:func:`~build_engines.nmt.export.mask_bias`).
 
-The ONNX export keeps :class:`~build_engines.nmt.export.DecoderStepGraph`: ONNX Runtime's
-CPU graph is tuned separately, and the fused attention would export as the same ops.
+Attention stays matmul, softmax, matmul: ``scaled_dot_product_attention`` picked cuDNN's
+kernel for fp16 on the H100, which builds a plan for every new shape, and a search makes a
+new shape every step (rows, cache length): the python search fell from 206 to 10
+sentences/s at concurrency 8.
+
+The ONNX export keeps :class:`~build_engines.nmt.export.DecoderStepGraph`, whose gathering
+form suits ONNX Runtime's CPU provider (no concatenated cache copies).
 """
 
 # No ``from __future__ import annotations``: the module is traced, and keeping it plain
 # keeps its annotations ordinary objects.
 import torch
 from torch import Tensor, nn
-from torch.nn import functional as F
+
+from build_engines.nmt.export import mask_bias
 
 
 class FusedSelfAttention(nn.Module):
@@ -63,11 +68,11 @@ class MarianDecoderStep(nn.Module):
         past_len = past_kv.shape[4]
         position = self.positions[past_len : past_len + 1]
         hidden = self.embed(input_ids) * self.embed_scale + position.unsqueeze(0)
-        keep = encoder_attention_mask[:, None, None, :].bool()
+        bias = mask_bias(encoder_attention_mask, hidden.dtype)
         past_kv = past_kv.index_select(2, beam_index)
         present = []
         for index, layer in enumerate(self.layers):
-            hidden, kv = self._layer(index, layer, hidden, past_kv[index], cross_kv[index], keep)
+            hidden, kv = self._layer(index, layer, hidden, past_kv[index], cross_kv[index], bias)
             present.append(kv)
         logits = self.lm_head(hidden[:, 0]) + self.final_logits_bias
         return logits, torch.stack(present)
@@ -80,18 +85,23 @@ class MarianDecoderStep(nn.Module):
         """[rows, heads, 1, head_dim] -> [rows, 1, width] (a view: one position)."""
         return x.transpose(1, 2).reshape(-1, 1, self.width)
 
-    def _layer(self, index: int, layer, hidden, past: Tensor, cross: Tensor, keep: Tensor):
+    @staticmethod
+    def _attend(q: Tensor, k: Tensor, v: Tensor, scale: float, bias: Tensor | None) -> Tensor:
+        scores = torch.matmul(q, k.transpose(2, 3)) * scale
+        if bias is not None:
+            scores = scores + bias
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+    def _layer(self, index: int, layer, hidden, past: Tensor, cross: Tensor, bias: Tensor):
         attention = self.self_attention[index]
         q, k, v = attention.qkv(hidden).split(self.width, dim=-1)
         k = torch.cat([past[0], self._split(k)], dim=2)
         v = torch.cat([past[1], self._split(v)], dim=2)
-        out = F.scaled_dot_product_attention(self._split(q), k, v, scale=attention.scaling)
+        out = self._attend(self._split(q), k, v, attention.scaling, None)
         hidden = layer.self_attn_layer_norm(hidden + attention.out_proj(self._merge(out)))
         cross_attention = layer.encoder_attn
         q = self._split(cross_attention.q_proj(hidden))
-        out = F.scaled_dot_product_attention(
-            q, cross[0], cross[1], attn_mask=keep, scale=cross_attention.scaling
-        )
+        out = self._attend(q, cross[0], cross[1], cross_attention.scaling, bias)
         hidden = layer.encoder_attn_layer_norm(hidden + cross_attention.out_proj(self._merge(out)))
         out = layer.fc2(layer.activation_fn(layer.fc1(hidden)))
         hidden = layer.final_layer_norm(hidden + out)
