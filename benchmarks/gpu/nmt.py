@@ -182,7 +182,27 @@ def run(options: Options) -> dict:
             except Exception:
                 results[key] = {"error": traceback.format_exc()}
             print(key, json.dumps(results[key])[:600], flush=True)
+    add_agreement(results)
     return results
+
+
+def add_agreement(results: dict) -> None:
+    """Each cell's translations against the same size served on the CPU by ONNX Runtime fp32
+    (another engine, another precision), over the sentences both translated; then the
+    outputs leave the results (a sample stays). The large model's random weights have no
+    reference translations, and an fp16 step that broke (every sentence empty) was once
+    timed here as a fast one."""
+    for size in {key.split(" ", 1)[0] for key in results}:
+        cpu = [v for k, v in results.items() if k.startswith(f"{size} ") and " cpu (" in k]
+        reference = cpu[0][0].get("outputs") if cpu and isinstance(cpu[0], list) else None
+        for key, cells in results.items():
+            if not key.startswith(f"{size} ") or not isinstance(cells, list):
+                continue
+            for cell in cells:
+                outputs = cell.pop("outputs", None)
+                if reference and outputs:
+                    pairs = list(zip(outputs, reference, strict=False))
+                    cell["agreement"] = sum(a == b for a, b in pairs) / len(pairs)
 
 
 def torchscript_rows(
@@ -365,8 +385,10 @@ def cell_summary(cell) -> dict:
         "sentences_per_s": round(cell.sentences_per_s, 1),
         **{f"{q}_ms": round(v, 1) for q, v in percentiles.items()},
         "exact": cell.exact,
+        "tokens_per_sentence": round(cell.tokens / max(len(cell.latencies_s), 1), 1),
         "phases": cell.phases,
         "sample": list(cell.outputs[:2]),  # what came back, for a reader of the JSON
+        "outputs": list(cell.outputs),  # for add_agreement, which removes them
     }
 
 
@@ -410,6 +432,13 @@ def _gpu_cpu_note(results: dict) -> str:
     return "\n".join(lines)
 
 
+AGREEMENT_NOTE = (
+    "`agrees with CPU fp32`: the share of sentences translated as the CPU-served ONNX Runtime "
+    "fp32 row translated them (same model, the sentences both ran); `tokens/sentence` is what "
+    "came back. A row far below the others measured something else than a translation."
+)
+
+
 def markdown(results: dict, env: dict) -> str:
     lines = [
         header(
@@ -421,23 +450,26 @@ def markdown(results: dict, env: dict) -> str:
     ]
     lines += [_ratio_note(results), "", _gpu_cpu_note(results)]
     head = "| model / device | concurrency | sentences/s | p50 ms | p95 ms | p99 ms | exact match |"
-    head += " batch |"
-    lines += ["", head, "|---|---|---|---|---|---|---|---|"]
+    head += " agrees with CPU fp32 | tokens/sentence | batch |"
+    lines += ["", AGREEMENT_NOTE, "", head, "|---|---|---|---|---|---|---|---|---|---|"]
     profiles = []
     for key, cells in results.items():
         if isinstance(cells, dict) and "profile" in cells:
             profiles.append(_profile_line(key, cells["profile"]))
             continue
         if isinstance(cells, dict):
-            lines.append(f"| {key} | error: {cells['error'].splitlines()[-1][:80]} | | | | | | |")
+            error = cells["error"].splitlines()[-1][:80]
+            lines.append(f"| {key} | error: {error} | | | | | | | | |")
             continue
         for c in cells:
             exact = "" if c["exact"] is None else f"{c['exact']:.3f}"
+            agrees = "" if c.get("agreement") is None else f"{c['agreement']:.3f}"
+            tokens = c.get("tokens_per_sentence", "")
             times = " | ".join(str(c.get(f"p{q}_ms", "")) for q in (50, 95, 99))
             rate = f"{c['concurrency']} | {c['sentences_per_s']}"
             batch = c.get("phases", {}).get("batch")
             batch = "" if batch is None else f"{batch:.1f}"
-            lines.append(f"| {key} | {rate} | {times} | {exact} | {batch} |")
+            lines.append(f"| {key} | {rate} | {times} | {exact} | {agrees} | {tokens} | {batch} |")
     if profiles:
         lines += ["", "Served: the `nmt` model's own phases (TRITON_KIT_PROFILE_DIR), ms per"]
         lines += ["execute over every served cell; `step` waits for the device.", ""]

@@ -1,0 +1,50 @@
+"""The GPU NMT report shows how far each row's translations agree with the CPU-served fp32
+row: the large model has no references, and a broken fp16 step (every sentence empty) was
+once reported as the fastest row."""
+
+from __future__ import annotations
+
+from benchmarks.gpu.nmt import add_agreement, markdown
+
+
+def _cell(level: int, outputs: list[str]) -> dict:
+    return {
+        "concurrency": level,
+        "sentences_per_s": 10.0,
+        "p50_ms": 1.0,
+        "p95_ms": 2.0,
+        "p99_ms": 3.0,
+        "exact": None,
+        "tokens_per_sentence": 4.0,
+        "phases": {},
+        "sample": outputs[:2],
+        "outputs": outputs,
+    }
+
+
+def test_each_cell_agrees_with_the_cpu_row_over_the_sentences_both_ran() -> None:
+    cpu = ["a b", "c d", "e f"]
+    results = {
+        "large torchscript fp16 cuda, in-process": [_cell(8, ["a b", "c d", "e f", "g h"])],
+        "large torchscript fp16 cuda, served": [_cell(8, ["", "", "", ""])],
+        "large onnxruntime fp32 cpu (16 threads), served": [_cell(8, cpu)],
+    }
+    add_agreement(results)
+    agreement = {key: cells[0]["agreement"] for key, cells in results.items()}
+    assert agreement == {
+        "large torchscript fp16 cuda, in-process": 1.0,
+        "large torchscript fp16 cuda, served": 0.0,
+        "large onnxruntime fp32 cpu (16 threads), served": 1.0,
+    }
+    assert all("outputs" not in cells[0] for cells in results.values())
+    report = markdown(results, {"command": "python -m benchmarks.gpu.nmt"})
+    assert (
+        "| large torchscript fp16 cuda, served | 8 | 10.0 | 1.0 | 2.0 | 3.0 |  | 0.000 | 4.0 |"
+        in report
+    )
+
+
+def test_without_a_cpu_row_there_is_no_agreement() -> None:
+    results = {"tiny torchscript fp16 cuda, served": [_cell(1, ["x"])]}
+    add_agreement(results)
+    assert "agreement" not in results["tiny torchscript fp16 cuda, served"][0]
