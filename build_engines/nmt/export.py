@@ -99,13 +99,11 @@ class DecoderStepGraph(nn.Module):
 
     Two forms of the same arithmetic. The ONNX export's (default) gathers each layer's
     cache rows by ``beam_index`` and attends over past and new position without
-    concatenating them, which saves ONNX Runtime's CPU provider copies of the cache. On a
-    GPU the extra small kernels cost more than the copies (H100, fp16 TorchScript, beam 4
-    at concurrency 32: 586 against 757 sentences/s in process), so ``concat_cache`` makes one
-    gather of the whole cache, then the usual per-layer concatenation: the layout ONNX
-    Runtime's BeamSearch subgraph takes (:mod:`build_engines.nmt.generation_graph`). The
-    torch engine traces its own form of it with fused attention
-    (:mod:`build_engines.torch_engine.marian_step`).
+    concatenating them, which saves ONNX Runtime's CPU provider copies of the cache.
+    ``concat_cache`` makes one gather of the whole cache, then the usual per-layer
+    concatenation: the layout ONNX Runtime's BeamSearch subgraph takes
+    (:mod:`build_engines.nmt.generation_graph`). The torch engine traces its own form of the
+    concatenating step (:mod:`build_engines.torch_engine.marian_step`).
 
     Shapes come from the config wherever they can: a step's query is one position, so
     ``[rows, 1, d_model]`` and ``[rows, heads, 1, head_dim]`` share a memory layout and every

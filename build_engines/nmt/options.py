@@ -34,7 +34,8 @@ class NmtOptions:
     # neighbour's scores), so one sentence a call served 0.17-0.39x CTranslate2 int8
     # (benchmarks/results/nmt_in_engine.md); the TorchScript search (--engine torch) batches
     # and is served as fast as in process, but runs slower than the Python search over the
-    # step models on the 2-core CPU and on the H100 (benchmarks/results/nmt.md, gpu_nmt.md).
+    # ONNX Runtime step models on the 2-core CPU (benchmarks/results/nmt.md); on the H100 the
+    # two searches over fp16 TorchScript steps serve about equally (gpu_nmt.md).
     search: str = "python"
 
     @property

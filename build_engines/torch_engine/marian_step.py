@@ -15,8 +15,8 @@ nmt_generate_profile.py``). This form launches fewer:
 
 Attention stays matmul, softmax, matmul: ``scaled_dot_product_attention`` picked cuDNN's
 kernel for fp16 on the H100, which builds a plan for every new shape, and a search makes a
-new shape every step (rows, cache length): the python search fell from 206 to 10
-sentences/s at concurrency 8.
+new shape every step (rows, cache length): in one H100 benchmark the TorchScript search ran
+51 sentences/s at concurrency 32 with it, 176 with matmuls.
 
 The ONNX export keeps :class:`~build_engines.nmt.export.DecoderStepGraph`, whose gathering
 form suits ONNX Runtime's CPU provider (no concatenated cache copies).

@@ -2,9 +2,8 @@
 
 ``python -m build_engines nmt --engine torch --search engine`` writes it as ``nmt_generate``,
 served by Triton's own pytorch backend; the ``nmt`` python model only tokenises, calls it once
-per beam size of a batch and detokenises (python_models/nmt/generate.py). On an H100 the
-Python search loop in the python backend's stub capped serving at 0.46x of in-process; here
-the loop is TorchScript, and the KV cache, the scores and the top-k never leave the device.
+per beam size of a batch and detokenises (python_models/nmt/generate.py). No Python runs
+between steps, and the KV cache, the scores and the top-k never leave the device.
 
 The recurrent model's ``nmt_rnn_generate`` is this same module over its own traced steps
 (:mod:`build_engines.torch_engine.rnn_generate`): the search only reorders and drops rows on
