@@ -4,7 +4,8 @@ step driven from Python, per step; then torch.profiler's top ops of one call.
 
     python scripts/gpu/diagnostics/nmt_generate_profile.py [--size large|tiny] [--dtype fp32|fp16]
 
-Prints ms per call and per step, the step alone, op counts per step, and CUDA vs CPU time.
+Prints sentences/s over batches of varied sizes (``--executor``), ms per call and per step,
+the step alone, op counts per step, and CUDA vs CPU time.
 """
 
 from __future__ import annotations
@@ -81,12 +82,38 @@ def _step_alone(module, rows: int, src: int, past_len: int, dtype) -> float:
         return _time(lambda: step(tokens, mask, cross, past, index), 20)
 
 
+VARIED = (1, 4, 8, 16, 32, 3, 12, 24, 2, 6)  # batch sizes a served model sees in turn
+
+
+def _varied_batches(module, model, beam: int, executor: str) -> None:
+    """Calls of varied batch sizes, twice: the first pass pays any re-specialisation."""
+    pool = _jobs(model, max(VARIED), beam, 32)
+    for attempt in ("first", "second"):
+        start = time.perf_counter()
+        for size in VARIED:
+            run_module(module, pool[:size])
+        seconds = time.perf_counter() - start
+        print(
+            f"{executor} executor, varied batches ({attempt} pass): "
+            f"{sum(VARIED) / seconds:.1f} sentences/s",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", default="large", choices=("tiny", "large"))
     parser.add_argument("--dtype", default="fp32", choices=tuple(DTYPES))
     parser.add_argument("--sentences", type=int, default=32)
     parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument(
+        "--executor",
+        default="simple",
+        choices=("simple", "profiling"),
+        help="the JIT executor of this process (the first call picks it): simple is what "
+        "Triton's pytorch backend runs with DISABLE_OPTIMIZED_EXECUTION; profiling only "
+        "times the varied batches",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp())
     model = load_model(_checkpoint(args.size, work))
@@ -97,15 +124,13 @@ def main() -> None:
     module.save(str(path))
     loaded = torch.jit.load(str(path), map_location=device)
     jobs = _jobs(model, args.sentences, args.beam, 32)
-    frozen = torch.jit.freeze(loaded.eval(), preserved_attrs=["eos_id", "pad_id"])
-    with torch.jit.optimized_execution(False):
-        reference = run_module(loaded, jobs)
-        same = bool((run_module(frozen, jobs) == reference).all())
-        plain_ms = _time(lambda: run_module(loaded, jobs), 3)
-        frozen_ms = _time(lambda: run_module(frozen, jobs), 3)
-        print(f"torch.jit.freeze: same ids {same}, {plain_ms:.1f} -> {frozen_ms:.1f} ms a call")
+    optimized = args.executor == "profiling"
+    with torch.jit.optimized_execution(optimized):
+        _varied_batches(loaded, model, args.beam, args.executor)
         ids = run_module(loaded, jobs)
         steps = ids.shape[1]
+        if optimized:
+            return
         ms = _time(lambda: run_module(loaded, jobs), 3)
         print(
             f"{args.size} {args.dtype} beam {args.beam}, {args.sentences} sentences: "
