@@ -71,7 +71,7 @@ def _time(fn, repeats: int) -> float:
 def _step_alone(module, rows: int, src: int, past_len: int, dtype) -> float:
     """ms of the traced decoder step on one steady-state shape, called from Python."""
     step = module.decoder
-    layers, heads, head_dim = module.layers, module.heads, module.head_dim
+    layers, _, _, heads, _, head_dim = module.state_shape  # the empty KV cache's template
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     tokens = torch.full((rows, 1), 5, dtype=torch.long, device=dev)
     mask = torch.ones(rows, src, dtype=torch.long, device=dev)
