@@ -11,6 +11,7 @@ from build_engines.nmt import export
 from build_engines.nmt.train import DEFAULT_CHECKPOINT
 from build_engines.torch_engine.marian_step import MarianDecoderStep
 from build_engines.torch_engine.nmt import decoder_feeds
+from tests.support.nmt_steps import agree_over_steps
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,6 @@ def _hf_logits(model, source, mask, prefixes) -> np.ndarray:
 
 
 def test_the_step_computes_the_exported_steps_logits_and_cache(model) -> None:
-    encoder = export.EncoderGraph(model).eval()
     steps = [export.DecoderStepGraph(model).eval(), MarianDecoderStep(model).eval()]
     source = torch.tensor([[5, 6, 7, 8, 0], [9, 10, 0, 57, 57]])
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
@@ -35,22 +35,10 @@ def test_the_step_computes_the_exported_steps_logits_and_cache(model) -> None:
         (torch.tensor([[11], [12]]), torch.arange(2)),
         (torch.tensor([[15], [16], [17]]), torch.tensor([1, 0, 1])),
     ]
-    rows = torch.arange(2)
-    with torch.no_grad():
-        cross = encoder(source, mask)[1]
-        pasts = [torch.zeros(export.cache_shape(model, 2, 0))] * 2
-        for tokens, index in feeds:
-            rows = rows[index]
-            outs = [
-                step(tokens, mask[rows], cross.index_select(2, rows), past, index)
-                for step, past in zip(steps, pasts, strict=True)
-            ]
-            torch.testing.assert_close(outs[1][0], outs[0][0], atol=2e-5, rtol=1e-5)
-            torch.testing.assert_close(outs[1][1], outs[0][1], atol=2e-5, rtol=1e-5)
-            pasts = [out[1] for out in outs]
+    logits, rows = agree_over_steps(model, steps, source, mask, feeds)
     prefixes = torch.tensor([[start, 12, 15], [start, 11, 16], [start, 12, 17]])
     expected = _hf_logits(model, source[rows], mask[rows], prefixes)
-    np.testing.assert_allclose(outs[1][0].numpy(), expected, atol=2e-4)
+    np.testing.assert_allclose(logits.numpy(), expected, atol=2e-4)
 
 
 def test_the_traced_half_step_has_no_constant_beyond_half_range(model) -> None:

@@ -22,6 +22,7 @@ from build_engines.options import BuildOptions
 from python_models.common.contracts import BEAM_INDEX, NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
 from python_models.nmt.decode import Job, generate
 from python_models.nmt.ort import OrtStepModel, session
+from tests.support.nmt_steps import agree_over_steps
 
 _TYPES = {onnx.TensorProto.INT64: "INT64", onnx.TensorProto.FLOAT: "FP32"}
 
@@ -154,29 +155,16 @@ def test_search_gives_the_same_ids_either_way(model, graphs) -> None:
 
 
 def test_the_concatenating_form_computes_what_the_gathering_form_does(model) -> None:
-    """The torch engine's ``concat_cache`` step (one gather, per-layer concatenation: fewer
-    kernels on a GPU) against the exported form and Hugging Face, over a greedy step and a
-    reordering one."""
-    encoder = export.EncoderGraph(model).eval()
+    """The ``concat_cache`` step (one gather, per-layer concatenation: the layout of ONNX
+    Runtime's BeamSearch subgraph) against the exported form and Hugging Face, over a greedy
+    step and a reordering one."""
     forms = [export.DecoderStepGraph(model, concat_cache=flag).eval() for flag in (False, True)]
     source = torch.tensor([[5, 6, 7, 8, 0], [9, 10, 0, 57, 57]])
     mask = (source != 0).long() * torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
     start = model.config.decoder_start_token_id
-    with torch.no_grad():
-        cross = encoder(source, mask)[1]
-        steps = [(torch.tensor([[start], [start]]), torch.arange(2))]
-        steps.append((torch.tensor([[15], [16], [17]]), torch.tensor([1, 0, 1])))
-        pasts = [torch.zeros(export.cache_shape(model, 2, 0))] * 2
-        rows = torch.arange(2)
-        for tokens, index in steps:
-            rows = rows[index]
-            outs = [
-                form(tokens, mask[rows], cross.index_select(2, rows), past, index)
-                for form, past in zip(forms, pasts, strict=True)
-            ]
-            torch.testing.assert_close(outs[1][0], outs[0][0], atol=2e-5, rtol=1e-5)
-            torch.testing.assert_close(outs[1][1], outs[0][1], atol=2e-5, rtol=1e-5)
-            pasts = [out[1] for out in outs]
+    feeds = [(torch.tensor([[start], [start]]), torch.arange(2))]
+    feeds.append((torch.tensor([[15], [16], [17]]), torch.tensor([1, 0, 1])))
+    logits, rows = agree_over_steps(model, forms, source, mask, feeds)
     prefixes = np.array([[start, 15], [start, 16], [start, 17]])
     expected = _hf_logits(model, source[rows].numpy(), mask[rows].numpy(), prefixes)
-    np.testing.assert_allclose(outs[1][0].numpy(), expected, atol=2e-4)
+    np.testing.assert_allclose(logits.numpy(), expected, atol=2e-4)
