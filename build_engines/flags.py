@@ -105,7 +105,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         default=_BUILD.precision,
         help="numeric precision, applied on the ONNX graph: fp16 casts, int8 Q/DQ from "
         "calibration, int8-dynamic INT8 weights and run-time activation scales (ONNX "
-        f"Runtime CPU only, no calibration) (default: {_BUILD.precision})",
+        "Runtime, CPU only, no calibration; PyTorch's for nmt --engine torch --search engine) "
+        f"(default: {_BUILD.precision})",
     )
     common.add_argument(
         "--engine",

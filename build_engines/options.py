@@ -22,8 +22,10 @@ from python_models.common.serving_policy import (
 )
 
 PRECISIONS = ("fp32", "fp16", "int8", "int8-dynamic")
-# ONNX Runtime's own integer ops (no Q/DQ): only its engine can run them.
-ONNXRUNTIME_ONLY = ("int8-dynamic",)
+# Dynamic quantisation (integer ops, no Q/DQ): ONNX Runtime's for its engine, PyTorch's for
+# the nmt TorchScript searches (--engine torch --search engine); TensorRT runs neither.
+DYNAMIC_INT8 = ("int8-dynamic",)
+DYNAMIC_INT8_ENGINES = (Engine.ONNXRUNTIME, Engine.TORCH)
 # --queue-policy: the queue every dynamically batched model gets
 # (python_models/common/serving_policy).
 QUEUE_POLICIES = {"off": DEFAULT_QUEUE_POLICY, "bounded": BOUNDED_QUEUE_POLICY}
@@ -56,10 +58,11 @@ class BuildOptions:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision {self.precision!r} is not one of {PRECISIONS}")
         object.__setattr__(self, "engine", Engine(self.engine))
-        if self.precision in ONNXRUNTIME_ONLY and self.engine is not Engine.ONNXRUNTIME:
+        if self.precision in DYNAMIC_INT8 and self.engine not in DYNAMIC_INT8_ENGINES:
             raise ValueError(
-                f"precision {self.precision} is ONNX Runtime's dynamic quantisation: "
-                f"--engine onnxruntime only (TensorRT takes --precision int8, Q/DQ)"
+                f"precision {self.precision} is ONNX Runtime's dynamic quantisation "
+                "(--engine onnxruntime) or PyTorch's for the nmt TorchScript searches "
+                "(--engine torch --search engine); TensorRT takes --precision int8, Q/DQ"
             )
         object.__setattr__(self, "output_repository", Path(self.output_repository))
         object.__setattr__(self, "work_dir", Path(self.work_dir))

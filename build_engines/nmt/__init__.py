@@ -82,9 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=_DEFAULTS.search,
         help="engine: the whole search inside the engine (writes nmt_generate: ONNX Runtime's "
         "BeamSearch with --engine onnxruntime at fp32 or int8-dynamic, TorchScript with "
-        "--engine torch at fp32 or fp16; else python; --architecture rnn: nmt_rnn_generate, "
-        "TorchScript, --engine torch at fp32 only); python: the numpy search over the "
-        "encoder/decoder step models",
+        "--engine torch at fp32, fp16 or int8-dynamic (CPU); else python; --architecture rnn: "
+        "nmt_rnn_generate, TorchScript, --engine torch at fp32 or int8-dynamic (CPU)); "
+        "python: the numpy search over the encoder/decoder step models",
     )
     parser.add_argument(
         "--verify-sentences",

@@ -13,9 +13,9 @@ ARCHITECTURES = ("transformer", "rnn")
 DEFAULT_MAX_BEAM_SIZE = 16
 # engine: the search inside the engine (nmt_generate: ONNX Runtime's BeamSearch with
 # --engine onnxruntime at fp32 or int8-dynamic; TorchScript served by Triton's pytorch
-# backend with --engine torch at fp32 or fp16; for --architecture rnn nmt_rnn_generate,
-# TorchScript with --engine torch at fp32 only); python: the numpy search over the step
-# models (every engine but torch for the RNN).
+# backend with --engine torch at fp32, fp16 or int8-dynamic (CPU only); for --architecture
+# rnn nmt_rnn_generate, TorchScript with --engine torch at fp32 or int8-dynamic); python:
+# the numpy search over the step models (every engine but torch for the RNN).
 SEARCHES = ("engine", "python")
 
 

@@ -171,13 +171,25 @@ def _export(model, encoder_onnx: Path, decoder_onnx: Path) -> None:
 def engine_search(options: BuildOptions, model_options: NmtOptions) -> bool:
     """Whether ``nmt`` runs the search inside the engine (``nmt_generate``): ONNX Runtime's
     BeamSearch operator, on the graphs it can take (fp32, or int8-dynamic subgraphs), or the
-    TorchScript search of ``--engine torch`` (fp32, fp16)."""
+    TorchScript search of ``--engine torch`` (fp32, fp16, int8-dynamic on CPU). Refuses,
+    before any work, ``--engine torch`` int8-dynamic builds it cannot make."""
     from build_engines.registry import Engine
 
+    torch_int8 = options.engine is Engine.TORCH and options.precision == "int8-dynamic"
     if model_options.search != "engine":
+        if torch_int8:
+            raise BuildError(
+                "--engine torch --precision int8-dynamic builds the search inside the engine "
+                "only (the TorchScript step models are fp32/fp16): add --search engine"
+            )
         return False
     if options.engine is Engine.TORCH:
-        return options.precision in ("fp32", "fp16")
+        if torch_int8:
+            from build_engines.nmt.torch_search import check_precision
+            from build_engines.torch_engine.script import gpu_visible
+
+            check_precision(options.precision, gpu_visible())
+        return options.precision in ("fp32", "fp16", "int8-dynamic")
     return options.engine is Engine.ONNXRUNTIME and options.precision in ("fp32", "int8-dynamic")
 
 
@@ -212,11 +224,22 @@ def _write_generation(
 def _write(
     out, checkpoint, model, encoder_onnx, decoder_onnx, settings, bounds, options, generate=False
 ) -> None:
-    """Encoder and decoder go through the shared precision/engine hook; then the BLS model."""
+    """Encoder and decoder go through the shared precision/engine hook; then the BLS model.
+    ``--engine torch`` int8-dynamic writes the BLS model alone (it calls ``nmt_generate``):
+    the torch engine has no int8 step models."""
     from build_engines.nmt import repository
     from build_engines.nmt.calibration import calibration_sources
     from build_engines.nmt.export import DECODER_AXES, ENCODER_AXES
+    from build_engines.registry import Engine
 
+    if options.engine is Engine.TORCH and options.precision == "int8-dynamic":
+        if options.dry_run:
+            raise DryRun("dry run: nothing scripted or written for nmt and nmt_generate")
+        repository.write_bls(
+            out, checkpoint, settings, bounds, options, generate=repository.GENERATE
+        )
+        info(f"wrote {out}/nmt (calls {repository.GENERATE} by BLS; no step models)")
+        return
     vocab = model.config.decoder_vocab_size or model.config.vocab_size
     configs = {
         repository.ENCODER: (

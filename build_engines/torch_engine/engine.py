@@ -21,8 +21,9 @@ PRECISIONS = ("fp32", "fp16")
 def validate(options: BuildOptions) -> None:
     if options.precision not in PRECISIONS:
         raise BuildError(
-            f"--engine torch builds {'/'.join(PRECISIONS)}; INT8 is expressed as Q/DQ nodes "
-            "on the ONNX graph: use --engine onnxruntime or tensorrt for it"
+            f"--engine torch builds {'/'.join(PRECISIONS)} models; INT8 is expressed as Q/DQ "
+            "nodes on the ONNX graph: use --engine onnxruntime or tensorrt for it (nmt's "
+            "TorchScript search alone has int8-dynamic: --search engine)"
         )
 
 

@@ -285,13 +285,19 @@ class GenerationModule(nn.Module):
 
 
 def traced_steps(
-    model: nn.Module, device: torch.device | str, dtype: torch.dtype
+    model: nn.Module, device: torch.device | str, dtype: torch.dtype, int8_dynamic: bool = False
 ) -> tuple[torch.jit.ScriptModule, torch.jit.ScriptModule]:
     """The encoder and decoder-step graphs, traced in ``dtype`` on ``device`` on the feeds the
-    step-model build traces them on (padded rows, a past with one row more than the step)."""
+    step-model build traces them on (padded rows, a past with one row more than the step);
+    with ``int8_dynamic``, their ``nn.Linear`` layers dynamically quantised first (CPU only:
+    :mod:`build_engines.torch_engine.int8_dynamic`)."""
     device = torch.device(device)
     encoder = EncoderGraph(model).eval().to(device, dtype)
     decoder = MarianDecoderStep(model).eval().to(device, dtype)
+    if int8_dynamic:
+        from build_engines.torch_engine.int8_dynamic import quantize
+
+        encoder, decoder = quantize(encoder, [nn.Linear]), quantize(decoder, [nn.Linear])
 
     def placed(feeds: dict[str, np.ndarray]) -> tuple[Tensor, ...]:
         tensors = (torch.from_numpy(v) for v in feeds.values())
@@ -310,16 +316,18 @@ def generation_module(
     settings: DecodeSettings,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
+    int8_dynamic: bool = False,
 ) -> torch.jit.ScriptModule:
     """The scripted search over a ``MarianMTModel`` (or a checkpoint directory): what
     ``nmt_generate`` serves, and what the benchmarks time in-process. Works on a copy of the
-    model's weights in ``dtype`` (the model itself is left as it is)."""
+    model's weights in ``dtype``, with ``int8_dynamic`` its linear layers quantised (the
+    model itself is left as it is)."""
     import copy
 
     if not isinstance(model, nn.Module):
         model = load_model(Path(model))
     model = copy.deepcopy(model).eval()
-    encoder, decoder = traced_steps(model, device, dtype)
+    encoder, decoder = traced_steps(model, device, dtype, int8_dynamic)
     return torch.jit.script(GenerationModule(encoder, decoder, settings))
 
 

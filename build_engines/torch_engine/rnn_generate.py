@@ -64,11 +64,20 @@ def traced_steps(
 
 
 def generation_module(
-    model: RnnTranslator | Path, settings: DecodeSettings, device: torch.device | str = "cpu"
+    model: RnnTranslator | Path,
+    settings: DecodeSettings,
+    device: torch.device | str = "cpu",
+    int8_dynamic: bool = False,
 ) -> torch.jit.ScriptModule:
-    """The scripted search (fp32) over an :class:`RnnTranslator` or its checkpoint directory,
-    on a copy of its weights."""
+    """The scripted search over an :class:`RnnTranslator` or its checkpoint directory, on a
+    copy of its weights: fp32, or with ``int8_dynamic`` its ``nn.Linear`` and ``nn.GRU``
+    layers dynamically quantised (CPU only: :mod:`build_engines.torch_engine.int8_dynamic`)."""
     if not isinstance(model, nn.Module):
         model = load(Path(model))
-    encoder, decoder = traced_steps(copy.deepcopy(model).eval(), device)
+    model = copy.deepcopy(model).eval()
+    if int8_dynamic:
+        from build_engines.torch_engine.int8_dynamic import quantize
+
+        model = quantize(model, [nn.Linear, nn.GRU])
+    encoder, decoder = traced_steps(model, device)
     return torch.jit.script(GenerationModule(encoder, decoder, settings))

@@ -116,3 +116,70 @@ def test_other_torch_builds_are_refused_before_any_work(tmp_path, flags, message
     with pytest.raises(BuildError, match=message):
         build_from_argv(argv)
     assert not (tmp_path / "repo").exists() and not (tmp_path / "w").exists()
+
+
+@pytest.fixture(scope="module")
+def int8_loaded(model, tmp_path_factory) -> torch.jit.ScriptModule:
+    """``--precision int8-dynamic``'s module (qint8 linear and GRU layers), saved and loaded."""
+    path = tmp_path_factory.mktemp("rnn-int8") / "model.pt"
+    generation_module(model, decode_settings(model), int8_dynamic=True).save(str(path))
+    return torch.jit.load(str(path))
+
+
+def test_int8_dynamic_module_runs_quantized_layers(int8_loaded, loaded):
+    ops = torch.jit.export_opnames(int8_loaded)
+    assert "quantized::linear_dynamic" in ops and "aten::quantized_gru.input" in ops
+    assert "quantized::linear_dynamic" not in torch.jit.export_opnames(loaded)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_int8_dynamic_module_agrees_with_the_python_search(
+    model, int8_loaded, onnx_steps, sources, beam
+):
+    """Held-out and shuffled sentences: the build's threshold of them are the fp32 Python
+    search's ids (int8 may flip a near-tie), and the build's check passes it."""
+    from build_engines.nmt.rnn_torch_search import check_against_python_search
+    from build_engines.nmt.torch_search import MIN_AGREEMENT
+
+    jobs = [Job(list(s), beam, 64) for s in sources]
+    expected = decode.generate(onnx_steps, jobs, decode_settings(model))
+    got = generate(int8_loaded, jobs)
+    same = sum(g == e for g, e in zip(got, expected, strict=True))
+    print(f"int8-dynamic vs the Python search, beam {beam}: {same}/{len(jobs)}")
+    assert same >= MIN_AGREEMENT["int8-dynamic"] * len(jobs)
+    check = (onnx_steps, decode_settings(model), sources, 64)
+    check_against_python_search(int8_loaded, *check, precision="int8-dynamic")
+
+
+def test_a_broken_int8_search_fails_the_check(model, onnx_steps, sources):
+    from build_engines.nmt.rnn_torch_search import check_against_python_search
+
+    settings = decode_settings(model)
+    banned = (*settings.suppressed_token_ids, settings.eos_token_id)
+    no_eos = dataclasses.replace(settings, suppressed_token_ids=banned)
+    broken = generation_module(model, no_eos, int8_dynamic=True)
+    with pytest.raises(BuildError, match="differ from the Python search at beam 1"):
+        check_against_python_search(
+            broken, onnx_steps, settings, sources, 64, precision="int8-dynamic"
+        )
+
+
+@pytest.mark.parametrize("architecture", ["transformer", "rnn"])
+def test_int8_dynamic_is_refused_where_a_gpu_is_visible(tmp_path, monkeypatch, architecture):
+    """The build puts the search on a visible GPU, where dynamic quantised ops do not run: it
+    refuses before any work (the GPU check is monkeypatched: none here)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    argv = ["nmt", "--architecture", architecture, "--engine", "torch", "--search", "engine"]
+    argv += ["--precision", "int8-dynamic"]
+    argv += ["--output-repository", str(tmp_path / "repo"), "--work-dir", str(tmp_path / "w")]
+    with pytest.raises(BuildError, match="CPU only"):
+        build_from_argv(argv)
+    assert not (tmp_path / "repo").exists() and not (tmp_path / "w").exists()
+
+
+def test_torch_int8_dynamic_needs_the_search_in_the_engine(tmp_path):
+    argv = ["nmt", "--engine", "torch", "--precision", "int8-dynamic"]
+    argv += ["--output-repository", str(tmp_path / "repo"), "--work-dir", str(tmp_path / "w")]
+    with pytest.raises(BuildError, match="add --search engine"):
+        build_from_argv(argv)
+    assert not (tmp_path / "repo").exists() and not (tmp_path / "w").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -237,3 +238,48 @@ def test_the_build_check_fails_a_wrong_search_and_a_broken_half(number_model, ca
     with pytest.raises(BuildError, match="16 of 16 sentences differ"):
         check_against_hf(every, *check, "fp16")
     check_against_hf(number_model.module(), *check, "fp32")  # the real search passes
+
+
+@pytest.fixture(scope="module")
+def int8_loaded(number_model, tmp_path_factory) -> torch.jit.ScriptModule:
+    """``--precision int8-dynamic``'s module (qint8 linear layers), saved and loaded back."""
+    path = tmp_path_factory.mktemp("int8") / "model.pt"
+    generation_module(number_model.model, number_model.settings, int8_dynamic=True).save(str(path))
+    return torch.jit.load(str(path))
+
+
+def test_int8_dynamic_module_runs_quantized_linear_layers(int8_loaded, number_model):
+    assert "quantized::linear_dynamic" in torch.jit.export_opnames(int8_loaded)
+    assert "quantized::linear_dynamic" not in torch.jit.export_opnames(number_model.module())
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_int8_dynamic_module_agrees_with_hf(number_model, int8_loaded, beam):
+    """Held-out sentences and the same words shuffled (the model is unsure there, so near-ties
+    that int8 may flip): the build's threshold of them are HF fp32's ids."""
+    from build_engines.nmt.torch_search import MIN_AGREEMENT
+
+    texts = _held_out(16)
+    rng = np.random.default_rng(7)
+    texts += [" ".join(rng.permutation(t.split())) for t in texts]
+    jobs = number_model.jobs(texts, [beam] * len(texts), [64] * len(texts))
+    got = generate(int8_loaded, jobs)
+    same = sum(g == e for g, e in zip(got, number_model.hf(texts, beam, 64), strict=True))
+    print(f"int8-dynamic vs HF, beam {beam}: {same}/{len(texts)}")
+    assert same >= MIN_AGREEMENT["int8-dynamic"] * len(texts)
+
+
+def test_the_build_check_passes_int8_and_fails_a_broken_int8(number_model, int8_loaded):
+    """An int8 search that differs on every sentence (EOS banned) fails the int8 check."""
+    from build_engines.nmt.torch_search import check_against_hf
+    from build_engines.steps import BuildError
+
+    texts = _held_out(16)
+    check = (DEFAULT_CHECKPOINT, texts, 64, "cpu", "int8-dynamic")
+    check_against_hf(int8_loaded, *check)
+    settings = number_model.settings
+    banned = (*settings.suppressed_token_ids, settings.eos_token_id)
+    no_eos = dataclasses.replace(settings, suppressed_token_ids=banned)
+    broken = generation_module(number_model.model, no_eos, int8_dynamic=True)
+    with pytest.raises(BuildError, match="16 of 16 sentences differ"):
+        check_against_hf(broken, *check)

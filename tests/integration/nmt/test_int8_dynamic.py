@@ -21,10 +21,24 @@ from build_engines.registry import Engine
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
 
-def test_int8_dynamic_is_an_onnxruntime_precision() -> None:
+def test_int8_dynamic_is_an_onnxruntime_and_torch_precision() -> None:
+    """ONNX Runtime's quantize_dynamic, or PyTorch's for the nmt TorchScript searches
+    (tests/build/build_engines/test_nmt_*torch_generate.py); TensorRT runs neither."""
     assert BuildOptions(precision="int8-dynamic").precision == "int8-dynamic"
+    assert BuildOptions(precision="int8-dynamic", engine=Engine.TORCH).engine is Engine.TORCH
     with pytest.raises(ValueError, match="int8-dynamic"):
         BuildOptions(precision="int8-dynamic", engine=Engine.TENSORRT)
+
+
+def test_torch_int8_dynamic_is_refused_for_the_step_models(tmp_path) -> None:
+    """The torch engine's step models (here BERT's) have no int8-dynamic build."""
+    from build_engines.cli import build_from_argv
+    from build_engines.steps import BuildError
+
+    argv = ["bert", "--engine", "torch", "--precision", "int8-dynamic", "--dry-run"]
+    argv += ["--output-repository", str(tmp_path / "repo"), "--work-dir", str(tmp_path / "w")]
+    with pytest.raises(BuildError, match="search alone has int8-dynamic"):
+        build_from_argv(argv)
 
 
 def test_flag_is_offered_with_an_honest_help() -> None:

@@ -132,3 +132,26 @@ def test_a_bad_row_fails_alone(engine_server) -> None:
         assert isinstance(empty, InvalidInputError) and "TEXT is empty" in str(empty)
         assert triton.translate(["seven"], beam_size=1, model=BLS) == ["sept"]
         assert triton.server_ready()
+
+
+def test_int8_dynamic_serves_the_reference_translations(tmp_path, reference) -> None:
+    """``--precision int8-dynamic`` (CPU: the build refuses a visible GPU): Triton's own
+    pytorch backend runs the quantized linear and GRU ops; the build's share of held-out
+    sentences are the fp32 reference's (int8 may flip a near-tie)."""
+    from build_engines.nmt.torch_search import MIN_AGREEMENT
+
+    if torch.cuda.is_available():
+        pytest.skip("int8-dynamic is CPU only: the build refuses where a GPU is visible")
+    flags = ["nmt", "--architecture", "rnn", "--engine", "torch", "--search", "engine"]
+    repo, log = build_repository(tmp_path, *flags, "--precision", "int8-dynamic")
+    assert f"{GENERATE} (fp32, cpu) vs the Python search (ONNX Runtime), beam 4: 16/16" in log
+    assert model_backends(repo) == {BLS: "python", GENERATE: "pytorch"}
+    assert "int8-dynamic" in (repo / GENERATE / "config.pbtxt").read_text()
+    texts = _held_out(24)
+    with serving(repo, tmp_path / "log") as server, TritonClient(server.grpc_url) as triton:
+        for beam in (1, 4):
+            served = triton.translate(texts, beam_size=beam, max_length=64, model=BLS)
+            same = sum(s == r for s, r in zip(served, reference(texts, beam), strict=True))
+            print(f"served int8-dynamic vs the reference, beam {beam}: {same}/{len(texts)}")
+            assert same >= MIN_AGREEMENT["int8-dynamic"] * len(texts), f"beam {beam}: {same}"
+        assert triton.server_ready()

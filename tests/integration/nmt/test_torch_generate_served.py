@@ -140,3 +140,24 @@ def test_a_bad_request_fails_alone(engine_server) -> None:
         assert isinstance(bad_beam[0], InvalidInputError)
         assert triton.translate(["seven"], beam_size=1) == ["sept"]
         assert triton.server_ready()
+
+
+def test_int8_dynamic_serves_hf_translations(tmp_path, reference) -> None:
+    """``--precision int8-dynamic`` (CPU: the build refuses a visible GPU): Triton's own
+    pytorch backend runs the quantized ops; the repository holds the search and ``nmt`` only;
+    the build's share of held-out sentences are HF's (int8 may flip a near-tie)."""
+    from build_engines.nmt.torch_search import MIN_AGREEMENT
+
+    if torch.cuda.is_available():
+        pytest.skip("int8-dynamic is CPU only: the build refuses where a GPU is visible")
+    texts = _held_out(24)
+    with _server(tmp_path, "int8-dynamic") as server, TritonClient(server.grpc_url) as triton:
+        assert model_backends(tmp_path / "repo") == {"nmt": "python", "nmt_generate": "pytorch"}
+        config = (tmp_path / "repo" / "nmt_generate" / "config.pbtxt").read_text()
+        assert "int8-dynamic" in config and "KIND_CPU" in config
+        for beam in (1, 4):
+            served = triton.translate(texts, beam_size=beam, max_length=64)
+            same = sum(s == r for s, r in zip(served, reference(texts, beam, 64), strict=True))
+            print(f"served int8-dynamic vs HF, beam {beam}: {same}/{len(texts)}")
+            assert same >= MIN_AGREEMENT["int8-dynamic"] * len(texts), f"beam {beam}: {same}"
+        assert triton.server_ready()
