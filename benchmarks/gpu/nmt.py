@@ -63,6 +63,7 @@ class Options:
     searches: tuple[str, ...] = ("python", "engine")
     cpu_sentences: int = 32  # 0: no CPU-served rows
     queue_delays_us: tuple[int, ...] = ()  # extra served rows of the generate build
+    generate_executors: tuple[str, ...] = ("simple",)  # nmt_generate's JIT executor, per row
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -82,6 +83,13 @@ def parse(argv: list[str] | None) -> Options:
         default=Options.generate_precision,
         choices=("fp32", "fp16"),
         help="of the --search engine build (the TorchScript search)",
+    )
+    parser.add_argument(
+        "--generate-executors",
+        default=",".join(Options.generate_executors),
+        help="the JIT executors to serve nmt_generate under, a set of rows each: simple (what "
+        "the build writes: DISABLE_OPTIMIZED_EXECUTION), profiling (fuses kernels, "
+        "re-specialises per shape)",
     )
     parser.add_argument("--no-served", action="store_true", help="skip the TorchScript rows")
     parser.add_argument(
@@ -118,6 +126,7 @@ def parse(argv: list[str] | None) -> Options:
         split(args.searches),
         args.cpu_sentences,
         tuple(int(x) for x in split(args.queue_delays_us)),
+        split(args.generate_executors),
     )
 
 
@@ -153,13 +162,16 @@ def run(options: Options) -> dict:
             results[size] = {"error": traceback.format_exc()}
             continue
         if options.served:
-            for search in options.searches:
-                rows = torchscript_rows(size, checkpoint, work, options, search)
+            runs = [(search, "simple") for search in options.searches if search != "engine"]
+            if "engine" in options.searches:
+                runs += [("engine", executor) for executor in options.generate_executors]
+            for search, executor in runs:
+                rows = torchscript_rows(size, checkpoint, work, options, search, executor)
                 for key, cells in rows.items():
                     results[key] = cells
                     print(key, json.dumps(cells)[:600], flush=True)
         if options.cpu_sentences:
-            key = f"{size} onnxruntime fp32 cpu ({CPU_THREADS} threads), served"
+            key = cpu_row_key(size)
             cpu = dataclasses.replace(options, sentences=options.cpu_sentences)
             try:
                 results[key] = [cell_summary(c) for c in _served(repository, checkpoint, cpu)]
@@ -186,6 +198,15 @@ def run(options: Options) -> dict:
     return results
 
 
+def cpu_row_key(size: str) -> str:
+    return f"{size} onnxruntime fp32 cpu ({CPU_THREADS} threads), served"
+
+
+def is_cpu_row(key: str) -> bool:
+    """The host-CPU served row of a size (the reference of agreement and of GPU / CPU)."""
+    return key == cpu_row_key(key.split(" ", 1)[0])
+
+
 def add_agreement(results: dict) -> None:
     """Each cell's translations against the same size served on the CPU by ONNX Runtime fp32
     (another engine, another precision), over the sentences both translated; then the
@@ -193,7 +214,7 @@ def add_agreement(results: dict) -> None:
     reference translations, and an fp16 step that broke (every sentence empty) was once
     timed here as a fast one."""
     for size in {key.split(" ", 1)[0] for key in results}:
-        cpu = [v for k, v in results.items() if k.startswith(f"{size} ") and " cpu (" in k]
+        cpu = [v for k, v in results.items() if k.startswith(f"{size} ") and is_cpu_row(k)]
         reference = cpu[0][0].get("outputs") if cpu and isinstance(cpu[0], list) else None
         for key, cells in results.items():
             if not key.startswith(f"{size} ") or not isinstance(cells, list):
@@ -206,20 +227,27 @@ def add_agreement(results: dict) -> None:
 
 
 def torchscript_rows(
-    size: str, checkpoint: Path, work: Path, options: Options, search: str = "python"
+    size: str,
+    checkpoint: Path,
+    work: Path,
+    options: Options,
+    search: str = "python",
+    executor: str = "simple",
 ) -> dict:
     """In-process and served rows of one ``--engine torch`` repository (errors as rows):
     ``search`` python is the nmt model's search over the step modules, engine the whole
-    generation in one TorchScript module (``nmt_generate``)."""
+    generation in one TorchScript module (``nmt_generate``, under the JIT ``executor``)."""
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the build puts it
     kind = "torchscript" if search == "python" else "torchscript generate"
     precision = options.precision if search == "python" else options.generate_precision
     key = f"{size} {kind} {precision} {device}"
+    if executor != "simple":
+        key += f" ({executor} executor)"
     try:
         repository = torch_repository(
-            checkpoint, work / f"{size}-torch-{search}", precision, search
+            checkpoint, work / f"{size}-torch-{search}-{executor}", precision, search, executor
         )
     except Exception:
         return {f"{key}, build": {"error": traceback.format_exc()}}
@@ -250,8 +278,11 @@ def _profile_dir(repository: Path, options: Options) -> Path:
     return options.out / f"profile-{repository.parent.name}-{repository.name}"
 
 
-def torch_repository(checkpoint: Path, work: Path, precision: str, search: str = "python") -> Path:
-    """``python -m build_engines nmt --engine torch`` of ``checkpoint``, copied for serving."""
+def torch_repository(
+    checkpoint: Path, work: Path, precision: str, search: str = "python", executor: str = "simple"
+) -> Path:
+    """``python -m build_engines nmt --engine torch`` of ``checkpoint``, copied for serving
+    (``nmt_generate`` under the JIT ``executor``)."""
     from benchmarks.nmt.run import copy_models
     from build_engines.cli import build_from_argv
 
@@ -263,7 +294,19 @@ def torch_repository(checkpoint: Path, work: Path, precision: str, search: str =
     build_from_argv(argv)
     served.mkdir(parents=True, exist_ok=True)
     copy_models(built, served, threads=1)  # and no queue timeout: a closed loop
+    if executor == "profiling":
+        _set_parameter(
+            served / "nmt_generate" / "config.pbtxt", "DISABLE_OPTIMIZED_EXECUTION", "false"
+        )
     return served
+
+
+def _set_parameter(config_file: Path, key: str, value: str) -> None:
+    from build_engines.repository import parse, render
+
+    config = parse(config_file.read_text())
+    config.parameters[key].string_value = value
+    config_file.write_text(render(config))
 
 
 def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
@@ -416,7 +459,7 @@ def _gpu_cpu_note(results: dict) -> str:
     lines = ["Served on the GPU / served on the host's CPU, same model and beam, same run:", ""]
     lines += ["| GPU row | CPU row | c1 | c8 | c32 |", "|---|---|---|---|---|"]
     for cpu_key, cpu in results.items():
-        if " cpu (" not in cpu_key or not isinstance(cpu, list):
+        if not is_cpu_row(cpu_key) or not isinstance(cpu, list):
             continue
         size = cpu_key.split(" ", 1)[0]
         for key, cells in results.items():

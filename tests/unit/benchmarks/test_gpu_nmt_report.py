@@ -4,7 +4,7 @@ once reported as the fastest row."""
 
 from __future__ import annotations
 
-from benchmarks.gpu.nmt import add_agreement, markdown
+from benchmarks.gpu.nmt import add_agreement, cpu_row_key, markdown
 
 
 def _cell(level: int, outputs: list[str]) -> dict:
@@ -27,14 +27,16 @@ def test_each_cell_agrees_with_the_cpu_row_over_the_sentences_both_ran() -> None
     results = {
         "large torchscript fp16 cuda, in-process": [_cell(8, ["a b", "c d", "e f", "g h"])],
         "large torchscript fp16 cuda, served": [_cell(8, ["", "", "", ""])],
-        "large onnxruntime fp32 cpu (16 threads), served": [_cell(8, cpu)],
+        cpu_row_key("large"): [_cell(8, cpu)],
+        "large torchscript generate fp32 cpu (profiling executor), served": [_cell(8, ["a b"])],
     }
     add_agreement(results)
     agreement = {key: cells[0]["agreement"] for key, cells in results.items()}
     assert agreement == {
         "large torchscript fp16 cuda, in-process": 1.0,
         "large torchscript fp16 cuda, served": 0.0,
-        "large onnxruntime fp32 cpu (16 threads), served": 1.0,
+        cpu_row_key("large"): 1.0,
+        "large torchscript generate fp32 cpu (profiling executor), served": 1.0,
     }
     assert all("outputs" not in cells[0] for cells in results.values())
     report = markdown(results, {"command": "python -m benchmarks.gpu.nmt"})
@@ -45,6 +47,8 @@ def test_each_cell_agrees_with_the_cpu_row_over_the_sentences_both_ran() -> None
 
 
 def test_without_a_cpu_row_there_is_no_agreement() -> None:
-    results = {"tiny torchscript fp16 cuda, served": [_cell(1, ["x"])]}
+    """A torch row on the CPU is not the reference row (its key also says ``cpu (``)."""
+    key = "tiny torchscript generate fp32 cpu (profiling executor), served"
+    results = {"tiny torchscript fp16 cuda, served": [_cell(1, ["x"])], key: [_cell(1, ["x"])]}
     add_agreement(results)
-    assert "agreement" not in results["tiny torchscript fp16 cuda, served"][0]
+    assert all("agreement" not in cells[0] for cells in results.values())
