@@ -13,9 +13,11 @@ CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
 IN_PROCESS_INT8, TRITON_INT8 = "in-process ORT int8", "Triton int8 (gRPC)"
 IN_ENGINE = "in-process graph"  # the generation graph (BeamSearch in ONNX Runtime) in process
 IN_PROCESS_TORCH, TRITON_TORCH = "in-process torch generate", "Triton torch generate (gRPC)"
+IN_PROCESS_TORCH_INT8 = "in-process torch generate int8"
+TRITON_TORCH_INT8 = "Triton torch generate int8 (gRPC)"
 ORDER = (
     IN_PROCESS, IN_ENGINE, CT2_FP32, CT2_INT8, TRITON, IN_PROCESS_INT8, TRITON_INT8,
-    IN_PROCESS_TORCH, TRITON_TORCH,
+    IN_PROCESS_TORCH, TRITON_TORCH, IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8,
 )  # fmt: skip
 # (served, its in-process twin) per precision, for the ratio and phase columns; served nmt
 # runs the generation graph where the build wrote it, and its twin is then that graph
@@ -23,6 +25,7 @@ PAIRS = (
     ("", TRITON, IN_PROCESS),
     ("int8 ", TRITON_INT8, IN_PROCESS_INT8),
     ("torch generate ", TRITON_TORCH, IN_PROCESS_TORCH),
+    ("torch generate int8 ", TRITON_TORCH_INT8, IN_PROCESS_TORCH_INT8),
 )
 
 
@@ -248,6 +251,12 @@ def render(
             "sentences leave the batch), fp32: in process one call per micro-batch, as Triton's "
             "pytorch backend runs it (optimized execution off), and served by Triton's own "
             "pytorch backend, the `nmt` model tokenising and calling it by BLS once per batch."
+        )
+    if args.torch_int8_sizes:
+        lines.append(
+            f"- torch generate int8 ({args.torch_int8_sizes}): the same TorchScript search "
+            "built with `--precision int8-dynamic` (PyTorch dynamic quantisation of the "
+            "steps' Linear layers, CPU only), in process and served the same way."
         )
     lines.append("")
     for name, cells in results.items():

@@ -52,9 +52,11 @@ from benchmarks.nmt.report import (
     IN_PROCESS,
     IN_PROCESS_INT8,
     IN_PROCESS_TORCH,
+    IN_PROCESS_TORCH_INT8,
     TRITON,
     TRITON_INT8,
     TRITON_TORCH,
+    TRITON_TORCH_INT8,
     render,
 )
 from build_engines.nmt import corpus
@@ -74,6 +76,7 @@ INT8_PRECISION = "int8-dynamic"
 # The whole generation as one TorchScript module (--engine torch --search engine): in process,
 # and served by Triton's own pytorch backend (sizes in --torch-generate-sizes)
 TORCH_ENGINES = (IN_PROCESS_TORCH, TRITON_TORCH)
+TORCH_INT8_ENGINES = (IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8)  # sizes in --torch-int8-sizes
 TORCH_GENERATE_ARGS = ("--engine", "torch", "--search", "engine")
 
 PLACEHOLDER = re.compile(r"<x\d+>")
@@ -110,6 +113,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="tiny,large",
         help="sizes also measured with the whole generation in one TorchScript module "
         "(--engine torch --search engine), in process and served by Triton's pytorch backend "
+        "('' for none)",
+    )
+    parser.add_argument(
+        "--torch-int8-sizes",
+        default="tiny",
+        help="sizes also measured with the TorchScript search at --precision int8-dynamic "
+        "(the build refuses the large model's random weights: int8 flips their near-ties) "
         "('' for none)",
     )
     parser.add_argument(
@@ -620,11 +630,14 @@ class Suite:
     sentences: Callable[[int], int]  # per cell, from the concurrency
     int8_repository: Path | None = None  # the --precision int8-dynamic build, if measured
     torch_repository: Path | None = None  # the --engine torch --search engine build, if measured
+    torch_int8_repository: Path | None = None  # the same at --precision int8-dynamic
 
     @property
     def engines(self) -> tuple[str, ...]:
         int8 = INT8_ENGINES if self.int8_repository is not None else ()
-        return ENGINES + int8 + (TORCH_ENGINES if self.torch_repository is not None else ())
+        torch = TORCH_ENGINES if self.torch_repository is not None else ()
+        torch_int8 = TORCH_INT8_ENGINES if self.torch_int8_repository is not None else ()
+        return ENGINES + int8 + torch + torch_int8
 
 
 def variant_repository(
@@ -646,10 +659,18 @@ def variant_repository(
     return repository
 
 
-def torch_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
-    """The build's TorchScript search (``nmt_generate``)."""
+def torch_repository(
+    checkpoint: Path, workdir: Path, size: str, threads: int, precision: str = "fp32"
+) -> Path:
+    """The build's TorchScript search (``nmt_generate``) at ``precision``."""
     return variant_repository(
-        checkpoint, workdir, size, threads, "torch", engine_args=TORCH_GENERATE_ARGS
+        checkpoint,
+        workdir,
+        size,
+        threads,
+        f"torch-{precision}",
+        precision=precision,
+        engine_args=TORCH_GENERATE_ARGS,
     )
 
 
@@ -662,6 +683,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
     beams = [int(b) for b in args.beams.split(",")]
     int8_sizes = [s for s in args.int8_sizes.split(",") if s]
     torch_sizes = [s for s in args.torch_generate_sizes.split(",") if s]
+    torch_int8_sizes = [s for s in args.torch_int8_sizes.split(",") if s]
     found = []
     for size in args.sizes.split(","):
         repository = workdir / f"repository-{size}"
@@ -679,6 +701,11 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
             torch_repo = None
             if size in torch_sizes:
                 torch_repo = torch_repository(args.checkpoint, workdir, size, args.threads)
+            torch_int8 = None
+            if size in torch_int8_sizes:
+                torch_int8 = torch_repository(
+                    args.checkpoint, workdir, size, args.threads, INT8_PRECISION
+                )
             found.append(
                 Suite(
                     size,
@@ -691,6 +718,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     count,
                     int8,
                     torch_repo,
+                    torch_int8,
                 )
             )
         elif size == "large":
@@ -708,6 +736,11 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
             torch_repo = None
             if size in torch_sizes:
                 torch_repo = torch_repository(checkpoint, workdir, size, args.threads)
+            torch_int8 = None
+            if size in torch_int8_sizes:
+                torch_int8 = torch_repository(
+                    checkpoint, workdir, size, args.threads, INT8_PRECISION
+                )
             levels = [int(c) for c in args.large_concurrency.split(",")]
             pairs = held_out_pairs(with_references=False)
             found.append(
@@ -722,6 +755,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     lambda _level: args.large_sentences,
                     int8,
                     torch_repo,
+                    torch_int8,
                 )
             )
         else:
@@ -749,13 +783,18 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
         step_model = ort_step_model(suite.int8_repository, threads)
         engines[IN_PROCESS_INT8], timers[IN_PROCESS_INT8] = search_engine(step_model, int8)
         repositories[TRITON_INT8] = suite.int8_repository
-    if suite.torch_repository is not None:
-        served_torch = Served.load(suite.torch_repository)
-        timers[IN_PROCESS_TORCH] = CallTimer()
-        engines[IN_PROCESS_TORCH] = timers[IN_PROCESS_TORCH].timed(
-            torch_generate_engine(suite.torch_repository, served_torch, threads)
+    torch_builds = (
+        (IN_PROCESS_TORCH, TRITON_TORCH, suite.torch_repository),
+        (IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8, suite.torch_int8_repository),
+    )
+    for local_name, served_name, torch_repo in torch_builds:
+        if torch_repo is None:
+            continue
+        timers[local_name] = CallTimer()
+        engines[local_name] = timers[local_name].timed(
+            torch_generate_engine(torch_repo, Served.load(torch_repo), threads)
         )
-        repositories[TRITON_TORCH] = suite.torch_repository
+        repositories[served_name] = torch_repo
     count_tokens = count_tokens_for(suite.repository)
     runs: dict[tuple[str, int, int], list[Cell]] = {}
     engine_names = tuple(name for name in suite.engines if name in engines or name in repositories)
