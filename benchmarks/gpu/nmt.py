@@ -30,6 +30,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -202,9 +203,13 @@ def cpu_row_key(size: str) -> str:
     return f"{size} onnxruntime fp32 cpu ({CPU_THREADS} threads), served"
 
 
+CPU_ROW = re.compile(r"\S+ onnxruntime fp32 cpu \(\d+ threads\), served")
+
+
 def is_cpu_row(key: str) -> bool:
-    """The host-CPU served row of a size (the reference of agreement and of GPU / CPU)."""
-    return key == cpu_row_key(key.split(" ", 1)[0])
+    """The host-CPU served row of a size (the reference of agreement and of GPU / CPU), from
+    any host (a report may be rendered from another machine's JSON)."""
+    return CPU_ROW.fullmatch(key) is not None
 
 
 def add_agreement(results: dict) -> None:
@@ -463,7 +468,7 @@ def _gpu_cpu_note(results: dict) -> str:
             continue
         size = cpu_key.split(" ", 1)[0]
         for key, cells in results.items():
-            if not (key.startswith(f"{size} ") and " cuda, served" in key):
+            if not (key.startswith(f"{size} ") and " cuda" in key and ", served" in key):
                 continue
             if not isinstance(cells, list) or key.endswith("profile"):
                 continue

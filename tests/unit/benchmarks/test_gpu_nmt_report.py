@@ -39,7 +39,10 @@ def test_each_cell_agrees_with_the_cpu_row_over_the_sentences_both_ran() -> None
         "large torchscript generate fp32 cpu (profiling executor), served": 1.0,
     }
     assert all("outputs" not in cells[0] for cells in results.values())
+    results["large torchscript generate fp16 cuda (profiling executor), served"] = [_cell(8, [])]
     report = markdown(results, {"command": "python -m benchmarks.gpu.nmt"})
+    profiling = "large torchscript generate fp16 cuda (profiling executor), served"
+    assert f"| {profiling} | {cpu_row_key('large')} | 1.0x |" in report
     assert (
         "| large torchscript fp16 cuda, served | 8 | 10.0 | 1.0 | 2.0 | 3.0 |  | 0.000 | 4.0 |"
         in report
