@@ -17,9 +17,10 @@ is checked exactly on an fp32 twin, as for fp16, and the int8 module must agree 
 
 The check runs the saved file, freshly loaded, under the JIT executor its config serves it
 with: the first call picks the executor, and the in-memory module under the default executor
-once passed a file that the backend then ran wrong (fp16 on the H100 with the ONNX export's
-decoder step: EOS or ',' for every sentence under the simple executor; the torch engine's own
-step, :mod:`build_engines.torch_engine.marian_step`, runs right there).
+once passed a file that the backend then ran wrong (fp16 on the H100: EOS or ',' for every
+sentence under the simple executor, from the decoder step's ``-1e9`` mask offset, -inf in
+half precision; with :func:`build_engines.nmt.export.mask_bias` the same step is 16/16 there,
+``benchmarks/results/gpu/nmt-export-step-fp16-h100.log``).
 """
 
 from __future__ import annotations

@@ -115,6 +115,15 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["bisect"]:
         bisect("cuda" if torch.cuda.is_available() else "cpu")
         raise SystemExit
+    if sys.argv[1:] == ["export-step"]:
+        # The same checks with the ONNX export's step (concat form) in the search: it broke
+        # at fp16 with its -1e9 mask offset; it now adds mask_bias (finite in fp16).
+        from build_engines.nmt.export import DecoderStepGraph
+        from build_engines.torch_engine import nmt_generate
+
+        nmt_generate.MarianDecoderStep = lambda model: DecoderStepGraph(model, concat_cache=True)
+        main()
+        raise SystemExit
     main()
     tok = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
     where = "cuda" if torch.cuda.is_available() else "cpu"
