@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING
 
 from build_engines.nmt.torch_search import (
     CHECK_BEAMS,
-    allowed_differences,
-    differing,
     module_ids,
+    require_agreement,
     write_checked,
 )
 from build_engines.steps import BuildError
@@ -72,14 +71,9 @@ def check_against_python_search(
         expected = generate(steps, jobs, settings)
         got = module_ids(module, jobs, optimized)
         what = f"{label} vs the Python search (ONNX Runtime), beam {beam}"
-        differ = differing(got, expected, what)
-        if len(differ) > allowed_differences(len(jobs), precision):
-            first = differ[0]
-            raise BuildError(
-                f"{len(differ)} of {len(jobs)} sentences differ from the Python search at "
-                f"beam {beam} ({precision}); the first, source ids {list(sources[first])}: "
-                f"{got[first]} against {expected[first]}"
-            )
+        sources_ids = [list(ids) for ids in sources]
+        against = f"the Python search at beam {beam} ({precision})"
+        require_agreement(got, expected, what, against, precision, sources_ids)
 
 
 def write_rnn_generation(

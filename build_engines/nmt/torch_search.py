@@ -133,14 +133,9 @@ def check_against_hf(
         jobs = [Job(ids, beam, max_length) for ids in sources]
         got = module_ids(module, jobs, optimized)
         what = f"nmt_generate ({precision}, {device}) vs HF generate, beam {beam}"
-        differ = differing(got, expected, what)
-        if len(differ) > allowed_differences(len(texts), precision):
-            first = differ[0]
-            raise BuildError(
-                f"nmt_generate: {len(differ)} of {len(texts)} sentences differ from HF generate "
-                f"at beam {beam} ({precision}); the first, {texts[first]!r}: "
-                f"{got[first]} against {expected[first]}"
-            )
+        require_agreement(
+            got, expected, what, f"HF generate at beam {beam} ({precision})", precision, texts
+        )
 
 
 def allowed_differences(count: int, precision: str) -> int:
@@ -156,11 +151,24 @@ def module_ids(module, jobs: Sequence[Job], optimized: bool) -> list[list[int]]:
         return generate(module, jobs)
 
 
-def differing(got: list[list[int]], expected: list[list[int]], what: str) -> list[int]:
-    """The sentences whose ids differ; logs ``what: n/N sentences identical``."""
+def require_agreement(
+    got: list[list[int]],
+    expected: list[list[int]],
+    what: str,
+    against: str,
+    precision: str,
+    sources: Sequence,
+) -> None:
+    """Logs ``what: n/N sentences identical``; more differences than ``precision`` allows
+    fail the build, naming the first differing source (``sources[i]`` of sentence ``i``)."""
     differ = [i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e]
     info(f"{what}: {len(got) - len(differ)}/{len(got)} sentences identical")
-    return differ
+    if len(differ) > allowed_differences(len(got), precision):
+        first = differ[0]
+        raise BuildError(
+            f"{what}: {len(differ)} of {len(got)} sentences differ from {against}; the "
+            f"first, {sources[first]!r}: {got[first]} against {expected[first]}"
+        )
 
 
 def write_torch_generation(
