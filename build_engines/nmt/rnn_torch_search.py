@@ -27,6 +27,7 @@ from build_engines.nmt.torch_search import (
     write_checked,
 )
 from build_engines.steps import BuildError
+from build_engines.torch_engine.int8_dynamic import PRECISION as INT8_DYNAMIC
 from build_engines.torch_engine.script import gpu_visible
 from python_models.nmt.decode import DecodeSettings, Job, StepModel, generate
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from build_engines.options import BuildOptions
     from python_models.nmt.settings import Limits
 
-PRECISIONS = ("fp32", "int8-dynamic")
+PRECISIONS = ("fp32", INT8_DYNAMIC)
 
 
 def check_precision(options: BuildOptions) -> None:
@@ -46,7 +47,7 @@ def check_precision(options: BuildOptions) -> None:
             "--architecture rnn --engine torch --search engine builds fp32 or int8-dynamic, "
             f"not {options.precision}: its one reference is the fp32 Python search"
         )
-    if options.precision == "int8-dynamic":
+    if options.precision == INT8_DYNAMIC:
         from build_engines.torch_engine.int8_dynamic import refuse_gpu
 
         refuse_gpu(gpu_visible(), "--architecture rnn --engine torch --search engine")
@@ -94,7 +95,7 @@ def write_rnn_generation(
     gpu = gpu_visible()
     device = "cuda" if gpu else "cpu"
     precision = options.precision
-    int8 = precision == "int8-dynamic"
+    int8 = precision == INT8_DYNAMIC
     module = generation_module(model, settings, device, int8_dynamic=int8)
     steps = OrtStepModel(*onnx, threads=options.threads or 1)
     check = (steps, settings, sources, limits.default_max_length)

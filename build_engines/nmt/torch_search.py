@@ -40,6 +40,7 @@ from build_engines.torch_engine.config import (
     optimized_execution,
     torch_model_config,
 )
+from build_engines.torch_engine.int8_dynamic import PRECISION as INT8_DYNAMIC
 from build_engines.torch_engine.script import gpu_visible
 from python_models.nmt.decode import DecodeSettings, Job
 from python_models.nmt.generate import TORCH_GENERATE_OUTPUT
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from python_models.nmt.settings import Limits
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
-PRECISIONS = (*DTYPES, "int8-dynamic")  # int8-dynamic: fp32 activations, qint8 linear weights
+PRECISIONS = (*DTYPES, INT8_DYNAMIC)  # int8-dynamic: fp32 activations, qint8 linear weights
 CHECK_BEAMS = (1, 4)
 # Of the verify sentences identical to the fp32 reference, per beam size (fp32: all). Lower
 # precision may flip a near-tie; a broken path agrees on none. int8-dynamic, measured: the
@@ -57,7 +58,7 @@ CHECK_BEAMS = (1, 4)
 # word-shuffled (the model unsure); the number RNN 32/32 and 24/24 (12 shuffled). A
 # random-weight Marian, where every step is a near-tie, agreed on 15-23 of 48: int8 changes
 # its translations, and the build refuses it.
-MIN_AGREEMENT = {"fp32": 1.0, "fp16": 0.5, "int8-dynamic": 0.75}
+MIN_AGREEMENT = {"fp32": 1.0, "fp16": 0.5, INT8_DYNAMIC: 0.75}
 
 
 def generate_config(name: str, options: BuildOptions, gpu: bool):
@@ -188,7 +189,7 @@ def write_torch_generation(
     check_precision(options.precision, gpu)
     if options.precision == "fp16" and not gpu:
         info(f"{name}: no GPU visible; the FP16 search will run slowly on CPU")
-    int8 = options.precision == "int8-dynamic"
+    int8 = options.precision == INT8_DYNAMIC
     dtype = DTYPES.get(options.precision, torch.float32)
     module = generation_module(checkpoint, settings, device, dtype, int8_dynamic=int8)
     check = (checkpoint, texts, limits.default_max_length, device)
@@ -207,7 +208,7 @@ def check_precision(precision: str, gpu: bool) -> None:
         raise BuildError(
             f"--search engine with --engine torch builds {'/'.join(PRECISIONS)}, not {precision}"
         )
-    if precision == "int8-dynamic":
+    if precision == INT8_DYNAMIC:
         from build_engines.torch_engine.int8_dynamic import refuse_gpu
 
         refuse_gpu(gpu, "--engine torch --search engine")

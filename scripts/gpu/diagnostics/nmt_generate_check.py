@@ -38,13 +38,19 @@ def main() -> None:
                 with torch.jit.optimized_execution(optimized):
                     for _ in range(3):  # the profiling executor specialises on later runs
                         ids = generate(each, jobs)
-                texts = [tokenizer.decode(i, skip_special_tokens=True) for i in ids]
-                right = sum(t == r for t, (_, r) in zip(texts, pairs, strict=True))
-                print(
-                    f"{dtype} {name:9s} optimized={optimized!s:5s} beam {beam}: "
-                    f"{right}/{len(pairs)} exact; first ids {ids[0][:12]} {texts[0]!r}",
-                    flush=True,
+                _report(
+                    f"{dtype} {name:9s} optimized={optimized!s:5s} beam {beam}",
+                    ids,
+                    pairs,
+                    tokenizer,
                 )
+
+
+def _report(label: str, ids: list[list[int]], pairs, tokenizer) -> None:
+    """How many translations are the reference's, and the first one."""
+    texts = [tokenizer.decode(i, skip_special_tokens=True) for i in ids]
+    right = sum(t == r for t, (_, r) in zip(texts, pairs, strict=True))
+    print(f"{label}: {right}/{len(pairs)} exact; first ids {ids[0][:12]} {texts[0]!r}", flush=True)
 
 
 def built(precision: str, pairs, tokenizer, device: str) -> None:
@@ -67,13 +73,7 @@ def built(precision: str, pairs, tokenizer, device: str) -> None:
             for _ in range(5):
                 generate(loaded, jobs)
             print(f"    {(time.perf_counter() - start) / 5 * 1e3:.1f} ms a call", flush=True)
-        texts = [tokenizer.decode(i, skip_special_tokens=True) for i in ids]
-        right = sum(t == r for t, (_, r) in zip(texts, pairs, strict=True))
-        print(
-            f"built {precision} optimized={optimized!s:5s} beam 4: {right}/{len(pairs)} exact; "
-            f"first ids {ids[0][:12]} {texts[0]!r}",
-            flush=True,
-        )
+        _report(f"built {precision} optimized={optimized!s:5s} beam 4", ids, pairs, tokenizer)
 
 
 def bisect(device: str) -> None:
