@@ -25,22 +25,22 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## Create .venv with every dependency (idempotent)
 
 # Each family rebuilds when the build code or the python models it serves change.
-BUILD_DEPS := $(STAMP) $(wildcard build_engines/*.py build_engines/*/*.py python_models/*.py python_models/*/*.py)
+BUILD_DEPS := $(STAMP) $(wildcard triton_kit/build_engines/*.py triton_kit/build_engines/*/*.py triton_kit/python_models/*.py triton_kit/python_models/*/*.py)
 
 $(REPO)/.resnet50.built: $(BUILD_DEPS)
-	$(PY) -m build_engines resnet50
+	$(PY) -m triton_kit.build_engines resnet50
 	@touch $@
 
 $(REPO)/.bert.built: $(BUILD_DEPS)
-	$(PY) -m build_engines bert
+	$(PY) -m triton_kit.build_engines bert
 	@touch $@
 
 $(REPO)/.nmt.built: $(BUILD_DEPS) $(wildcard assets/nmt-en-fr-numbers/*)
-	$(PY) -m build_engines nmt
+	$(PY) -m triton_kit.build_engines nmt
 	@touch $@
 
 $(REPO)/.nmt_rnn.built: $(BUILD_DEPS) $(wildcard assets/nmt-rnn-en-fr-numbers/* assets/nmt-en-fr-numbers/*)
-	$(PY) -m build_engines nmt --architecture rnn
+	$(PY) -m triton_kit.build_engines nmt --architecture rnn
 	@touch $@
 
 MODELS := $(REPO)/.resnet50.built $(REPO)/.bert.built $(REPO)/.nmt.built $(REPO)/.nmt_rnn.built
@@ -50,7 +50,7 @@ models: $(MODELS) ## Build every model into model_repository/ (skips what is up 
 # Triton's own onnxruntime and pytorch backends (r24.10 sources, ../shared/triton-src or
 # GitHub) compiled against .venv's onnxruntime and torch; skipped when nothing changed.
 backends: $(STAMP) | system-deps ## Build Triton's own onnxruntime and pytorch backends for the embedded server
-	$(PY) -m server.native_backends build
+	$(PY) -m triton_kit.server.native_backends build
 
 system-deps: $(STAMP) ## Prometheus, docker-compose and hadolint for the deployment tests
 	bash scripts/install-system-deps.sh
@@ -58,7 +58,7 @@ system-deps: $(STAMP) ## Prometheus, docker-compose and hadolint for the deploym
 # The Locust gRPC user's native sidecar; without g++/libgrpc++-dev the script says so and
 # the load test uses the Python sidecar (system-deps installs them as root).
 NATIVE_SIDECAR := $(VENV)/bin/triton-kit-grpc-sidecar
-$(NATIVE_SIDECAR): $(STAMP) $(wildcard loadtest/sidecar/native/*) | system-deps
+$(NATIVE_SIDECAR): $(STAMP) $(wildcard triton_kit/loadtest/sidecar/native/*) | system-deps
 	bash scripts/build-native-sidecar.sh $(VENV)
 
 demo: models backends ## The main job: build, serve, call every model, short load test, results table
@@ -83,26 +83,26 @@ k8s-check: $(STAMP) system-deps $(CHECKOV_VENV)/bin/checkov ## Render deploy/k8s
 		--quiet --compact --skip-check CKV_K8S_43 2>&1 | grep -v -i 'prismacloud\|urllib3\|Failed to get the checkov mappings' ; test $${PIPESTATUS[0]} -eq 0
 
 serve: models backends ## Run the embedded Triton in the foreground (HTTP_PORT, GRPC_PORT, METRICS_PORT, HOST)
-	$(PY) -m server serve --model-repository $(REPO) --host $(HOST) \
+	$(PY) -m triton_kit.server serve --model-repository $(REPO) --host $(HOST) \
 		--http-port $(HTTP_PORT) --grpc-port $(GRPC_PORT) --metrics-port $(METRICS_PORT)
 
 bench-resnet50: models backends ## Benchmark ResNet-50: in-process ORT vs Triton; writes benchmarks/results/resnet50.md
-	$(PY) -m benchmarks.resnet50
+	$(PY) -m triton_kit.benchmarks.resnet50
 
 $(VENV)/bin/perf_analyzer: $(STAMP)
 	bash scripts/install-perf-analyzer.sh $(VENV)
 
 bench-bert: models backends $(VENV)/bin/perf_analyzer ## Benchmark BERT: in-process ORT vs Triton (Python SDK and perf_analyzer), buckets vs max padding
-	$(PY) -m benchmarks.bert
+	$(PY) -m triton_kit.benchmarks.bert
 
 bench-nmt: models backends ## Benchmark NMT: in-process vs Triton vs CTranslate2
-	$(PY) -m benchmarks.nmt
+	$(PY) -m triton_kit.benchmarks.nmt
 
 bench-nmt-rnn: models backends ## Benchmark the recurrent NMT (nmt_rnn) beside the Transformer
-	$(PY) -m benchmarks.nmt.rnn
+	$(PY) -m triton_kit.benchmarks.nmt.rnn
 
 bench-precision: models backends ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
-	$(PY) -m benchmarks.precision
+	$(PY) -m triton_kit.benchmarks.precision
 
 # GEVENT_RESOLVER=block: gevent's threadpool DNS resolver hangs in a forked mutant child.
 mutation: models ## Mutation score over python_models, client, loadtest summary/recorder (slow; not in CI)
@@ -111,7 +111,7 @@ mutation: models ## Mutation score over python_models, client, loadtest summary/
 	$(VENV)/bin/mutmut results
 
 plans-dry-run: models ## TensorRT plan of work and trtexec command for every ONNX model (no TensorRT needed)
-	$(PY) -m build_engines.tensorrt --precision fp16
+	$(PY) -m triton_kit.build_engines.tensorrt --precision fp16
 
 MUTATION_SELECT ?=
 LOADTEST_STEPS ?= 1,2,4,8
@@ -124,7 +124,7 @@ SLO_ERROR_RATIO ?=
 LOADTEST_ARGS ?=
 
 loadtest: models backends $(NATIVE_SIDECAR) ## Stepped Locust load on the embedded Triton; reports in reports/loadtest/<time>/ (LOADTEST_STEPS, LOADTEST_STEP_TIME, LOADTEST_MODELS, LOADTEST_PROTOCOLS, SLO_P99_MS, SLO_ERROR_RATIO)
-	$(PY) -m loadtest run --steps $(LOADTEST_STEPS) --step-time $(LOADTEST_STEP_TIME) \
+	$(PY) -m triton_kit.loadtest run --steps $(LOADTEST_STEPS) --step-time $(LOADTEST_STEP_TIME) \
 		--settle-time $(LOADTEST_SETTLE_TIME) --models $(LOADTEST_MODELS) \
 		--protocols $(LOADTEST_PROTOCOLS) \
 		$(if $(SLO_P99_MS),--slo-p99-ms $(SLO_P99_MS)) \
@@ -141,17 +141,17 @@ endif
 endif
 
 tune: models backends $(VENV)/bin/perf_analyzer ## Best Triton config per model under SLO_P99_MS (Triton Model Analyzer); reports/tune/<time>/ (TUNE_MODELS, MIN_THROUGHPUT, TUNE_ARGS=--apply)
-	$(PY) -m loadtest tune $(TUNE_MODELS) --slo-p99-ms $(SLO_P99_MS) \
+	$(PY) -m triton_kit.loadtest tune $(TUNE_MODELS) --slo-p99-ms $(SLO_P99_MS) \
 		$(if $(MIN_THROUGHPUT),--min-throughput $(MIN_THROUGHPUT)) $(TUNE_ARGS)
 
 bench-loadgen: $(STAMP) $(NATIVE_SIDECAR) ## Calibrate the Locust load generator against a plain asyncio client
-	$(PY) -m benchmarks.loadgen
+	$(PY) -m triton_kit.benchmarks.loadgen
 
 SOAK_MINUTES ?= 30
 SOAK_LOAD ?= 0.8
 
 soak: models backends ## Mixed traffic at SOAK_LOAD (0.8) of measured max for SOAK_MINUTES (30): errors, p99 drift, RSS per process
-	$(PY) -m benchmarks.soak --minutes $(SOAK_MINUTES) --load $(SOAK_LOAD)
+	$(PY) -m triton_kit.benchmarks.soak --minutes $(SOAK_MINUTES) --load $(SOAK_LOAD)
 
 bench: bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen ## Run every benchmark
 
@@ -159,7 +159,7 @@ lint: system-deps ## ruff, mypy on the client SDK, and check that server-side Py
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- python_models server/native_backends docker
+	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- triton_kit/python_models triton_kit/server/native_backends docker
 	$(VENV)/bin/hadolint docker/*.Dockerfile
 	GRAFANA_ADMIN_PASSWORD=lint TRITON_KIT_API_KEY=lint docker-compose config -q
 

@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.harness.measure import markdown_table
-from build_engines.sample_images import synthetic_images
-from client import TritonClient
-from server import ServerConfig, TritonServer
-from server.model_backends import backend_table
+from triton_kit.benchmarks.harness.measure import markdown_table
+from triton_kit.build_engines.sample_images import synthetic_images
+from triton_kit.client import TritonClient
+from triton_kit.server import ServerConfig, TritonServer
+from triton_kit.server.model_backends import backend_table
 
 ROOT = Path(__file__).resolve().parent
 LOAD_STEPS = "1,4"  # users per model at each load step
@@ -78,7 +78,7 @@ def short_load_test(
     out: Path | None = None,
 ) -> int:
     """Locust at each step's users on each protocol; prints the table, writes the reports."""
-    from loadtest.runner import RunConfig, run
+    from triton_kit.loadtest.runner import RunConfig, run
 
     config = RunConfig(
         models=models,

@@ -19,14 +19,14 @@ RUN python3 -m pip install --no-cache-dir -r /tmp/requirements-build.txt \
 COPY docker/check_tensorrt_version.py /opt/triton-kit/docker/check_tensorrt_version.py
 RUN python3 /opt/triton-kit/docker/check_tensorrt_version.py
 
-COPY build_engines /opt/triton-kit/build_engines
-COPY python_models /opt/triton-kit/python_models
-# server/plan_check.py: Kubernetes runs it from this image before Triton serves the plans.
-COPY server /opt/triton-kit/server
+COPY triton_kit/build_engines /opt/triton-kit/triton_kit/build_engines
+COPY triton_kit/python_models /opt/triton-kit/triton_kit/python_models
+# triton_kit/server/plan_check.py: Kubernetes runs it from this image before Triton serves the plans.
+COPY triton_kit/server /opt/triton-kit/triton_kit/server
 ENV PYTHONPATH=/opt/triton-kit
 WORKDIR /opt/triton-kit
 
 # NVIDIA's entrypoint first: it sets up CUDA forward compatibility on older data-centre
 # drivers (docs/deploy.md lists them) and prints the driver/GPU banner.
-ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh", "python3", "-m", "build_engines"]
+ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh", "python3", "-m", "triton_kit.build_engines"]
 CMD ["all", "--engine", "tensorrt", "--output-repository", "/models"]

@@ -1,12 +1,12 @@
-# Locust master and workers: the load-test users (loadtest/) over the client SDK (client/).
+# Locust master and workers: the load-test users (triton_kit/loadtest/) over the client SDK (triton_kit/client/).
 # Build context: the repository root (docker-compose.yml sets it).
-# The gRPC users' native sidecar (loadtest/sidecar/native), built where its compiler and headers are.
+# The gRPC users' native sidecar (triton_kit/loadtest/sidecar/native), built where its compiler and headers are.
 FROM python:3.11-slim-bookworm AS sidecar
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         g++=4:12.2.0-3 pkg-config=1.8.1-1 libgrpc++-dev=1.51.1-3+b1 nlohmann-json3-dev=3.11.2-2 \
     && rm -rf /var/lib/apt/lists/*
-COPY loadtest/sidecar/native /src/loadtest/native
+COPY triton_kit/loadtest/sidecar/native /src/triton_kit/loadtest/sidecar/native
 COPY scripts/build-native-sidecar.sh /src/scripts/build-native-sidecar.sh
 RUN bash /src/scripts/build-native-sidecar.sh /usr/local \
     && test -x /usr/local/bin/triton-kit-grpc-sidecar
@@ -24,8 +24,8 @@ COPY docker/requirements-loadtest.txt /tmp/requirements-loadtest.txt
 RUN python3 -m pip install --no-cache-dir -r /tmp/requirements-loadtest.txt \
     && rm /tmp/requirements-loadtest.txt
 
-COPY client /opt/triton-kit/client
-COPY loadtest /opt/triton-kit/loadtest
+COPY triton_kit/client /opt/triton-kit/triton_kit/client
+COPY triton_kit/loadtest /opt/triton-kit/triton_kit/loadtest
 COPY docker/wait_for_ready.py /opt/triton-kit/docker/wait_for_ready.py
 ENV PYTHONPATH=/opt/triton-kit
 WORKDIR /opt/triton-kit
@@ -33,4 +33,4 @@ WORKDIR /opt/triton-kit
 # nobody
 USER 65534:65534
 EXPOSE 8089 5557
-ENTRYPOINT ["locust", "-f", "loadtest/locustfile.py"]
+ENTRYPOINT ["locust", "-f", "triton_kit/loadtest/locustfile.py"]

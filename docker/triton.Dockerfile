@@ -8,14 +8,15 @@ COPY docker/requirements-triton.txt /tmp/requirements-triton.txt
 RUN python3 -m pip install --no-cache-dir -r /tmp/requirements-triton.txt \
     && rm /tmp/requirements-triton.txt
 
-# Every model_repository/<model>/1/model.py is a one-line import from python_models;
+# Every model_repository/<model>/1/model.py is a one-line import from triton_kit.python_models;
 # the python backend's stub inherits PYTHONPATH.
-COPY python_models /opt/triton-kit/python_models
+COPY triton_kit/python_models /opt/triton-kit/triton_kit/python_models
 COPY docker/wait_for_ready.py /opt/triton-kit/docker/wait_for_ready.py
 # The stop path when no launcher runs Triton (compose entrypoint, Kubernetes preStop):
-# server/drain.py needs only server/security.py and the stdlib (a namespace package here).
+# triton_kit/server/drain.py needs only triton_kit/server/security.py and the stdlib (triton_kit and
+# triton_kit.server are namespace packages here).
 COPY docker/drain-on-stop.sh /opt/triton-kit/docker/drain-on-stop.sh
-COPY server/drain.py server/security.py /opt/triton-kit/server/
+COPY triton_kit/server/drain.py triton_kit/server/security.py /opt/triton-kit/triton_kit/server/
 ENV PYTHONPATH=/opt/triton-kit
 
 # The official image ships the unprivileged `triton-server` user (uid 1000); serve as it

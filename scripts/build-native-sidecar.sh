@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The native gRPC sidecar of the Locust gRPC user (loadtest/sidecar/native/grpc_sidecar.cc) into the
-# venv as VENV/bin/triton-kit-grpc-sidecar, where loadtest/sidecar/client.py looks for it.
+# The native gRPC sidecar of the Locust gRPC user (triton_kit/loadtest/sidecar/native/grpc_sidecar.cc) into the
+# venv as VENV/bin/triton-kit-grpc-sidecar, where triton_kit/loadtest/sidecar/client.py looks for it.
 # Why a build: the Python sidecar's grpc.aio costs about 0.15 ms of CPU per call, taken from
 # the Triton server on the same cores; the C++ one about 0.09 ms (benchmarks/results/loadgen.md).
 # Needs g++, pkg-config and Debian's libgrpc++-dev and nlohmann-json3-dev (scripts/install-system-deps.sh installs
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv=${1:-.venv}
 venv=$(cd "$venv" && pwd)
-source_dir=loadtest/sidecar/native
+source_dir=triton_kit/loadtest/sidecar/native
 target="$venv/bin/triton-kit-grpc-sidecar"
 sources=("$source_dir"/grpc_sidecar.cc)
 if [[ -x "$target" ]] && [[ -z $(find "${sources[@]}" -newer "$target") ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # perf_analyzer into the venv (VENV/bin/perf_analyzer), for the benchmarks that compare the
-# kit's Python client with Triton's own C++ load generator (benchmarks/harness/perf_analyzer.py).
+# kit's Python client with Triton's own C++ load generator (triton_kit/benchmarks/harness/perf_analyzer.py).
 # Why this way: current tritonclient wheels no longer ship it and the `perf-analyzer` name on
 # PyPI is a placeholder; the tritonclient 2.51 wheel (the embedded server's release) carries
 # the binary. It needs libb64 and libcudart 12 (only loaded; no GPU is used), which the

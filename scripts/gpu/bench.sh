@@ -37,7 +37,7 @@ if [[ -d "$carry/debs" ]]; then
     # CPLUS_INCLUDE_PATH, not CPATH: system headers, so -Werror does not stop at their warnings.
     export CPLUS_INCLUDE_PATH=/tmp/debs/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH} PATH=/tmp/debs/usr/bin:$PATH \
         CMAKE_PREFIX_PATH=/tmp/debs/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
-    native() { PYTHONPATH=/tmp/site:$PWD python3 -m server.native_backends build \
+    native() { PYTHONPATH=/tmp/site:$PWD python3 -m triton_kit.server.native_backends build \
         --sources "$carry/triton-src" --jobs "$(nproc)" "$@"; }
     native pytorch 2>&1 | tee "$out/backends-build.log" || { cp build/triton-backends/.work/*.log "$out/" 2>/dev/null; exit 1; }
     # The machine's onnxruntime is CPU-only; the GPU run serves TorchScript, so a failure
@@ -54,7 +54,7 @@ export PYTHONPATH=/tmp/site:/tmp/cuda-site:$PWD PYTHONUNBUFFERED=1 TRITON_KIT_ST
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 "$venv/bin/python3" -c 'import numpy, torch; print("stub numpy", numpy.__version__, "torch", torch.__version__)' | tee "$out/versions.txt"
 python3 -c 'import tritonclient.utils.cuda_shared_memory; print("ok")' 2>&1 | tail -1 | sed 's/^/cuda shm import: /' | tee -a "$out/versions.txt" || true
-# Default: the whole benchmark (pass e.g. `benchmarks.gpu --out "$out" --quick` to change it;
+# Default: the whole benchmark (pass e.g. `triton_kit.benchmarks.gpu --out "$out" --quick` to change it;
 # keep --tokenizer for the MiniLM rows).
 if [[ $# -eq 0 ]]; then set -- benchmarks.gpu --out "$out" --tokenizer "$carry/tokenizer.json"; fi
 python3 -m "$@" 2>&1 | tee "$out/run.log"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the lent GPU: mutmut over server/backends/pytorch/model.py against
+# On the lent GPU: mutmut over triton_kit/server/backends/pytorch/model.py against
 # tests/unit/server/test_pytorch_backend.py, whose `gpu` test drives the CUDA branches (device
 # choice, a graph per graph_spec, padding, the pinned copy) that no CPU run can reach.
 # The project's [tool.mutmut] is narrowed to that module and that test file in this copy
@@ -16,15 +16,15 @@ from pathlib import Path
 
 path = Path("pyproject.toml")
 text = path.read_text()
-text = re.sub(r"(?ms)^source_paths = \[.*?\]\n", 'source_paths = ["server/backends/pytorch/"]\n', text)
+text = re.sub(r"(?ms)^source_paths = \[.*?\]\n", 'source_paths = ["triton_kit/server/backends/pytorch/"]\n', text)
 text = re.sub(
     r"(?ms)^pytest_add_cli_args_test_selection = \[.*?\]\n",
     'pytest_add_cli_args_test_selection = ["tests/unit/server/test_pytorch_backend.py"]\n',
     text,
 )
-# The other source paths are not copied as mutants any more: copy python_models/ as is (here
+# The other source paths are not copied as mutants any more: copy triton_kit/python_models/ as is (here
 # it is importable only from the checkout, which the mutants' tests do not see).
-text = text.replace('also_copy = ["tests/",', 'also_copy = ["python_models/", "tests/",', 1)
+text = text.replace('also_copy = ["tests/",', 'also_copy = ["triton_kit/python_models/", "tests/",', 1)
 path.write_text(text)
 PY
 grep -A2 "^source_paths\|^pytest_add_cli_args_test_selection" pyproject.toml | tee "$out/mutmut-config.txt"

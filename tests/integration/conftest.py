@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from server import ServerConfig, TritonServer
 from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.server import ServerConfig, TritonServer
 
 INTEGRATION = Path(__file__).resolve().parent
 
@@ -56,7 +56,7 @@ def server_url(triton_server: TritonServer, protocol: str) -> str:
 
 @pytest.fixture
 def triton_client(server_url: str) -> Iterator[object]:
-    from client import TritonClient
+    from triton_kit.client import TritonClient
 
     with TritonClient(server_url, timeout=120) as client:
         yield client
@@ -64,7 +64,7 @@ def triton_client(server_url: str) -> Iterator[object]:
 
 @pytest.fixture
 async def async_triton_client(server_url: str):
-    from client import AsyncTritonClient
+    from triton_kit.client import AsyncTritonClient
 
     client = AsyncTritonClient(server_url, timeout=120)
     yield client

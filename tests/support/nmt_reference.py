@@ -9,10 +9,10 @@ from pathlib import Path
 
 import torch
 
-from build_engines.nmt.pipeline import decode_settings, limits
-from python_models.nmt.decode import DecodeSettings, Job, generate
-from python_models.nmt.ort import OrtStepModel
-from python_models.nmt.text import MarianText
+from triton_kit.build_engines.nmt.pipeline import decode_settings, limits
+from triton_kit.python_models.nmt.decode import DecodeSettings, Job, generate
+from triton_kit.python_models.nmt.ort import OrtStepModel
+from triton_kit.python_models.nmt.text import MarianText
 
 warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
 
@@ -79,7 +79,7 @@ class InProcess:
 
 def rnn_reference_search(model, source: list[int], beam: int, max_length: int = 64):
     """HF-style beam search (length penalty 1, early_stopping False, <pad> banned, eos
-    forced at the limit) over the recurrent model (``build_engines.nmt.rnn_model``), one
+    forced at the limit) over the recurrent model (``triton_kit.build_engines.nmt.rnn_model``), one
     sentence at a time in plain PyTorch (nothing of python_models' search). At beam 1
     it is greedy (an EOS on top ends the sentence, HF's stop check ends the rest)."""
     config = model.config

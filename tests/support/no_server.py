@@ -15,7 +15,8 @@ def _starts_triton(args: object) -> bool:
     argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)  # type: ignore[call-overload]
     words = [os.fsdecode(a) for a in argv]
     return bool(words) and (
-        Path(words[0].split()[0]).name == "tritonserver" or words[1:4] == ["-m", "server", "serve"]
+        Path(words[0].split()[0]).name == "tritonserver"
+        or words[1:4] == ["-m", "triton_kit.server", "serve"]
     )
 
 

@@ -21,7 +21,7 @@ import tritonclient.http as http_module
 import tritonclient.http.aio as http_aio
 from tritonclient.grpc import service_pb2
 
-from client.transport import ClientSpec
+from triton_kit.client.transport import ClientSpec
 
 REAL = {
     ("grpc", False): grpc_module.InferenceServerClient,

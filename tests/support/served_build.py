@@ -1,4 +1,4 @@
-"""A repository built by ``python -m build_engines`` for one test module, and Triton serving it.
+"""A repository built by ``python -m triton_kit.build_engines`` for one test module, and Triton serving it.
 
 The served-build tests (the TorchScript step models, the TorchScript search of either
 architecture) build their own variant into a temporary folder rather than the shared
@@ -13,16 +13,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from server import ServerConfig, TritonServer
 from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.server import ServerConfig, TritonServer
 
 
 def build_repository(root: Path, *flags: str) -> tuple[Path, str]:
-    """``python -m build_engines FLAGS`` in a subprocess into ``root/repo`` (work files in
+    """``python -m triton_kit.build_engines FLAGS`` in a subprocess into ``root/repo`` (work files in
     ``root/work``): the repository and the build's output. A failed build fails the test
     with the end of its log."""
     repository = root / "repo"
-    argv = [sys.executable, "-m", "build_engines", *flags]
+    argv = [sys.executable, "-m", "triton_kit.build_engines", *flags]
     argv += ["--output-repository", str(repository), "--work-dir", str(root / "work")]
     done = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""Data flows one way: build_engines writes the repository, server/ and python_models/ read it.
+"""Data flows one way: triton_kit.build_engines writes the repository, triton_kit/server/ and triton_kit/python_models/ read it.
 
 And no package imports itself round a circle: a circle means two modules that cannot be read,
 tested or moved apart (the walk counts lazy and ``TYPE_CHECKING`` imports too).
@@ -6,7 +6,7 @@ tested or moved apart (the walk counts lazy and ``TYPE_CHECKING`` imports too).
 A server (or a python-backend model inside the serving container) that imported the build
 package would drag ONNX export, calibration and TensorRT building into the serving image, and
 couple what is served to how it was built. The contract both sides share lives on the server
-side (``python_models.common.tensorrt_sidecar``, ``server.tensorrt_device``)."""
+side (``triton_kit.python_models.common.tensorrt_sidecar``, ``triton_kit.server.tensorrt_device``)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ import pytest
 from tests.support.prerequisites import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
-SERVING = ("server", "python_models")
-PRODUCT = ("build_engines", "client", "server", "python_models", "loadtest", "benchmarks")
+KIT = "triton_kit"
+SERVING = (f"{KIT}/server", f"{KIT}/python_models")
+PRODUCT = (KIT,)
 
 
 def imported_modules(path: Path) -> list[str]:
@@ -40,13 +41,13 @@ def serving_files() -> list[Path]:
 
 def test_the_walk_sees_lazy_imports(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from build_engines.tensorrt import device\n")
-    assert imported_modules(probe) == ["build_engines.tensorrt"]
+    probe.write_text("def f():\n    from triton_kit.build_engines.tensorrt import device\n")
+    assert imported_modules(probe) == ["triton_kit.build_engines.tensorrt"]
 
 
 @pytest.mark.parametrize("path", serving_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_serving_code_never_imports_build_engines(path: Path) -> None:
-    wrong = [m for m in imported_modules(path) if m.split(".")[0] == "build_engines"]
+    wrong = [m for m in imported_modules(path) if m.startswith(f"{KIT}.build_engines")]
     assert not wrong, f"{path.relative_to(ROOT)} imports {wrong}"
 
 

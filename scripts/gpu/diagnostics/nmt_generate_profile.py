@@ -17,21 +17,21 @@ from pathlib import Path
 
 import torch
 
-from build_engines.nmt.export import load_model
-from build_engines.nmt.pipeline import decode_settings
-from build_engines.torch_engine.nmt_generate import generation_module
-from python_models.nmt.decode import Job
-from python_models.nmt.generate import torch_generate_feeds
+from triton_kit.build_engines.nmt.export import load_model
+from triton_kit.build_engines.nmt.pipeline import decode_settings
+from triton_kit.build_engines.torch_engine.nmt_generate import generation_module
+from triton_kit.python_models.nmt.decode import Job
+from triton_kit.python_models.nmt.generate import torch_generate_feeds
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
 
 
 def _checkpoint(size: str, work: Path) -> Path:
     if size == "tiny":
-        from build_engines.nmt.train import DEFAULT_CHECKPOINT
+        from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
 
         return DEFAULT_CHECKPOINT
-    from benchmarks.nmt import large
+    from triton_kit.benchmarks.nmt import large
 
     return large.write_checkpoint(work / "large-checkpoint")
 

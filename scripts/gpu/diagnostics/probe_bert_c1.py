@@ -33,7 +33,7 @@ REQUESTS = int(os.environ.get("PROBE_REQUESTS", "400"))
 ROUNDS = int(os.environ.get("PROBE_ROUNDS", "3"))
 CLIENT = r"""
 import asyncio, json, sys, time
-from client import AsyncTritonClient
+from triton_kit.client import AsyncTritonClient
 url, model, texts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 async def main():
     client = AsyncTritonClient(url, models={"embed": model})
@@ -59,7 +59,7 @@ def served(url: str, model: str, texts: list[str], cores: set[int]) -> dict:
 
 
 def in_process(setup, session, texts: list[str]) -> dict:
-    from python_models.bert.text import tokenize
+    from triton_kit.python_models.bert.text import tokenize
 
     out, runs = [], []
     for text in texts:
@@ -74,7 +74,7 @@ def in_process(setup, session, texts: list[str]) -> dict:
 
 def perf_analyzer_rows(url: str, text: str, out: Path) -> dict[str, list[float]]:
     """p50 from perf_analyzer (C++ client) at concurrency 1, one short text, both placements."""
-    from benchmarks.harness import perf_analyzer
+    from triton_kit.benchmarks.harness import perf_analyzer
 
     data = out / "probe-text.json"
     data.write_text(json.dumps({"data": [{"TEXT": [text]}]}))
@@ -101,10 +101,10 @@ def stub_encoder_ms(profile_dir: Path) -> dict:
 
 
 def main() -> int:
-    from benchmarks.bert import run as B
-    from benchmarks.harness.floor_model import write_floor_model
-    from python_models.common.ort_session import create_session
-    from server import ServerConfig, TritonServer
+    from triton_kit.benchmarks.bert import run as B
+    from triton_kit.benchmarks.harness.floor_model import write_floor_model
+    from triton_kit.python_models.common.ort_session import create_session
+    from triton_kit.server import ServerConfig, TritonServer
 
     source, out = Path(sys.argv[1]), Path(sys.argv[2])
     os.sched_setaffinity(0, SERVER_CORES)

@@ -12,7 +12,7 @@ from pathlib import Path
 @contextmanager
 def probe_server(models: dict[str, tuple[str, str]], log: Path) -> Iterator[str]:
     """Serve ``{name: (model.py text, config.pbtxt text)}``; yields the gRPC address."""
-    from server import ServerConfig, TritonServer
+    from triton_kit.server import ServerConfig, TritonServer
 
     repo = Path(tempfile.mkdtemp()) / "repo"
     for name, (model, config) in models.items():

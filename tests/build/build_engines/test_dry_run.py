@@ -1,4 +1,4 @@
-"""``python -m build_engines <family> --dry-run`` writes nothing and loads no weights.
+"""``python -m triton_kit.build_engines <family> --dry-run`` writes nothing and loads no weights.
 
 Each family's dry run is run in-process with the work dir, the repository and the current
 directory in a temporary folder; afterwards every one of them must still be empty, and the
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from build_engines.cli import main
+from triton_kit.build_engines.cli import main
 
 
 def _files(root: Path) -> list[Path]:
@@ -58,8 +58,8 @@ def test_bert_dry_run_for_onnxruntime_names_the_files(tmp_path, monkeypatch, cap
 
 
 def test_nmt_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
-    _no_weights(monkeypatch, "build_engines.nmt.export.load_model")
-    _no_weights(monkeypatch, "build_engines.nmt.pipeline.load_model")
+    _no_weights(monkeypatch, "triton_kit.build_engines.nmt.export.load_model")
+    _no_weights(monkeypatch, "triton_kit.build_engines.nmt.pipeline.load_model")
     out = _dry_run(tmp_path, monkeypatch, capsys, "nmt", "--engine", "tensorrt")
     work, repo = tmp_path / "work" / "nmt", tmp_path / "repo"
     assert f"dry run: {work / 'encoder.onnx'} and {work / 'decoder.onnx'} are not exported" in out
@@ -82,7 +82,7 @@ def test_resnet50_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys, fa
 
 
 def test_nmt_rnn_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
-    _no_weights(monkeypatch, "build_engines.nmt.rnn_pipeline.load")
+    _no_weights(monkeypatch, "triton_kit.build_engines.nmt.rnn_pipeline.load")
     out = _dry_run(tmp_path, monkeypatch, capsys, "nmt", "--architecture", "rnn")
     repo = tmp_path / "repo"
     for model in ("nmt_rnn_encoder", "nmt_rnn_decoder"):

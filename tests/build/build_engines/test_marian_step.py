@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from build_engines.nmt import export
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from build_engines.torch_engine.marian_step import MarianDecoderStep
-from build_engines.torch_engine.nmt import decoder_feeds
 from tests.support.nmt_steps import agree_over_steps
+from triton_kit.build_engines.nmt import export
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.torch_engine.marian_step import MarianDecoderStep
+from triton_kit.build_engines.torch_engine.nmt import decoder_feeds
 
 
 @pytest.fixture(scope="module")

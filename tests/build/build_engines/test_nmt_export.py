@@ -15,14 +15,18 @@ import pytest
 import torch
 from tritonclient.grpc import model_config_pb2 as mc
 
-from build_engines.nmt import export, repository
-from build_engines.nmt.pipeline import decode_settings, limits
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from build_engines.options import BuildOptions
-from python_models.common.contracts import BEAM_INDEX, NMT_DECODER_INPUTS, NMT_DECODER_OUTPUTS
-from python_models.nmt.decode import Job, generate
-from python_models.nmt.ort import OrtStepModel, session
 from tests.support.nmt_steps import agree_over_steps
+from triton_kit.build_engines.nmt import export, repository
+from triton_kit.build_engines.nmt.pipeline import decode_settings, limits
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.python_models.common.contracts import (
+    BEAM_INDEX,
+    NMT_DECODER_INPUTS,
+    NMT_DECODER_OUTPUTS,
+)
+from triton_kit.python_models.nmt.decode import Job, generate
+from triton_kit.python_models.nmt.ort import OrtStepModel, session
 
 _TYPES = {onnx.TensorProto.INT64: "INT64", onnx.TensorProto.FLOAT: "FP32"}
 

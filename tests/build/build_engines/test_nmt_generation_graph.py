@@ -4,7 +4,7 @@ Hugging Face ``generate`` and against the Python search it replaces, id for id.
 Two checkpoints: the default number model, and the seeded random small Marian of
 test_nmt_parity (its hypotheses end at varied lengths, so a wrong length penalty, EOS
 handling or forced EOS shows). The graph is called one sentence at a time, as served
-(python_models/nmt/generate.py says why).
+(triton_kit/python_models/nmt/generate.py says why).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from pathlib import Path
 import onnxruntime as ort
 import pytest
 
-from build_engines.nmt import corpus
-from build_engines.nmt.export import export_decoder, export_encoder
-from build_engines.nmt.generation_graph import SearchTokens, export_generation
-from build_engines.nmt.pipeline import decode_settings
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from python_models.nmt.generate import translate_one
 from tests.build.build_engines.test_nmt_parity import _random_checkpoint, _random_sources
 from tests.support.nmt_reference import InProcess, hf_generate
+from triton_kit.build_engines.nmt import corpus
+from triton_kit.build_engines.nmt.export import export_decoder, export_encoder
+from triton_kit.build_engines.nmt.generation_graph import SearchTokens, export_generation
+from triton_kit.build_engines.nmt.pipeline import decode_settings
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.python_models.nmt.generate import translate_one
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 

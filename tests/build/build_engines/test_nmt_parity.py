@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from build_engines.nmt import corpus
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from build_engines.nmt.vocab import write_tokenizer
 from tests.support.nmt_reference import InProcess, hf_generate
+from triton_kit.build_engines.nmt import corpus
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.nmt.vocab import write_tokenizer
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
 
 def _build(checkpoint: Path, repository: Path, work: Path) -> None:
-    from build_engines.cli import build_from_argv
+    from triton_kit.build_engines.cli import build_from_argv
 
     argv = ["nmt", "--checkpoint", str(checkpoint), "--max-beam-size", "16"]
     argv += ["--verify-sentences", "8", "--output-repository", str(repository)]

@@ -5,7 +5,7 @@ recurrent state by ``beam_index``.
 
 References: a plain PyTorch beam search over the eager model (tests/support/nmt_reference,
 nothing of python_models' search) and the Python search the served ``nmt_rnn`` runs today
-(``python_models.nmt.decode`` over the exported ONNX files in ONNX Runtime). The module under
+(``triton_kit.python_models.nmt.decode`` over the exported ONNX files in ONNX Runtime). The module under
 test is the saved file, freshly loaded (what Triton's pytorch backend runs).
 """
 
@@ -18,18 +18,18 @@ import pytest
 import torch
 from transformers import MarianTokenizer
 
-from build_engines.cli import build_from_argv
-from build_engines.nmt import DEFAULT_RNN_CHECKPOINT, corpus, rnn_model
-from build_engines.nmt.rnn_export import export_decoder, export_encoder
-from build_engines.nmt.rnn_pipeline import decode_settings
-from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
-from build_engines.steps import BuildError
-from build_engines.torch_engine.nmt_generate import generate, run_module
-from build_engines.torch_engine.rnn_generate import generation_module
-from python_models.nmt import decode
-from python_models.nmt.decode import Job
-from python_models.nmt.ort import OrtStepModel
 from tests.support.nmt_reference import rnn_reference_search
+from triton_kit.build_engines.cli import build_from_argv
+from triton_kit.build_engines.nmt import DEFAULT_RNN_CHECKPOINT, corpus, rnn_model
+from triton_kit.build_engines.nmt.rnn_export import export_decoder, export_encoder
+from triton_kit.build_engines.nmt.rnn_pipeline import decode_settings
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
+from triton_kit.build_engines.steps import BuildError
+from triton_kit.build_engines.torch_engine.nmt_generate import generate, run_module
+from triton_kit.build_engines.torch_engine.rnn_generate import generation_module
+from triton_kit.python_models.nmt import decode
+from triton_kit.python_models.nmt.decode import Job
+from triton_kit.python_models.nmt.ort import OrtStepModel
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -91,7 +91,7 @@ def test_each_row_keeps_its_own_max_length(model, loaded, sources, beam):
 def test_the_build_check_fails_a_wrong_search(model, loaded, onnx_steps, sources):
     """One more banned token (the first one the reference generates) changes some
     sentences: the build's check fails, naming the beam; the real search passes."""
-    from build_engines.nmt.rnn_torch_search import check_against_python_search
+    from triton_kit.build_engines.nmt.rnn_torch_search import check_against_python_search
 
     settings = decode_settings(model)
     first = rnn_reference_search(model, sources[0], 1)[0]
@@ -138,8 +138,8 @@ def test_int8_dynamic_module_agrees_with_the_python_search(
 ):
     """Held-out and shuffled sentences: the build's threshold of them are the fp32 Python
     search's ids (int8 may flip a near-tie), and the build's check passes it."""
-    from build_engines.nmt.rnn_torch_search import check_against_python_search
-    from build_engines.nmt.torch_search import MIN_AGREEMENT
+    from triton_kit.build_engines.nmt.rnn_torch_search import check_against_python_search
+    from triton_kit.build_engines.nmt.torch_search import MIN_AGREEMENT
 
     jobs = [Job(list(s), beam, 64) for s in sources]
     expected = decode.generate(onnx_steps, jobs, decode_settings(model))
@@ -152,7 +152,7 @@ def test_int8_dynamic_module_agrees_with_the_python_search(
 
 
 def test_a_broken_int8_search_fails_the_check(model, onnx_steps, sources):
-    from build_engines.nmt.rnn_torch_search import check_against_python_search
+    from triton_kit.build_engines.nmt.rnn_torch_search import check_against_python_search
 
     settings = decode_settings(model)
     banned = (*settings.suppressed_token_ids, settings.eos_token_id)

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from build_engines.nmt import corpus
-from build_engines.nmt.pipeline import decode_settings, limits
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from build_engines.torch_engine.nmt import step_model
-from python_models.nmt.decode import Job, generate, pad_sources
-from python_models.nmt.ort import OrtStepModel
-from python_models.nmt.text import MarianText
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from triton_kit.build_engines.nmt import corpus
+from triton_kit.build_engines.nmt.pipeline import decode_settings, limits
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.torch_engine.nmt import step_model
+from triton_kit.python_models.nmt.decode import Job, generate, pad_sources
+from triton_kit.python_models.nmt.ort import OrtStepModel
+from triton_kit.python_models.nmt.text import MarianText
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -82,7 +82,7 @@ def test_torch_state_stays_a_device_tensor(engines):
 def test_each_in_process_engine_brings_its_own_candidates(engines):
     """Both in-process step models pick each row's best tokens inside their engine (ONNX
     Runtime's TopK, torch's topk), not through numpy over [rows, vocab] logits."""
-    from python_models.nmt.decode import candidates_of, row_candidates
+    from triton_kit.python_models.nmt.decode import candidates_of, row_candidates
 
     _, _, ort_model, torch_model = engines
     assert candidates_of(ort_model) is not row_candidates
@@ -92,7 +92,7 @@ def test_each_in_process_engine_brings_its_own_candidates(engines):
 def test_candidates_on_the_device_match_the_numpy_search(engines):
     """Each row's best tokens come from the device, [rows, keep]: the same tokens as the
     numpy path over the same logits, log-probs within float32 rounding."""
-    from python_models.nmt.decode import row_candidates
+    from triton_kit.python_models.nmt.decode import row_candidates
 
     settings, text, _, torch_model = engines
     jobs = _jobs(text, [1, 1, 1], [8, 8, 8])
@@ -112,8 +112,8 @@ def test_candidates_on_the_device_match_the_numpy_search(engines):
 
 
 def test_gpu_benchmark_entry_point_runs_the_torch_engine(engines):
-    """benchmarks.nmt.run.step_model_throughput, which the H100 run calls, on CPU and small."""
-    from benchmarks.nmt.run import step_model_throughput
+    """triton_kit.benchmarks.nmt.run.step_model_throughput, which the H100 run calls, on CPU and small."""
+    from triton_kit.benchmarks.nmt.run import step_model_throughput
 
     _, _, _, torch_model = engines
     cells = step_model_throughput(lambda: torch_model, levels=(1, 4), sentences=8)
@@ -124,12 +124,12 @@ def test_gpu_benchmark_entry_point_runs_the_torch_engine(engines):
 
 
 def test_a_failing_batch_reaches_its_callers_instead_of_hanging_them():
-    """benchmarks.nmt's micro-batcher: an exception in the batch call used to kill its
+    """triton_kit.benchmarks.nmt's micro-batcher: an exception in the batch call used to kill its
     worker thread and leave every caller waiting forever (seen: a search that could not
     read a model's device logits hung the GPU benchmark's test)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from benchmarks.nmt.run import MicroBatcher
+    from triton_kit.benchmarks.nmt.run import MicroBatcher
 
     def broken(texts, beam, done):
         raise RuntimeError(f"cannot decode {len(texts)} texts")

@@ -17,7 +17,7 @@ from google.protobuf import text_format
 from onnx import TensorProto, helper, save
 from tritonclient.grpc import model_config_pb2 as mc
 
-from build_engines.cli import build_from_argv
+from triton_kit.build_engines.cli import build_from_argv
 
 pytestmark = [
     pytest.mark.slow,

@@ -1,6 +1,6 @@
 """TensorRT defect 10 (issue 9; the others: tests/unit/build_engines/test_tensorrt_defects.py):
 a dry run of an INT8 TensorRT build prints its plan and trtexec command and writes nothing.
-A real ``python -m build_engines`` process, so it takes tens of seconds."""
+A real ``python -m triton_kit.build_engines`` process, so it takes tens of seconds."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     flags = ["--dry-run", "--precision", "int8", "--engine", "tensorrt"]
     paths = ["--work-dir", str(work), "--output-repository", str(repo)]
     result = subprocess.run(
-        [sys.executable, "-m", "build_engines", "resnet50", *flags, *paths],
+        [sys.executable, "-m", "triton_kit.build_engines", "resnet50", *flags, *paths],
         capture_output=True,
         text=True,
         cwd=PROJECT_ROOT,

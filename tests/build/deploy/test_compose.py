@@ -31,7 +31,7 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKER_DIR = ROOT / "docker"
 TRITON_BASE = "nvcr.io/nvidia/tritonserver:24.10-py3"
 CONTAINER_PYTHON = "3.10"
-LOCUSTFILE = "loadtest/locustfile.py"
+LOCUSTFILE = "triton_kit/loadtest/locustfile.py"
 SERVER_SERVICES = {"gpu": ("build-engines", "triton"), "cpu": ("build-onnx", "triton-cpu")}
 ALWAYS_ON = ("front-door", "locust-master", "locust-worker", "prometheus", "grafana")
 
@@ -126,7 +126,7 @@ def _published(port: dict[str, Any] | str) -> tuple[str, int]:
 def test_front_door_publishes_the_client_ports_on_loopback(resolved: dict[str, Any]) -> None:
     """nginx (deploy/nginx/templates/) takes Triton's HTTP and gRPC ports, bound to
     BIND_ADDRESS (loopback by default), and is set from the template's own names."""
-    from server import front_door
+    from triton_kit.server import front_door
 
     door = resolved["services"]["front-door"]
     assert sorted(_published(p) for p in door["ports"]) == [
@@ -175,9 +175,12 @@ def test_serving_image_carries_the_stop_path() -> None:
     command and PYTHONPATH=/opt/triton-kit find them; no third-party imports."""
     dockerfile = (DOCKER_DIR / "triton.Dockerfile").read_text()
     assert "COPY docker/drain-on-stop.sh /opt/triton-kit/docker/drain-on-stop.sh" in dockerfile
-    assert "COPY server/drain.py server/security.py /opt/triton-kit/server/" in dockerfile
-    assert _imports(ROOT / "server/drain.py", lazy=True) == {"server"}
-    assert _imports(ROOT / "server/security.py", lazy=True) == set()
+    assert (
+        "COPY triton_kit/server/drain.py triton_kit/server/security.py /opt/triton-kit/triton_kit/server/"
+        in dockerfile
+    )
+    assert _imports(ROOT / "triton_kit/server/drain.py", lazy=True) == {"triton_kit/server"}
+    assert _imports(ROOT / "triton_kit/server/security.py", lazy=True) == set()
     assert os.access(DOCKER_DIR / "drain-on-stop.sh", os.X_OK)
 
 
@@ -210,14 +213,14 @@ def test_cpu_profile_needs_no_gpu_and_answers_as_triton(resolved: dict[str, Any]
 def test_build_commands_parse_with_the_real_cli(
     resolved: dict[str, Any], name: str, engine: str
 ) -> None:
-    """The one-shot services' arguments are accepted by `python -m build_engines` itself."""
-    from build_engines.cli import build_parser
+    """The one-shot services' arguments are accepted by `python -m triton_kit.build_engines` itself."""
+    from triton_kit.build_engines.cli import build_parser
 
     command = resolved["services"][name]["command"]
     try:
         args = build_parser().parse_args(command)
     except SystemExit as exc:
-        pytest.fail(f"python -m build_engines rejects {command}: exit {exc.code}")
+        pytest.fail(f"python -m triton_kit.build_engines rejects {command}: exit {exc.code}")
     assert (args.family, args.engine, str(args.output_repository)) == ("all", engine, "/models")
 
 
@@ -328,11 +331,13 @@ def test_server_images_use_the_pinned_triton_base(dockerfile: str) -> None:
 
 
 def _container_python_files() -> list[Path]:
-    files = list((ROOT / "python_models").rglob("*.py"))
+    files = list((ROOT / "triton_kit/python_models").rglob("*.py"))
     files += list((ROOT / "model_repository").glob("*/*/model.py"))
-    files += list((ROOT / "server" / "backends").rglob("*.py"))
     files += list(DOCKER_DIR.glob("*.py"))
-    files += [ROOT / "server/drain.py", ROOT / "server/security.py"]  # the stop path
+    files += [
+        ROOT / "triton_kit/server/drain.py",
+        ROOT / "triton_kit/server/security.py",
+    ]  # the stop path
     return sorted(f for f in files if "__pycache__" not in f.parts)
 
 
@@ -370,7 +375,7 @@ IMAGES = [
             "torch": "optional: python_models.bert.model/_torch_recipe fall back without it",
             "torchvision": "optional: nvJPEG decode only where it imports",
         },
-        served=("python_models",),
+        served=("triton_kit/python_models",),
     ),
     Image(
         "build-engines.Dockerfile",
@@ -379,19 +384,21 @@ IMAGES = [
     ),
     Image("locust.Dockerfile", "requirements-loadtest.txt"),
 ]
-PROJECT_PACKAGES = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+# The kit's subpackages as the Dockerfiles copy them: triton_kit/<name>.
+PROJECT_PACKAGES = {f"triton_kit/{p.parent.name}" for p in ROOT.glob("triton_kit/*/__init__.py")}
 
 
 def _imports(path: Path, *, lazy: bool) -> set[str]:
-    """Top-level modules ``path`` imports; in functions or under ImportError only if ``lazy``."""
+    """Top-level modules ``path`` imports (``triton_kit/<name>`` for the kit's own); in functions
+    or under ImportError only if ``lazy``."""
     found: set[str] = set()
 
     def visit(nodes: Iterable[ast.AST]) -> None:
         for node in nodes:
             if isinstance(node, ast.Import):
-                found.update(alias.name.split(".")[0] for alias in node.names)
+                found.update(_top_level(alias.name) for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found.add(node.module.split(".")[0])
+                found.add(_top_level(node.module))
             if lazy:
                 visit(ast.iter_child_nodes(node))
             elif isinstance(node, ast.Try) and _guards_import(node):
@@ -401,6 +408,11 @@ def _imports(path: Path, *, lazy: bool) -> set[str]:
 
     visit(ast.parse(path.read_text()).body)
     return found - set(sys.stdlib_module_names) - {"__future__"}
+
+
+def _top_level(module: str) -> str:
+    parts = module.split(".")
+    return "/".join(parts[:2]) if parts[0] == "triton_kit" and len(parts) > 1 else parts[0]
 
 
 def _guards_import(node: ast.Try) -> bool:

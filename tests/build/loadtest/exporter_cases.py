@@ -18,9 +18,9 @@ import pytest
 from locust import User
 from locust.env import Environment
 
-from loadtest import exporter
-from server import free_port
 from tests.support.prerequisites import require_tool
+from triton_kit.loadtest import exporter
+from triton_kit.server import free_port
 
 
 class _Idle(User):

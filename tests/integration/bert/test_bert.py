@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from client import AsyncTritonClient, InvalidInputError, TritonClient
 from tests.support.batching import first_co_batched
 from tests.support.prerequisites import require_models
+from triton_kit.client import AsyncTritonClient, InvalidInputError, TritonClient
 
 COSINE_MIN = 0.9999
 LONG_TEXT = " ".join(f"token{i} and some filler words" for i in range(200))  # > 256 tokens
@@ -66,7 +66,7 @@ def checkpoint_dir(model_repository: Path) -> Path:
 
     Served files record only a path's last two parts (no build-machine layout), so the
     default checkpoint shipped in a package is recognised by them."""
-    from build_engines.bert import default_checkpoint
+    from triton_kit.build_engines.bert import default_checkpoint
 
     source = json.loads((model_repository / "bert_model" / "build.json").read_text())
     assert source["random_weights"] == "false", "model_repository's bert has random weights"

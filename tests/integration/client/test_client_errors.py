@@ -9,7 +9,8 @@ import socket
 
 import pytest
 
-from client import (
+from tests.support.prerequisites import require_models
+from triton_kit.client import (
     AsyncTritonClient,
     DeadlineExceededError,
     InvalidInputError,
@@ -18,8 +19,7 @@ from client import (
     TritonClient,
     TritonClientError,
 )
-from client.transport import Endpoint
-from tests.support.prerequisites import require_models
+from triton_kit.client.transport import Endpoint
 
 LONG_TEXT = " ".join(["seventy-seven thousand seven hundred seventy-seven"] * 8)
 TOO_SHORT_S = 0.002  # NMT beam 8 on a long sentence takes far longer than this

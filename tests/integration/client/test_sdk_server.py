@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from client import (
+from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from tests.support.shm_regions import own_regions
+from triton_kit.client import (
     AsyncTritonClient,
     ClientClosedError,
     DeadlineExceededError,
@@ -19,9 +21,7 @@ from client import (
     TritonClient,
     TritonClientError,
 )
-from server import ServerConfig, TritonServer, free_port
-from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-from tests.support.shm_regions import own_regions
+from triton_kit.server import ServerConfig, TritonServer, free_port
 
 BAD_UTF8 = b"\xff\xfe"
 
@@ -142,7 +142,7 @@ def _registered_here(triton_server) -> list[str]:
     """This process's SDK regions the server still has registered (system shared memory)."""
     import tritonclient.grpc as grpcclient
 
-    from server.security import api_key_headers
+    from triton_kit.server.security import api_key_headers
 
     raw = grpcclient.InferenceServerClient(triton_server.grpc_url.removeprefix("grpc://"))
     try:
@@ -196,7 +196,7 @@ async def test_async_close_right_after_a_call_unregisters_on_the_server(triton_s
 
 
 def test_shared_memory_without_the_key_is_refused(server_url: str) -> None:
-    """The embedded server restricts shared memory (server/security.py): no key, no region."""
+    """The embedded server restricts shared memory (triton_kit/server/security.py): no key, no region."""
     require_models("resnet50")
     with (
         TritonClient(
@@ -208,9 +208,9 @@ def test_shared_memory_without_the_key_is_refused(server_url: str) -> None:
 
 
 def test_client_key_header_matches_the_server_contract() -> None:
-    """The client's standalone copy of the restricted-API header names (server/security.py)."""
-    from client import options
-    from server import security
+    """The client's standalone copy of the restricted-API header names (triton_kit/server/security.py)."""
+    from triton_kit.client import options
+    from triton_kit.server import security
 
     assert options.API_KEY_HEADER == security.API_KEY_HEADER
     assert options.GRPC_HEADER_PREFIX == security.GRPC_HEADER_PREFIX

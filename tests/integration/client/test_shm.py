@@ -1,6 +1,6 @@
 """SDK shared memory (issue 10): CUDA refused clearly where it cannot work, system round-trips.
 
-The CUDA option is measured on the lent H100 (benchmarks/gpu/run.py, ``gpu`` test
+The CUDA option is measured on the lent H100 (triton_kit/benchmarks/gpu/run.py, ``gpu`` test
 in tests/integration/client/test_sdk_server.py); here, on CPU, it must fail at construction
 with a message naming the option and the alternative, for both twins.
 """
@@ -14,10 +14,10 @@ import pytest
 import torch
 from PIL import Image
 
-from client import AsyncTritonClient, ConfigurationError, TritonClient
-from server import TritonServer
 from tests.support.prerequisites import require_models
 from tests.support.shm_regions import own_regions
+from triton_kit.client import AsyncTritonClient, ConfigurationError, TritonClient
+from triton_kit.server import TritonServer
 
 NO_GPU = not torch.cuda.is_available()
 

@@ -6,8 +6,8 @@ import json
 import re
 import urllib.request
 
-from server import TritonServer
 from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.server import TritonServer
 
 DASHBOARD = PROJECT_ROOT / "deploy/grafana/dashboards/triton.json"
 

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from server import ServerConfig, TritonServer
 from tests.support.prerequisites import PROJECT_ROOT, require_tool
+from triton_kit.server import ServerConfig, TritonServer
 
 ROOT = PROJECT_ROOT
 K8S = ROOT / "deploy/k8s"
@@ -178,8 +178,8 @@ def test_front_door_sidecar_forwards_to_tritons_loopback_ports(rendered, tmp_pat
     """The sidecar renders the compose front door's own template (through a ConfigMap) with
     its environment: it listens on its named ports, forwards to Triton's loopback ports, and
     nginx accepts the result; it runs non-root on a read-only root."""
-    from server import front_door
     from tests.support.nginx import configure
+    from triton_kit.server import front_door
 
     _, objects = rendered
     pod = _pod(objects, "Deployment", "triton")
@@ -214,7 +214,7 @@ def pre_stop_drain(triton: dict[str, Any]) -> dict[str, str]:
     """The preStop hook's server.drain options; asserts the hook runs the drain module."""
     command = triton["lifecycle"]["preStop"]["exec"]["command"]
     # -S: only the stdlib and PYTHONPATH (what the serving image copies), as the test runs it.
-    assert command[:4] == ["python3", "-S", "-m", "server.drain"], command
+    assert command[:4] == ["python3", "-S", "-m", "triton_kit.server.drain"], command
     return _flags(command[4:])
 
 
@@ -438,7 +438,7 @@ def test_hpa_scales_the_deployment_on_the_adapter_rule_metric(rendered) -> None:
 
 def test_adapter_rule_metrics_are_exported_by_triton(triton_server: TritonServer) -> None:
     """Every series the rule reads is in a live /metrics of Triton 2.51, as counters."""
-    from client import TritonClient
+    from triton_kit.client import TritonClient
 
     with TritonClient(triton_server.http_url, timeout=60) as client:
         client.embed(["queue time"])  # one real request, so the per-model counters move
@@ -571,6 +571,7 @@ def test_plan_check_image_has_the_code_it_runs() -> None:
     script = _plan_check_script()
     dockerfile = (ROOT / "docker/build-engines.Dockerfile").read_text()
     ignore = (ROOT / "docker/build-engines.Dockerfile.dockerignore").read_text().splitlines()
-    for package in sorted(set(re.findall(r"from (\w+)\.", script)) | {"build_engines"}):
+    imported = set(re.findall(r"from triton_kit\.(\w+)\.", script)) | {"build_engines"}
+    for package in (f"triton_kit/{name}" for name in sorted(imported)):
         assert re.search(rf"^COPY {package} /opt/triton-kit/{package}$", dockerfile, re.M), package
         assert f"!{package}/" in ignore, package

@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 import yaml
 
-from server import ServerConfig, TritonServer, free_port
 from tests.support.prerequisites import PROJECT_ROOT, require_tool
+from triton_kit.server import ServerConfig, TritonServer, free_port
 
 ROOT = PROJECT_ROOT
 PROMETHEUS_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
@@ -432,7 +432,7 @@ def test_entry_variable_names_the_shipped_entry_models() -> None:
     from google.protobuf import json_format, text_format
     from tritonclient.grpc import model_config_pb2
 
-    from server.drain import entry_models
+    from triton_kit.server.drain import entry_models
 
     configs = {
         path.parent.name: json_format.MessageToDict(

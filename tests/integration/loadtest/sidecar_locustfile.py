@@ -14,8 +14,8 @@ from typing import Any
 
 from locust import events
 
-from loadtest.sidecar import client as sidecar_client
-from loadtest.users import BertUser
+from triton_kit.loadtest.sidecar import client as sidecar_client
+from triton_kit.loadtest.users import BertUser
 
 _seen: dict[str, list[float]] = {}
 _sidecar_pids: set[int] = set()

@@ -23,8 +23,8 @@ from typing import Any  # noqa: E402
 import gevent  # noqa: E402
 import numpy as np  # noqa: E402
 
-from client import TritonClient  # noqa: E402
-from loadtest.sidecar import client as sidecar_client  # noqa: E402
+from triton_kit.client import TritonClient  # noqa: E402
+from triton_kit.loadtest.sidecar import client as sidecar_client  # noqa: E402
 
 WRONG_INPUT = {"NOT_AN_INPUT": np.zeros((1, 1), dtype=np.float32)}
 

@@ -1,10 +1,10 @@
 """A real Locust master with two worker processes against the session's real Triton.
 
-The master runs the kit's headless stepped command (``loadtest.runner.locust_command``) with
+The master runs the kit's headless stepped command (``triton_kit.loadtest.runner.locust_command``) with
 ``--master``; the workers are separate ``locust --worker`` processes, as in
 docker-compose.yml. The users live only in the workers: the master's stats CSV counts what
 the workers reported, each worker writes its own samples beside the master's raw file, and
-``loadtest.reports.summary.load_results`` merges them. nmt is sent MAX_LENGTH 1000 (refused by the
+``triton_kit.loadtest.reports.summary.load_results`` merges them. nmt is sent MAX_LENGTH 1000 (refused by the
 model), an option given to the master only: it must reach the workers, and every nmt call
 must be counted as a failure while bert's calls all succeed.
 """
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from loadtest import recorder
-from loadtest.reports.summary import load_results
-from loadtest.runner import LOCUSTFILES, RunConfig, locust_command
-from server import TritonServer, free_port
 from tests.integration.loadtest.test_loadtest import _process
 from tests.support.prerequisites import require_models
+from triton_kit.loadtest import recorder
+from triton_kit.loadtest.reports.summary import load_results
+from triton_kit.loadtest.runner import LOCUSTFILES, RunConfig, locust_command
+from triton_kit.server import TritonServer, free_port
 
 WORKERS = 2
 

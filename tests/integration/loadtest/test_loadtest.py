@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadtest import recorder
-from server import TritonServer, free_port
 from tests.support.prerequisites import PROJECT_ROOT, require_models
+from triton_kit.loadtest import recorder
+from triton_kit.server import TritonServer, free_port
 
 ROOT = PROJECT_ROOT
-LOCUST = [sys.executable, "-m", "locust", "-f", "loadtest/locustfile.py"]
+LOCUST = [sys.executable, "-m", "locust", "-f", "triton_kit/loadtest/locustfile.py"]
 
 
 def _family_or_skip(family: str) -> None:
@@ -61,7 +61,7 @@ def _process(command: list[str], log: Path) -> Iterator[subprocess.Popen]:
 
 
 def _run_loadtest(args: list[str], out: Path, timeout: float = 90) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "loadtest", "run", "--out", str(out), *args]
+    command = [sys.executable, "-m", "triton_kit.loadtest", "run", "--out", str(out), *args]
     log = out.parent / f"{out.name}.log"
     with _process(command, log) as process:
         code = process.wait(timeout=timeout)

@@ -1,7 +1,7 @@
 """The stepped-run reports: flags, SLO capacity, metadata, plots and index.html.
 
 Pure parts are checked on hand-made steps; the whole chain through a real short
-``python -m loadtest run`` against the session's Triton, with index.html rendered in
+``python -m triton_kit.loadtest run`` against the session's Triton, with index.html rendered in
 headless Chromium.
 """
 
@@ -20,13 +20,13 @@ from google.protobuf import text_format
 from PIL import Image
 from tritonclient.grpc import model_config_pb2
 
-from loadtest.metadata import ModelSettings
-from loadtest.reports import files as report
-from loadtest.reports.files import MIN_P99_SAMPLES, markdown
-from loadtest.reports.slo import Slo, capacities
-from loadtest.reports.summary import StepResult
-from server import TritonServer
 from tests.support.prerequisites import MODEL_REPOSITORY, PROJECT_ROOT, require_models, require_tool
+from triton_kit.loadtest.metadata import ModelSettings
+from triton_kit.loadtest.reports import files as report
+from triton_kit.loadtest.reports.files import MIN_P99_SAMPLES, markdown
+from triton_kit.loadtest.reports.slo import Slo, capacities
+from triton_kit.loadtest.reports.summary import StepResult
+from triton_kit.server import TritonServer
 
 ROOT = PROJECT_ROOT
 
@@ -135,7 +135,7 @@ def test_run_reports_capacity_metadata_and_an_index_chromium_renders(
 ) -> None:
     require_models("bert")
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "loadtest", "run", "--out", str(out), "--models", "bert",
+    command = [sys.executable, "-m", "triton_kit.loadtest", "run", "--out", str(out), "--models", "bert",
                "--host", triton_server.grpc_url, "--steps", "1,2", "--step-time", "4",
                "--settle-time", "1", "--slo-p99-ms", "100000"]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)

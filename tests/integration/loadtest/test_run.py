@@ -1,4 +1,4 @@
-"""`python -m loadtest run` for real: failures counted, --weights, SLO exit codes, embedded mode."""
+"""`python -m triton_kit.loadtest run` for real: failures counted, --weights, SLO exit codes, embedded mode."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import socket
 from pathlib import Path
 
-from server import TritonServer
 from tests.integration.loadtest.test_loadtest import _run_loadtest
 from tests.support.prerequisites import require_models
+from triton_kit.server import TritonServer
 
 SHORT = ["--steps", "1", "--step-time", "4", "--settle-time", "1"]
 

@@ -1,7 +1,7 @@
-"""The Locust gRPC user's sidecar transport (loadtest/sidecar/server*.py) against the real Triton.
+"""The Locust gRPC user's sidecar transport (triton_kit/loadtest/sidecar/server*.py) against the real Triton.
 
 Every check runs against both sidecars that speak the frames: the Python one
-(loadtest/sidecar/server.py) and the native one (loadtest/sidecar/native, built by
+(triton_kit/loadtest/sidecar/server.py) and the native one (triton_kit/loadtest/sidecar/native, built by
 scripts/build-native-sidecar.sh; its cases skip, naming the script, where it is not built).
 
 Locust and gevent run only in subprocesses (importing them would patch pytest). The
@@ -29,11 +29,11 @@ import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 
-from client import ServerConnectionError, TritonClient
-from loadtest.sidecar import wire
-from server import TritonServer
 from tests.integration.loadtest.test_loadtest import ROOT
 from tests.support.prerequisites import require_models
+from triton_kit.client import ServerConnectionError, TritonClient
+from triton_kit.loadtest.sidecar import wire
+from triton_kit.server import TritonServer
 
 PROBE = "tests.integration.loadtest.sidecar_probe"
 LOCUSTFILE = "tests/integration/loadtest/sidecar_locustfile.py"
@@ -82,7 +82,15 @@ def kind(request: pytest.FixtureRequest) -> str:
 def _sidecar_command(kind: str, fd: int, address: str) -> list[str]:
     if kind == "native":
         return [str(NATIVE), "--fd", str(fd), "--address", address]
-    return [sys.executable, "-m", "loadtest.sidecar.server", "--fd", str(fd), "--address", address]
+    return [
+        sys.executable,
+        "-m",
+        "triton_kit.loadtest.sidecar.server",
+        "--fd",
+        str(fd),
+        "--address",
+        address,
+    ]
 
 
 @pytest.fixture

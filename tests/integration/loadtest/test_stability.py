@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadtest.reports.stability import StabilityRule, is_stable
-from server import TritonServer
 from tests.support.prerequisites import PROJECT_ROOT, require_models
+from triton_kit.loadtest.reports.stability import StabilityRule, is_stable
+from triton_kit.server import TritonServer
 
 ROOT = PROJECT_ROOT
 RULE = StabilityRule(window_s=1.0, tolerance=0.1, windows=3, min_samples=10)
@@ -54,7 +54,7 @@ def test_too_few_samples_windows_models_or_no_rule_are_not_stable() -> None:
 
 
 def _run(out: Path, url: str, extra: list[str]) -> tuple[float, list[dict]]:
-    command = [sys.executable, "-m", "loadtest", "run", "--out", str(out), "--host", url,
+    command = [sys.executable, "-m", "triton_kit.loadtest", "run", "--out", str(out), "--host", url,
                "--models", "bert", "--settle-time", "1", "--stability-window", "1",
                *extra]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=150)

@@ -1,4 +1,4 @@
-"""``python -m loadtest tune --apply`` end to end: Model Analyzer, perf_analyzer and the
+"""``python -m triton_kit.loadtest tune --apply`` end to end: Model Analyzer, perf_analyzer and the
 embedded tritonserver for real, on a tiny ONNX model in a temporary repository (two configs,
 one concurrency, half-second windows: about 30 s here, most of it Triton starting).
 
@@ -18,10 +18,10 @@ from google.protobuf import text_format
 from onnx import TensorProto, helper, numpy_helper
 from tritonclient.grpc import model_config_pb2 as mc
 
-from build_engines import tuned
-from build_engines.repository import Tensor, onnx_model_config, write_model
-from loadtest.tune import cli
-from loadtest.tune.summary import CONFIG, INSTANCES
+from triton_kit.build_engines import tuned
+from triton_kit.build_engines.repository import Tensor, onnx_model_config, write_model
+from triton_kit.loadtest.tune import cli
+from triton_kit.loadtest.tune.summary import CONFIG, INSTANCES
 
 SLO_MS = 40
 BUILT_DELAY_US = 60_000

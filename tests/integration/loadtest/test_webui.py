@@ -20,15 +20,23 @@ from pathlib import Path
 
 import pytest
 
-from server import TritonServer, free_port
 from tests.support.prerequisites import PROJECT_ROOT, require_models
+from triton_kit.server import TritonServer, free_port
 
 ROOT = PROJECT_ROOT
 
 
 @contextlib.contextmanager
 def _locust(host: str, port: int, log: Path, *extra: str) -> Iterator[subprocess.Popen]:
-    command = [sys.executable, "-m", "locust", "-f", "loadtest/locustfile.py", "--host", host]
+    command = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        "triton_kit/loadtest/locustfile.py",
+        "--host",
+        host,
+    ]
     command += ["--web-host", "127.0.0.1", "--web-port", str(port), *extra]
     with open(log, "wb") as handle:
         process = subprocess.Popen(

@@ -11,20 +11,20 @@ from collections.abc import Iterator
 
 import pytest
 
-from build_engines.nmt import corpus
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from client import InvalidInputError, TritonClient
-from server import ServerConfig, TritonServer
-from server.model_backends import model_backends
 from tests.support.nmt_reference import hf_generate
 from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.build_engines.nmt import corpus
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.client import InvalidInputError, TritonClient
+from triton_kit.server import ServerConfig, TritonServer
+from triton_kit.server.model_backends import model_backends
 
 
 @pytest.fixture(scope="module")
 def engine_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     root = tmp_path_factory.mktemp("nmt-engine")
     repo = root / "repo"
-    build = [sys.executable, "-m", "build_engines", "nmt", "--search", "engine"]
+    build = [sys.executable, "-m", "triton_kit.build_engines", "nmt", "--search", "engine"]
     build += ["--output-repository", str(repo), "--work-dir", str(root / "work")]
     done = subprocess.run(build, cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -13,10 +13,10 @@ import numpy as np
 import onnx
 import pytest
 
-from build_engines.nmt import corpus
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from build_engines.options import BuildOptions
-from build_engines.registry import Engine
+from triton_kit.build_engines.nmt import corpus
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.build_engines.registry import Engine
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -32,8 +32,8 @@ def test_int8_dynamic_is_an_onnxruntime_and_torch_precision() -> None:
 
 def test_torch_int8_dynamic_is_refused_for_the_step_models(tmp_path) -> None:
     """The torch engine's step models (here BERT's) have no int8-dynamic build."""
-    from build_engines.cli import build_from_argv
-    from build_engines.steps import BuildError
+    from triton_kit.build_engines.cli import build_from_argv
+    from triton_kit.build_engines.steps import BuildError
 
     argv = ["bert", "--engine", "torch", "--precision", "int8-dynamic", "--dry-run"]
     argv += ["--output-repository", str(tmp_path / "repo"), "--work-dir", str(tmp_path / "w")]
@@ -44,7 +44,7 @@ def test_torch_int8_dynamic_is_refused_for_the_step_models(tmp_path) -> None:
 def test_flag_is_offered_with_an_honest_help() -> None:
     import argparse
 
-    from build_engines.flags import add_common_arguments, build_options
+    from triton_kit.build_engines.flags import add_common_arguments, build_options
 
     parser = argparse.ArgumentParser()
     add_common_arguments(parser)
@@ -55,7 +55,7 @@ def test_flag_is_offered_with_an_honest_help() -> None:
 
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory) -> Path:
-    from build_engines.cli import build_from_argv
+    from triton_kit.build_engines.cli import build_from_argv
 
     tmp = tmp_path_factory.mktemp("nmt_int8_dynamic")
     argv = ["nmt", "--precision", "int8-dynamic", "--verify-sentences", "4"]
@@ -88,9 +88,9 @@ def _held_out() -> tuple[list[str], list[str]]:
 def test_served_int8_keeps_exact_match(repository: Path) -> None:
     from transformers import MarianMTModel
 
-    from client import TritonClient
-    from server import ServerConfig, TritonServer
     from tests.support.nmt_reference import InProcess
+    from triton_kit.client import TritonClient
+    from triton_kit.server import ServerConfig, TritonServer
 
     texts, references = _held_out()
     model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT))

@@ -13,15 +13,15 @@ import torch
 import tritonclient.grpc as grpcclient
 from transformers import MarianTokenizer
 
-from build_engines.nmt import DEFAULT_RNN_CHECKPOINT, corpus, rnn_model
-from build_engines.nmt.rnn_export import compare, export_decoder, export_encoder
-from build_engines.nmt.rnn_pipeline import decode_settings, limits, verification_ids
-from build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
-from client import TritonClient
-from python_models.nmt.decode import Job, generate
-from python_models.nmt.ort import OrtStepModel
 from tests.support.nmt_reference import rnn_reference_search as reference_beam_search
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from triton_kit.build_engines.nmt import DEFAULT_RNN_CHECKPOINT, corpus, rnn_model
+from triton_kit.build_engines.nmt.rnn_export import compare, export_decoder, export_encoder
+from triton_kit.build_engines.nmt.rnn_pipeline import decode_settings, limits, verification_ids
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
+from triton_kit.client import TritonClient
+from triton_kit.python_models.nmt.decode import Job, generate
+from triton_kit.python_models.nmt.ort import OrtStepModel
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -166,9 +166,9 @@ def _inputs(text: bytes, beam: int | None, max_length: int | None) -> list[grpcc
 
 
 def _served_settings(name: str):
-    from build_engines.repository import parse
-    from python_models.common.parameters import ModelParameters
-    from python_models.nmt.settings import from_parameters
+    from triton_kit.build_engines.repository import parse
+    from triton_kit.python_models.common.parameters import ModelParameters
+    from triton_kit.python_models.nmt.settings import from_parameters
 
     require_models(name)
     config = parse((MODEL_REPOSITORY / name / "config.pbtxt").read_text())
@@ -184,7 +184,7 @@ def test_served_configs_say_which_state_the_decoder_keeps(model) -> None:
 
 def test_tensorrt_dry_run_plans_both_graphs(tmp_path, capsys) -> None:
     """The plan of work for the served ONNX files: profiles cover rows = batch x beams."""
-    from build_engines.tensorrt.__main__ import main
+    from triton_kit.build_engines.tensorrt.__main__ import main
 
     require_models("nmt_rnn_encoder", "nmt_rnn_decoder")
     argv = ["--output-repository", str(MODEL_REPOSITORY), "--work-dir", str(tmp_path / "b")]

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from build_engines.nmt import corpus
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from client import AsyncTritonClient, InvalidInputError, TritonClient
 from tests.support.nmt_reference import InProcess
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from triton_kit.build_engines.nmt import corpus
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.client import AsyncTritonClient, InvalidInputError, TritonClient
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 

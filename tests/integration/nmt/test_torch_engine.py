@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from build_engines.nmt import corpus
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from client import InvalidInputError, TritonClient
 from tests.support.batching import execution_count
 from tests.support.nmt_reference import hf_translator
 from tests.support.served_build import build_repository, serving
+from triton_kit.build_engines.nmt import corpus
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.client import InvalidInputError, TritonClient
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 SENTENCES = [corpus.english(n) for n in (7, 42, 318, 1999, 50_005, 987_654)]
@@ -51,7 +51,7 @@ def reference():
 
 
 def test_repository_serves_torchscript_not_onnx(repository: Path) -> None:
-    from build_engines.repository import parse
+    from triton_kit.build_engines.repository import parse
 
     for name in ("nmt_encoder", "nmt_decoder"):
         config = parse((repository / name / "config.pbtxt").read_text())

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from build_engines.repository import Tensor, python_model_config, write_model
-from python_models.common.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
-from server import ServerConfig
+from triton_kit.build_engines.repository import Tensor, python_model_config, write_model
+from triton_kit.python_models.common.serving_policy import DEFAULT_QUEUE_POLICY, QueuePolicy
+from triton_kit.server import ServerConfig
 
 ECHO_MODEL = """
 import time

@@ -1,10 +1,10 @@
-"""`python -m server serve --help` documents every option with its default (issue 13)."""
+"""`python -m triton_kit.server serve --help` documents every option with its default (issue 13)."""
 
 from __future__ import annotations
 
 import pytest
 
-from server.__main__ import build_parser
+from triton_kit.server.__main__ import build_parser
 
 pytestmark = pytest.mark.reliability
 

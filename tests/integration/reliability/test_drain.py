@@ -23,12 +23,18 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from build_engines.repository import Step, Tensor, ensemble_config, python_model_config, write_model
-from server import TritonServer, free_ports
-from server.drain import Drainer, entry_models
 from tests.integration.reliability.conftest import ECHO_MODEL, write_echo
 from tests.integration.reliability.test_lifecycle import _wait_ready
 from tests.support.prerequisites import PROJECT_ROOT, require_models
+from triton_kit.build_engines.repository import (
+    Step,
+    Tensor,
+    ensemble_config,
+    python_model_config,
+    write_model,
+)
+from triton_kit.server import TritonServer, free_ports
+from triton_kit.server.drain import Drainer, entry_models
 
 pytestmark = pytest.mark.reliability
 STEP_S = 0.6  # one batch of echo (8 rows): at most one batch ends before the signal
@@ -118,7 +124,7 @@ def test_sigterm_lets_in_flight_ensemble_and_bls_work_finish(tmp_path: Path, pro
     ports = dict(zip(("http", "grpc", "metrics"), free_ports(3), strict=True))
     port = ports["http"]
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--model-repository", str(repo),
+        [sys.executable, "-m", "triton_kit.server", "serve", "--model-repository", str(repo),
          "--http-port", str(port), "--grpc-port", str(ports["grpc"]),
          "--metrics-port", str(ports["metrics"]), "--log-file", str(tmp_path / "server.log"),
          "--exit-timeout", str(EXIT_TIMEOUT_S)],

@@ -31,7 +31,7 @@ def test_grafana_needs_a_password_from_the_environment_and_no_anonymous_access()
 
 
 def test_compose_triton_restricts_the_dangerous_endpoints() -> None:
-    from server.security import API_KEY_HEADER, RESTRICTED_APIS
+    from triton_kit.server.security import API_KEY_HEADER, RESTRICTED_APIS
 
     command = " ".join(COMPOSE["x-triton-server"]["command"])
     apis = ",".join(RESTRICTED_APIS)

@@ -27,8 +27,6 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from server import TritonServer, free_ports
-from server import front_door as template
 from tests.integration.reliability import test_request_size as sizes
 from tests.integration.reliability.test_request_size import (
     LIMIT,
@@ -37,6 +35,8 @@ from tests.integration.reliability.test_request_size import (
     _rejected_oversized,
 )
 from tests.support.nginx import configure
+from triton_kit.server import TritonServer, free_ports
+from triton_kit.server import front_door as template
 
 pytestmark = pytest.mark.reliability
 gate_server = sizes.gate_server  # the fixture: a python model that rejects DATA over LIMIT

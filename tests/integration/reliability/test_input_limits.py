@@ -7,9 +7,9 @@ import zlib
 
 import pytest
 
-from client import InvalidInputError, TritonClient
-from python_models.resnet50.image import ImageLimits
 from tests.support.prerequisites import require_models
+from triton_kit.client import InvalidInputError, TritonClient
+from triton_kit.python_models.resnet50.image import ImageLimits
 
 pytestmark = pytest.mark.reliability
 
@@ -54,7 +54,7 @@ def _nmt_http(triton_server, texts: list[bytes], beam: int):
 def test_nmt_text_over_the_byte_limit_is_rejected_before_work(triton_server) -> None:
     from tritonclient.utils import InferenceServerException
 
-    from python_models.bert.text import DEFAULT_MAX_TEXT_BYTES
+    from triton_kit.python_models.bert.text import DEFAULT_MAX_TEXT_BYTES
 
     require_models("nmt")
     text = b"one two three. " * (DEFAULT_MAX_TEXT_BYTES // 15 + 1)

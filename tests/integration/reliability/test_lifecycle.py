@@ -19,11 +19,11 @@ import psutil
 import pytest
 import tritonclient.http as httpclient
 
-from server import TritonServer, free_port, free_ports
-from server.launcher import wait_ready
-from server.shm import PREFIX, SHM_DIR
 from tests.integration.reliability.conftest import tiny_config
 from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.server import TritonServer, free_port, free_ports
+from triton_kit.server.launcher import wait_ready
+from triton_kit.server.shm import PREFIX, SHM_DIR
 
 pytestmark = pytest.mark.reliability
 
@@ -61,7 +61,7 @@ def test_sigkill_to_launcher_group_takes_server_and_stubs_down(
     """The issue's reproduction: SIGKILL the launcher's process group with work in flight."""
     port, grpc_port, metrics_port = free_ports(3)
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--model-repository", str(tiny_repository),
+        [sys.executable, "-m", "triton_kit.server", "serve", "--model-repository", str(tiny_repository),
          "--http-port", str(port), "--grpc-port", str(grpc_port),
          "--metrics-port", str(metrics_port), "--log-file", str(tmp_path / "server.log")],
         cwd=PROJECT_ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
@@ -137,7 +137,7 @@ def test_restricted_endpoints_need_the_key(tiny_repository: Path, tmp_path: Path
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
         assert refused.value.code == 403, refused.value.code
-        from server.security import api_key_headers
+        from triton_kit.server.security import api_key_headers
 
         headers = api_key_headers(server.api_key)
         for name, value in headers.items():

@@ -11,11 +11,11 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from build_engines.cli import build_parser, family_options
-from build_engines.repository import parse
-from python_models.common.serving_policy import QueuePolicy
-from server import TritonServer
 from tests.integration.reliability.conftest import tiny_config, write_echo
+from triton_kit.build_engines.cli import build_parser, family_options
+from triton_kit.build_engines.repository import parse
+from triton_kit.python_models.common.serving_policy import QueuePolicy
+from triton_kit.server import TritonServer
 
 pytestmark = pytest.mark.reliability
 SERVICE_S = 0.2  # one batch of up to 4
@@ -23,7 +23,7 @@ CLIENTS = 48
 
 
 def _queue_flags(*flags: str) -> QueuePolicy:
-    """The policy ``python -m build_engines FAMILY --queue-policy bounded ...`` writes."""
+    """The policy ``python -m triton_kit.build_engines FAMILY --queue-policy bounded ...`` writes."""
     args = build_parser().parse_args(["resnet50", "--queue-policy", "bounded", *flags])
     return family_options("resnet50", args).queue
 
@@ -44,7 +44,7 @@ def test_the_default_keeps_prefetching_and_the_bound_is_written_when_asked(
     tmp_path: Path,
 ) -> None:
     """Off by default (Triton 2.51 stops prefetching under any policy field, see
-    python_models/common/serving_policy.py); ``--queue-policy bounded`` writes every field."""
+    triton_kit/python_models/common/serving_policy.py); ``--queue-policy bounded`` writes every field."""
     config = parse((write_echo(tmp_path / "off", True) / "echo/config.pbtxt").read_text())
     assert config.HasField("dynamic_batching")
     assert not config.dynamic_batching.HasField("default_queue_policy")
@@ -79,8 +79,8 @@ def test_overload_is_rejected_fast_and_accepted_p99_stays_bounded(tmp_path: Path
 def test_a_family_built_with_the_flags_serves_with_its_bound(tmp_path: Path) -> None:
     """``nmt --architecture rnn`` (seconds to build) with a bound: Triton loads it, shows the
     policy in the served config, and translates."""
-    from build_engines.cli import build_from_argv
-    from client import TritonClient
+    from triton_kit.build_engines.cli import build_from_argv
+    from triton_kit.client import TritonClient
 
     repo = tmp_path / "repo"
     flags = ["--queue-policy", "bounded", "--max-queue-size", "3", "--queue-timeout-ms", "2000"]

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from client import AsyncTritonClient, ServerConnectionError, TritonClient
-from server import free_port
 from tests.integration.reliability.test_lifecycle import _wait_ready
 from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.client import AsyncTritonClient, ServerConnectionError, TritonClient
+from triton_kit.server import free_port
 
 pytestmark = pytest.mark.reliability
 FIRST_CALL_BOUND_S = 2.0  # the gRPC client took 8-9 s
@@ -35,7 +35,7 @@ DOWN_CALL_BOUND_S = 10.0  # a call while the server is gone fails, it does not h
 
 def _launch(repo: Path, ports: dict[str, int], log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--model-repository", str(repo),
+        [sys.executable, "-m", "triton_kit.server", "serve", "--model-repository", str(repo),
          "--http-port", str(ports["http"]), "--grpc-port", str(ports["grpc"]),
          "--metrics-port", str(ports["metrics"]), "--log-file", str(log)],
         cwd=PROJECT_ROOT, start_new_session=True, stdout=subprocess.DEVNULL,

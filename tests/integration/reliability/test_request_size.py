@@ -22,11 +22,11 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from build_engines.repository import Tensor, python_model_config, write_model
-from server import TritonServer
-from server.binary import find_installation, server_environment
-from server.shm import SHM_DIR
 from tests.integration.reliability.conftest import tiny_config
+from triton_kit.build_engines.repository import Tensor, python_model_config, write_model
+from triton_kit.server import TritonServer
+from triton_kit.server.binary import find_installation, server_environment
+from triton_kit.server.shm import SHM_DIR
 
 pytestmark = pytest.mark.reliability
 LIMIT = 1 << 20

@@ -46,7 +46,7 @@ def test_no_served_config_leaks_an_absolute_path(triton_server) -> None:
 
 def test_every_dynamically_batched_model_keeps_prefetching(triton_server) -> None:
     """No queue-policy field: any of them stops Triton 2.51's prefetching and a lone
-    client's requests then wait up to 500 ms (python_models/common/serving_policy.py)."""
+    client's requests then wait up to 500 ms (triton_kit/python_models/common/serving_policy.py)."""
     require_models(*MODELS)
     batched = {n: c for n, c in _served_configs(triton_server).items() if c.get("dynamic_batching")}
     assert {"bert_model", "resnet50_model", "nmt"} <= set(batched)

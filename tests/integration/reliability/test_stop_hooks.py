@@ -1,7 +1,7 @@
 """Compose and Kubernetes stop paths drain a bare tritonserver (no launcher), for real.
 
 Neither deployment runs the launcher, so neither gets its drain on SIGTERM: Kubernetes
-runs ``python3 -S -m server.drain`` as the preStop hook before the kubelet's SIGTERM,
+runs ``python3 -S -m triton_kit.server.drain`` as the preStop hook before the kubelet's SIGTERM,
 and compose runs tritonserver under docker/drain-on-stop.sh, which drains when `docker
 compose stop` SIGTERMs it. Each test takes the command from the rendered manifest or
 the resolved compose file and runs it against the wheel's tritonserver with the
@@ -27,10 +27,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from server import free_ports
-from server.binary import assemble_backend_dir, find_installation, server_environment
-from server.launcher import http_ready
-from server.shm import new_prefix, prefix_args, remove_regions
 from tests.build.deploy.test_compose import COMPOSE_FILE, compose_stop_path
 from tests.build.deploy.test_compose import run as run_compose_tool
 from tests.integration.deploy.test_k8s import K8S, _render, _triton, pre_stop_drain
@@ -41,6 +37,10 @@ from tests.integration.reliability.test_drain import (
     write_drain_repository,
 )
 from tests.support.prerequisites import PROJECT_ROOT, require_tool
+from triton_kit.server import free_ports
+from triton_kit.server.binary import assemble_backend_dir, find_installation, server_environment
+from triton_kit.server.launcher import http_ready
+from triton_kit.server.shm import new_prefix, prefix_args, remove_regions
 
 pytestmark = pytest.mark.reliability
 ROOT = PROJECT_ROOT

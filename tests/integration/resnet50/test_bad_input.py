@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from client import InvalidInputError, TritonClient
 from tests.support.batching import first_co_batched
 from tests.support.images import encode, jpeg, make_image
 from tests.support.prerequisites import require_models
 from tests.support.reference import imagenet_label, resnet50_reference
+from triton_kit.client import InvalidInputError, TritonClient
 
 MAX_BYTES = 20 * 1024 * 1024  # the documented limit, restated rather than imported
 

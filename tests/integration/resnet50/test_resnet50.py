@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from client import AsyncTritonClient, Classification, TritonClient
 from tests.support.images import case_bytes
 from tests.support.prerequisites import require_models
 from tests.support.reference import imagenet_label, resnet50_reference
+from triton_kit.client import AsyncTritonClient, Classification, TritonClient
 
 CASES = case_bytes()
 SCORE_TOLERANCE = 1e-4

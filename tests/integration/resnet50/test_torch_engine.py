@@ -18,10 +18,10 @@ import torch
 import tritonclient.grpc as grpcclient
 from PIL import Image
 
-from client import InvalidInputError, TritonClient
-from server import ServerConfig, TritonServer
 from tests.support.images import case_bytes
 from tests.support.reference import resnet50_reference
+from triton_kit.client import InvalidInputError, TritonClient
+from triton_kit.server import ServerConfig, TritonServer
 
 SCORE_TOLERANCE = 1e-4
 # A ResNet-50 build and a server start: minutes on 2 shared cores (4 min measured).
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(served repository, a repository-shaped folder with the build's ONNX for the reference)."""
-    from build_engines.cli import build_from_argv
+    from triton_kit.build_engines.cli import build_from_argv
 
     root = tmp_path_factory.mktemp("torchr50")
     argv = ["resnet50", "--engine", "torch", "--output-repository", str(root / "repo")]
@@ -53,7 +53,7 @@ def server(built: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -
 
 
 def test_repository_serves_torchscript(built: tuple[Path, Path]) -> None:
-    from build_engines.repository import parse
+    from triton_kit.build_engines.repository import parse
 
     model = built[0] / "resnet50_model"
     config = parse((model / "config.pbtxt").read_text())

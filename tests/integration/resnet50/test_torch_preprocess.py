@@ -21,11 +21,11 @@ import tritonclient.grpc as grpcclient
 from PIL import Image
 from tritonclient.utils import InferenceServerException
 
-from server import TritonServer
 from tests.support.batching import first_co_batched
 from tests.support.images import case_bytes, jpeg
 from tests.support.prerequisites import require_models
 from tests.support.reference import STD_RGB, imagenet_label, reference_pixels, resnet50_reference
+from triton_kit.server import TritonServer
 
 SCORE_TOLERANCE = 1e-4
 LEVEL = 1 / 255 / min(STD_RGB)  # one 8-bit level, normalised (the largest such step)
@@ -47,8 +47,8 @@ def infer(server: TritonServer, image: np.ndarray) -> grpcclient.InferResult:
 @pytest.mark.parametrize(("name", "data"), case_bytes(), ids=[n for n, _ in case_bytes()])
 def test_torch_recipe_matches_the_reference_pixels(name: str, data: bytes) -> None:
     """The GPU path's resize/crop/normalise, on CPU torch: within 2 levels, nearly all equal."""
-    from python_models.resnet50.gpu import TorchPreprocess
-    from python_models.resnet50.image import PreprocessSpec
+    from triton_kit.python_models.resnet50.gpu import TorchPreprocess
+    from triton_kit.python_models.resnet50.image import PreprocessSpec
 
     recipe = TorchPreprocess(PreprocessSpec(), "cpu")
     got = recipe.pixels([recipe.from_hwc(decoded(data))])[0]
@@ -125,8 +125,8 @@ def test_nvjpeg_decode_and_gpu_resize_match_the_reference() -> None:
     held to the CPU recipe's 2 levels against the reference run on the very pixels nvJPEG
     decoded (not yet seen passing on the H100: run 5 stopped at the decode bound of 2).
     """
-    from python_models.resnet50.gpu import TorchPreprocess
-    from python_models.resnet50.image import PreprocessSpec
+    from triton_kit.python_models.resnet50.gpu import TorchPreprocess
+    from triton_kit.python_models.resnet50.image import PreprocessSpec
 
     recipe = TorchPreprocess(PreprocessSpec(), "cuda")
     for name, data in case_bytes():
@@ -148,8 +148,8 @@ def torch_path_server(
     model_repository: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     """The shipped resnet50_preprocess with ``torch_on_cpu``: the GPU path's code on CPU."""
-    from build_engines.repository import parse, render
-    from server import ServerConfig
+    from triton_kit.build_engines.repository import parse, render
+    from triton_kit.server import ServerConfig
 
     require_models("resnet50_preprocess")
     root = tmp_path_factory.mktemp("torchpre")

@@ -15,18 +15,18 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from client import (
+from tests.support.images import case_bytes
+from tests.support.prerequisites import require_models
+from tests.support.reference import imagenet_label, resnet50_reference
+from tests.support.shm_regions import own_regions
+from triton_kit.client import (
     AsyncTritonClient,
     Classification,
     InvalidInputError,
     ModelUnavailableError,
     TritonClient,
 )
-from server import free_port
-from tests.support.images import case_bytes
-from tests.support.prerequisites import require_models
-from tests.support.reference import imagenet_label, resnet50_reference
-from tests.support.shm_regions import own_regions
+from triton_kit.server import free_port
 
 SCORE_TOLERANCE = 1e-4
 # RGB JPEG, RGBA PNG, greyscale JPEG, palette PNG: every conversion to RGB the client makes.

@@ -1,4 +1,4 @@
-"""`python -m server serve` runs the real server until SIGTERM, then exits cleanly."""
+"""`python -m triton_kit.server serve` runs the real server until SIGTERM, then exits cleanly."""
 
 from __future__ import annotations
 
@@ -9,15 +9,22 @@ import sys
 import time
 from pathlib import Path
 
-from client import TritonClient
-from server import free_port
 from tests.support.prerequisites import PROJECT_ROOT, require_models
+from triton_kit.client import TritonClient
+from triton_kit.server import free_port
 
 
 def test_serve_answers_then_stops_on_sigterm(model_repository: Path, tmp_path: Path) -> None:
     require_models("bert")
     http, grpc, metrics = free_port(), free_port(), free_port()
-    command = [sys.executable, "-m", "server", "serve", "--model-repository", str(model_repository)]
+    command = [
+        sys.executable,
+        "-m",
+        "triton_kit.server",
+        "serve",
+        "--model-repository",
+        str(model_repository),
+    ]
     command += ["--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
     command += ["--log-file", str(tmp_path / "triton.log")]
     log = open(tmp_path / "serve.out", "wb")  # noqa: SIM115 - closed in finally
@@ -55,7 +62,7 @@ def test_free_ports_are_distinct_and_bindable() -> None:
     until all are chosen."""
     import socket
 
-    from server import free_ports
+    from triton_kit.server import free_ports
 
     ports = free_ports(8)
     assert len(set(ports)) == 8

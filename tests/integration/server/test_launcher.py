@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from build_engines.repository import Tensor, onnx_model_config, write_model
-from server import (
+from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.build_engines.repository import Tensor, onnx_model_config, write_model
+from triton_kit.server import (
     BinaryNotFoundError,
     ModelLoadError,
     PortInUseError,
     ServerConfig,
     TritonServer,
 )
-from server.launcher import parse_load_failures
-from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.server.launcher import parse_load_failures
 
 
 def _config(repository: Path, tmp_path: Path, **overrides: object) -> ServerConfig:
@@ -98,7 +98,7 @@ def test_server_dies_with_a_killed_caller(tmp_path: Path) -> None:
         import sys, time
         sys.path.insert(0, {str(PROJECT_ROOT)!r})
         from pathlib import Path
-        from server import ServerConfig, TritonServer
+        from triton_kit.server import ServerConfig, TritonServer
         s = TritonServer(ServerConfig(model_repository=Path({str(tmp_path / "empty")!r}),
             http_port=0, grpc_port=0, metrics_port=0, log_file=Path({str(tmp_path / "c.log")!r})))
         s.start()

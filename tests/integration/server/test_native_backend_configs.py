@@ -14,8 +14,8 @@ from pathlib import Path
 import onnxruntime
 import pytest
 
-from server.model_backends import model_backends, read_config
 from tests.support.prerequisites import MODEL_REPOSITORY
+from triton_kit.server.model_backends import model_backends, read_config
 
 ONNX_TYPES = {"onnxruntime"}
 

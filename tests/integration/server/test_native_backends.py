@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from server import BackendUnavailableError, ServerConfig, TritonServer
-from server.model_backends import model_backends
-from server.native_backends import OUT_ENV
+from triton_kit.server import BackendUnavailableError, ServerConfig, TritonServer
+from triton_kit.server.model_backends import model_backends
+from triton_kit.server.native_backends import OUT_ENV
 
 NATIVE = {"onnxruntime", "pytorch"}
 

@@ -14,9 +14,9 @@ import pytest
 import tritonclient.grpc as grpcclient
 from onnx import TensorProto, helper
 
-from build_engines.repository import Tensor, onnx_model_config, write_model
-from server import ServerConfig, TritonServer
 from tests.support.batching import co_batched
+from triton_kit.build_engines.repository import Tensor, onnx_model_config, write_model
+from triton_kit.server import ServerConfig, TritonServer
 
 
 def _affine_onnx(path: Path) -> Path:
@@ -137,7 +137,7 @@ def _threads_added_by_loading(server: TritonServer, model: str) -> int:
     configured): Triton's own backend runs ONNX Runtime inside the server process."""
     import psutil
 
-    from server.security import api_key_headers
+    from triton_kit.server.security import api_key_headers
 
     process = psutil.Process(server._process.pid)
     client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.config.grpc_port}")

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import torch
 
-from build_engines import engines
-from build_engines.onnx_export import export
-from build_engines.options import BuildOptions
-from build_engines.precision import CalibrationSettings, to_int8
-from build_engines.precision.report import session
-from build_engines.repository import Tensor, onnx_model_config, write_model
 from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.build_engines import engines
+from triton_kit.build_engines.onnx_export import export
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.build_engines.precision import CalibrationSettings, to_int8
+from triton_kit.build_engines.precision.report import session
+from triton_kit.build_engines.repository import Tensor, onnx_model_config, write_model
 
 
 def _feeds(count: int, seed: int):
@@ -60,7 +60,7 @@ def _min_cosine(reference: np.ndarray, candidate: np.ndarray) -> float:
 def test_lowered_models_are_served_by_triton(tmp_path: Path) -> None:
     from tritonclient import http
 
-    from server import ServerConfig, TritonServer
+    from triton_kit.server import ServerConfig, TritonServer
 
     fp32 = _tiny_fp32(tmp_path)
     repo, lowered = tmp_path / "repo", {}
@@ -95,7 +95,7 @@ NO_VNNI_CPU = "EPYC-Rome"
 RUN_ONNX = """
 import sys
 import numpy as np
-from python_models.common.ort_session import create_session
+from triton_kit.python_models.common.ort_session import create_session
 x = np.load(sys.argv[1])
 for model in sys.argv[2:]:
     np.save(model + ".y.npy", create_session(model).run(None, {"x": x})[0])

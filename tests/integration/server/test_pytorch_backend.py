@@ -17,9 +17,13 @@ import torch
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from build_engines.repository import Tensor, write_model
-from build_engines.torch_engine import TorchConfigOptions, torch_model_config, torch_model_files
-from server import ServerConfig, TritonServer
+from triton_kit.build_engines.repository import Tensor, write_model
+from triton_kit.build_engines.torch_engine import (
+    TorchConfigOptions,
+    torch_model_config,
+    torch_model_files,
+)
+from triton_kit.server import ServerConfig, TritonServer
 
 GPU = torch.cuda.is_available()
 

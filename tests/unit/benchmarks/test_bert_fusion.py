@@ -1,11 +1,11 @@
-"""benchmarks.bert.fusion's pure parts: flags, inputs and the table row."""
+"""triton_kit.benchmarks.bert.fusion's pure parts: flags, inputs and the table row."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from benchmarks.bert import fusion
+from triton_kit.benchmarks.bert import fusion
 
 
 def test_flags_parse_into_settings() -> None:

@@ -4,7 +4,7 @@ once reported as the fastest row."""
 
 from __future__ import annotations
 
-from benchmarks.gpu.nmt import add_agreement, cpu_row_key, markdown
+from triton_kit.benchmarks.gpu.nmt import add_agreement, cpu_row_key, markdown
 
 
 def _cell(level: int, outputs: list[str]) -> dict:
@@ -40,7 +40,7 @@ def test_each_cell_agrees_with_the_cpu_row_over_the_sentences_both_ran() -> None
     }
     assert all("outputs" not in cells[0] for cells in results.values())
     results["large torchscript generate fp16 cuda (profiling executor), served"] = [_cell(8, [])]
-    report = markdown(results, {"command": "python -m benchmarks.gpu.nmt"})
+    report = markdown(results, {"command": "python -m triton_kit.benchmarks.gpu.nmt"})
     profiling = "large torchscript generate fp16 cuda (profiling executor), served"
     assert f"| {profiling} | {cpu_row_key('large')} | 1.0x |" in report
     assert (

@@ -12,10 +12,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from benchmarks.harness import model_alone, perf_analyzer
-from benchmarks.harness.measure import Result, run_threads, write_keeping_discussion
-from benchmarks.harness.model_alone import Comparison, Served, ServedOnnx, shares
-from loadtest.triton_stats import ModelCounters
+from triton_kit.benchmarks.harness import model_alone, perf_analyzer
+from triton_kit.benchmarks.harness.measure import Result, run_threads, write_keeping_discussion
+from triton_kit.benchmarks.harness.model_alone import Comparison, Served, ServedOnnx, shares
+from triton_kit.loadtest.triton_stats import ModelCounters
 
 CONFIG = """
 name: "tiny"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from benchmarks.nmt import report
-from benchmarks.nmt.run import Cell, markdown_table
+from triton_kit.benchmarks.nmt import report
+from triton_kit.benchmarks.nmt.run import Cell, markdown_table
 
 
 def _cell(engine: str, beam: int, level: int, rate: float) -> Cell:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from benchmarks.harness.measure import report_header, runs_table
+from triton_kit.benchmarks.harness.measure import report_header, runs_table
 
 
 def test_the_header_names_one_run_in_a_table() -> None:
     text = report_header(
-        "X benchmark", command="python -m benchmarks.x", load="idle", machine="M", date="D",
+        "X benchmark", command="python -m triton_kit.benchmarks.x", load="idle", machine="M", date="D",
         commit="abc1234",
     )  # fmt: skip
     assert text.splitlines() == [
@@ -17,7 +17,7 @@ def test_the_header_names_one_run_in_a_table() -> None:
         "|---|---|",
         "| machine | M |",
         "| load | idle |",
-        "| command | `python -m benchmarks.x` |",
+        "| command | `python -m triton_kit.benchmarks.x` |",
         "| date | D |",
         "| commit | `abc1234` |",
     ]

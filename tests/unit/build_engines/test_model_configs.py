@@ -8,8 +8,8 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from build_engines.repository import Tensor, onnx_model_config, parse, render
-from python_models.common.parameters import ModelParameters, ParameterError
+from triton_kit.build_engines.repository import Tensor, onnx_model_config, parse, render
+from triton_kit.python_models.common.parameters import ModelParameters, ParameterError
 
 
 def _configs(repository: Path) -> dict[str, mc.ModelConfig]:
@@ -51,7 +51,7 @@ def test_python_models_are_one_line_shims(model_repository: Path) -> None:
             for line in model_py.read_text().splitlines()
             if line.strip() and not line.startswith(('"""', "#"))
         ]
-        assert len(code) == 1 and code[0].startswith("from python_models."), model_py
+        assert len(code) == 1 and code[0].startswith("from triton_kit.python_models."), model_py
 
 
 def test_unknown_field_is_rejected_by_the_schema() -> None:

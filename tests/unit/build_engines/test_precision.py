@@ -14,18 +14,18 @@ import onnx
 import pytest
 from onnx import TensorProto, numpy_helper
 
-from build_engines import engines, precision_step
-from build_engines.options import BuildOptions
-from build_engines.precision import CalibrationSettings, to_fp16, to_int8
-from build_engines.precision.int8 import FeedsReader, cache_path_for
-from build_engines.precision.report import (
+from triton_kit.build_engines import engines, precision_step
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.build_engines.precision import CalibrationSettings, to_fp16, to_int8
+from triton_kit.build_engines.precision.int8 import FeedsReader, cache_path_for
+from triton_kit.build_engines.precision.report import (
     accuracy_report,
     bleu,
     cosine_rows,
     exact_match,
     topk_agreement,
 )
-from build_engines.repository import Tensor, onnx_model_config
+from triton_kit.build_engines.repository import Tensor, onnx_model_config
 
 
 def _feeds(count: int, seed: int, batch: int = 2):
@@ -39,7 +39,7 @@ def _feeds(count: int, seed: int, batch: int = 2):
 def tiny_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
 
-    from build_engines.onnx_export import export
+    from triton_kit.build_engines.onnx_export import export
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:

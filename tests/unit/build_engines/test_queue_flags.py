@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import pytest
 
-from build_engines.cli import FAMILIES, build_parser, family_options, main
-from build_engines.options import BuildOptions, rebuild_command
-from python_models.common.serving_policy import QueuePolicy
+from triton_kit.build_engines.cli import FAMILIES, build_parser, family_options, main
+from triton_kit.build_engines.options import BuildOptions, rebuild_command
+from triton_kit.python_models.common.serving_policy import QueuePolicy
 
 
 def _queue(*flags: str, family: str = "resnet50") -> QueuePolicy:
@@ -90,5 +90,5 @@ def test_the_rebuild_command_carries_the_queue_and_parses_back() -> None:
     command = rebuild_command(options, "bert_model")
     assert "--queue-policy bounded --max-queue-size 7 --queue-timeout-ms 250" in command
     assert "queue" not in rebuild_command(BuildOptions(family="bert"), "bert_model")
-    argv = shlex.split(command)[3:]  # after "python -m build_engines"
+    argv = shlex.split(command)[3:]  # after "python -m triton_kit.build_engines"
     assert family_options("bert", build_parser().parse_args(argv)).queue == options.queue

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.support.prerequisites import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
-BUILD = ROOT / "build_engines"
+BUILD = ROOT / "triton_kit" / "build_engines"
 # Where parsed flags may be read: the CLI, the flag definitions, each family's conversion to
 # its own frozen options, and the stand-alone training scripts' own mains.
 NAMESPACE_READERS = {"build_options", "family_options", "options_from", "run_family", "main"}
@@ -51,4 +51,7 @@ def test_no_getattr_fallbacks_anywhere_in_the_build() -> None:
 def test_tensorrt_main_does_not_import_the_cli() -> None:
     tree = ast.parse((BUILD / "tensorrt" / "__main__.py").read_text())
     modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-    assert "build_engines.cli" not in modules and "build_engines.flags" in modules
+    assert (
+        "triton_kit.build_engines.cli" not in modules
+        and "triton_kit.build_engines.flags" in modules
+    )

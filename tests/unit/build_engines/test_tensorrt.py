@@ -18,17 +18,22 @@ from google.protobuf import text_format
 from onnx import TensorProto, helper
 from tritonclient.grpc import model_config_pb2 as mc
 
-from build_engines import engines
-from build_engines.options import BuildOptions
-from build_engines.repository import Tensor, onnx_model_config, set_parameters, write_model
-from build_engines.tensorrt.config import tensorrt_plan_config
-from build_engines.tensorrt.lazy import (
+from triton_kit.build_engines import engines
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.build_engines.repository import (
+    Tensor,
+    onnx_model_config,
+    set_parameters,
+    write_model,
+)
+from triton_kit.build_engines.tensorrt.config import tensorrt_plan_config
+from triton_kit.build_engines.tensorrt.lazy import (
     TensorRTUnavailable,
     import_tensorrt,
     tensorrt_available,
 )
-from build_engines.tensorrt.options import TensorRTOptions
-from build_engines.tensorrt.profiles import (
+from triton_kit.build_engines.tensorrt.options import TensorRTOptions
+from triton_kit.build_engines.tensorrt.profiles import (
     DimRange,
     ProfileError,
     derive_profiles,
@@ -36,11 +41,11 @@ from build_engines.tensorrt.profiles import (
     parse_shape_ranges,
     ranges_for,
 )
-from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
-from python_models.common.tensorrt_sidecar import Sidecar
-from server.errors import PlanMismatchError, ServerError
-from server.plan_check import check_plans, find_problems
-from server.tensorrt_device import Gpu, TensorRTRuntime, parse_nvidia_smi, release
+from triton_kit.build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
+from triton_kit.python_models.common.tensorrt_sidecar import Sidecar
+from triton_kit.server.errors import PlanMismatchError, ServerError
+from triton_kit.server.plan_check import check_plans, find_problems
+from triton_kit.server.tensorrt_device import Gpu, TensorRTRuntime, parse_nvidia_smi, release
 
 HAS_TENSORRT = tensorrt_available()
 HAS_GPU = shutil.which("nvidia-smi") is not None
@@ -274,7 +279,9 @@ def test_dry_run_prints_plan_and_trtexec_and_writes_nothing(
     assert f"--saveEngine={tmp_path / 'repo' / name / '1' / 'model.plan'}" in out
     for spec_input in FAMILY_SPECS[name]:
         assert f"--minShapes={spec_input}:" in out or f",{spec_input}:" in out
-    assert f"kit command: python -m build_engines {_family(name)} --engine tensorrt" in out
+    assert (
+        f"kit command: python -m triton_kit.build_engines {_family(name)} --engine tensorrt" in out
+    )
     assert not (tmp_path / "build").exists() and not (tmp_path / "repo").exists()
 
 
@@ -338,7 +345,7 @@ def _sidecar(**changes: object) -> Sidecar:
         "onnx_sha256": "0" * 64,
         "profiles": [],
         "build_options": TensorRTOptions().as_record(),
-        "rebuild_command": "python -m build_engines resnet50 --engine tensorrt --precision int8",
+        "rebuild_command": "python -m triton_kit.build_engines resnet50 --engine tensorrt --precision int8",
     }
     values.update(changes)
     return Sidecar(**values)
@@ -373,7 +380,7 @@ def test_other_tensorrt_version_is_refused_with_the_rebuild_command(tmp_path, fa
     assert "model 'resnet50_model' version 1" in message
     assert "built with TensorRT 10.5.0, but this server has TensorRT 10.7.0" in message
     assert (
-        "rebuild with: python -m build_engines resnet50 --engine tensorrt --precision int8"
+        "rebuild with: python -m triton_kit.build_engines resnet50 --engine tensorrt --precision int8"
         in message
     )
     assert isinstance(caught.value, ServerError)
@@ -407,14 +414,15 @@ def test_compatibility_levels_widen_what_is_accepted(tmp_path: Path, family_onnx
 def test_plan_without_sidecar_is_refused(tmp_path: Path, family_onnx) -> None:
     repo = _plan_repository(tmp_path, None, family_onnx)
     with pytest.raises(
-        PlanMismatchError, match=r"no model\.plan\.json.*python -m build_engines resnet50"
+        PlanMismatchError,
+        match=r"no model\.plan\.json.*python -m triton_kit.build_engines resnet50",
     ):
         check_plans(repo, TRT_10_5, H100)
 
 
 def test_launcher_refuses_before_starting(tmp_path: Path, family_onnx) -> None:
     """TritonServer.start() checks plans first; on this machine there is no TensorRT."""
-    from server import ServerConfig, TritonServer
+    from triton_kit.server import ServerConfig, TritonServer
 
     if HAS_TENSORRT:
         pytest.skip("TensorRT is installed here: the 'no TensorRT' refusal cannot be shown")
@@ -439,7 +447,9 @@ def test_device_parsing() -> None:
 def test_reproduce_script_is_runnable_bash(family_onnx) -> None:
     profiles = _profiles("resnet50_model", family_onnx("resnet50_model"))
     command = trtexec_command(Path("a b.onnx"), Path("m.plan"), profiles, TensorRTOptions())
-    script = reproduce_script(command, "python -m build_engines resnet50 --engine tensorrt", "x")
+    script = reproduce_script(
+        command, "python -m triton_kit.build_engines resnet50 --engine tensorrt", "x"
+    )
     assert script.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in script
     assert "'--onnx=a b.onnx'" in script
     assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
@@ -477,7 +487,7 @@ def test_real_plan_build(tmp_path: Path) -> None:
     import numpy as np
     from onnx import numpy_helper
 
-    from build_engines.tensorrt.builder import build_plan
+    from triton_kit.build_engines.tensorrt.builder import build_plan
 
     weight = numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")
     graph = helper.make_graph(
@@ -497,8 +507,8 @@ def test_real_plan_build(tmp_path: Path) -> None:
 
 
 def test_plan_command_for_built_repository(tmp_path: Path, family_onnx, capsys) -> None:
-    """``python -m build_engines.tensorrt`` prints a plan per ONNX model already served."""
-    from build_engines.tensorrt.__main__ import main
+    """``python -m triton_kit.build_engines.tensorrt`` prints a plan per ONNX model already served."""
+    from triton_kit.build_engines.tensorrt.__main__ import main
 
     repo = tmp_path / "repo"
     for name in ("resnet50_model", "nmt_decoder"):

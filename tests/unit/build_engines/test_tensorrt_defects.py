@@ -19,8 +19,6 @@ import pytest
 import yaml
 from packaging.specifiers import SpecifierSet
 
-from build_engines.tensorrt.options import TensorRTOptions
-from build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
 from tests.support.prerequisites import PROJECT_ROOT
 from tests.unit.build_engines.test_tensorrt import (
     FAMILY_SPECS,
@@ -32,6 +30,8 @@ from tests.unit.build_engines.test_tensorrt import (
     _profiles,
     _sidecar,
 )
+from triton_kit.build_engines.tensorrt.options import TensorRTOptions
+from triton_kit.build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
 
 ROOT = PROJECT_ROOT
 
@@ -67,7 +67,7 @@ def test_each_profile_gets_its_index_before_its_shapes(family_onnx) -> None:
 
 
 def test_input_names_are_quoted() -> None:
-    from build_engines.tensorrt.profiles import Profile, ShapeRange
+    from triton_kit.build_engines.tensorrt.profiles import Profile, ShapeRange
 
     profile = Profile((("input:0", ShapeRange((1, 3), (4, 3), (8, 3))),))
     command = trtexec_command(Path("m.onnx"), Path("m.plan"), [profile], TensorRTOptions())
@@ -79,7 +79,9 @@ def test_input_names_are_quoted() -> None:
 
 
 def test_reproduce_script_finds_trtexec_or_names_the_image(tmp_path: Path) -> None:
-    script = reproduce_script(["trtexec", "--onnx=m.onnx"], "python -m build_engines x", "h")
+    script = reproduce_script(
+        ["trtexec", "--onnx=m.onnx"], "python -m triton_kit.build_engines x", "h"
+    )
     assert "/usr/src/tensorrt/bin/trtexec" in script
     assert "nvcr.io/nvidia/tensorrt:" in script
     path = tmp_path / "reproduce.sh"
@@ -114,8 +116,8 @@ def test_tensorrt_version_build_arg_matches_four_part_pypi_versions() -> None:
 
 
 def test_four_part_build_version_matches_the_three_part_runtime(tmp_path, family_onnx) -> None:
-    from server.plan_check import find_problems
-    from server.tensorrt_device import TensorRTRuntime
+    from triton_kit.server.plan_check import find_problems
+    from triton_kit.server.tensorrt_device import TensorRTRuntime
 
     sidecar = _sidecar(tensorrt_version="10.8.0.43")
     repo = _plan_repository(tmp_path, sidecar, family_onnx)
@@ -126,7 +128,7 @@ def test_four_part_build_version_matches_the_three_part_runtime(tmp_path, family
 
 
 def test_version_compatible_plan_needs_the_backend_config(tmp_path, family_onnx) -> None:
-    from server.plan_check import find_problems
+    from triton_kit.server.plan_check import find_problems
 
     options = {**TensorRTOptions().as_record(), "version_compatible": True}
     repo = _plan_repository(tmp_path, _sidecar(build_options=options), family_onnx)
@@ -145,7 +147,7 @@ def test_compose_passes_the_backend_config_when_the_repository_needs_it() -> Non
 
 
 def test_warmup_covers_every_profile(family_onnx) -> None:
-    from build_engines.tensorrt.config import tensorrt_plan_config
+    from triton_kit.build_engines.tensorrt.config import tensorrt_plan_config
 
     profiles = _profiles("bert_model", family_onnx("bert_model"))
     config = tensorrt_plan_config(_config("bert_model"), profiles, TensorRTOptions(warmup=True))
@@ -209,7 +211,7 @@ class FakeTensorRT:
 
 
 def test_same_compute_capability_needs_tensorrt_10_9() -> None:
-    from build_engines.tensorrt.builder import PlanBuildError, builder_config
+    from triton_kit.build_engines.tensorrt.builder import PlanBuildError, builder_config
 
     options = TensorRTOptions(hardware_compatibility_level="same-compute-capability")
     trt = FakeTensorRT("10.5.0.18", FakeConfig())
@@ -220,7 +222,7 @@ def test_same_compute_capability_needs_tensorrt_10_9() -> None:
 
 
 def test_timing_cache_from_another_gpu_is_rebuilt(tmp_path: Path, capsys) -> None:
-    from build_engines.tensorrt.builder import attach_timing_cache
+    from triton_kit.build_engines.tensorrt.builder import attach_timing_cache
 
     path = tmp_path / "timing.cache"
     path.write_bytes(b"cache of an A100")
@@ -232,7 +234,7 @@ def test_timing_cache_from_another_gpu_is_rebuilt(tmp_path: Path, capsys) -> Non
 
 
 def test_dla_reports_layers_that_fall_back_to_the_gpu(capsys) -> None:
-    from build_engines.tensorrt.builder import use_dla
+    from triton_kit.build_engines.tensorrt.builder import use_dla
 
     layers = ["conv", "softmax", "topk"]
     network = SimpleNamespace(num_layers=3, get_layer=lambda i: layers[i])
@@ -247,8 +249,8 @@ def test_dla_reports_layers_that_fall_back_to_the_gpu(capsys) -> None:
 
 
 def _dry_run(tmp_path: Path, name: str, family_onnx, **options: object) -> str:
-    from build_engines import engines
     from tests.unit.build_engines.test_tensorrt import _args
+    from triton_kit.build_engines import engines
 
     args = _args(tmp_path, family=name.split("_")[0], **options)
     with pytest.raises(engines.DryRun):
@@ -273,7 +275,7 @@ def test_fp32_on_dla_is_refused(tmp_path: Path, family_onnx) -> None:
 
 
 def test_runtime_version_comes_from_the_servers_libnvinfer(tmp_path: Path, monkeypatch) -> None:
-    from server import tensorrt_device as device
+    from triton_kit.server import tensorrt_device as device
 
     backend = tmp_path / "tritonserver" / "backends" / "tensorrt"
     backend.mkdir(parents=True)
@@ -301,9 +303,9 @@ def test_runtime_version_comes_from_the_servers_libnvinfer(tmp_path: Path, monke
 
 
 def test_every_registered_engine_is_a_cli_choice_with_a_complete_step() -> None:
-    from build_engines.cli import build_parser
-    from build_engines.engine_step import step_of
-    from build_engines.engines import Engine
+    from triton_kit.build_engines.cli import build_parser
+    from triton_kit.build_engines.engine_step import step_of
+    from triton_kit.build_engines.engines import Engine
 
     family = build_parser()._subparsers._group_actions[0].choices["resnet50"]
     (engine_flag,) = [a for a in family._actions if "--engine" in a.option_strings]
@@ -322,9 +324,9 @@ def test_cli_defaults_are_the_dataclass_defaults_and_the_rebuild_command_omits_t
 ) -> None:
     from dataclasses import asdict
 
-    from build_engines.cli import build_parser, family_options
-    from build_engines.options import BuildOptions, rebuild_command
-    from build_engines.precision import CalibrationSettings
+    from triton_kit.build_engines.cli import build_parser, family_options
+    from triton_kit.build_engines.options import BuildOptions, rebuild_command
+    from triton_kit.build_engines.precision import CalibrationSettings
 
     args = build_parser().parse_args(["resnet50", "--precision", "int8", "--engine", "tensorrt"])
     for name, default in asdict(TensorRTOptions()).items():
@@ -335,7 +337,7 @@ def test_cli_defaults_are_the_dataclass_defaults_and_the_rebuild_command_omits_t
     options = family_options("resnet50", args)
     assert isinstance(options, BuildOptions) and options.calibration == CalibrationSettings()
     assert rebuild_command(options, "resnet50_model") == (
-        "python -m build_engines resnet50 --engine tensorrt --precision int8"
+        "python -m triton_kit.build_engines resnet50 --engine tensorrt --precision int8"
     )
     changed = ["--workspace-gb", "2", "--sparsity", "--calibration-size", "8", "--dla-core", "0"]
     args = build_parser().parse_args(["bert", "--precision", "int8", *changed])

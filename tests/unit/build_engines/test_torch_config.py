@@ -7,9 +7,13 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from build_engines.repository import Tensor
-from build_engines.torch_engine import TorchConfigOptions, torch_model_config, torch_model_files
-from build_engines.torch_engine.artifacts import torch_config
+from triton_kit.build_engines.repository import Tensor
+from triton_kit.build_engines.torch_engine import (
+    TorchConfigOptions,
+    torch_model_config,
+    torch_model_files,
+)
+from triton_kit.build_engines.torch_engine.artifacts import torch_config
 
 IO = ([Tensor("x", "FP32", (4,))], [Tensor("y", "FP32", (4,))])
 
@@ -37,7 +41,9 @@ def test_graph_buckets_make_a_python_model_with_its_shim(tmp_path: Path) -> None
     assert config.optimization.cuda.graphs
     assert "DISABLE_OPTIMIZED_EXECUTION" not in _parameters(config)
     files = torch_model_files(tmp_path / "model.pt", options)
-    assert "python_models.common.torchscript import TorchScriptModel" in str(files["model.py"])
+    assert "triton_kit.python_models.common.torchscript import TorchScriptModel" in str(
+        files["model.py"]
+    )
     cpu = TorchConfigOptions(max_batch_size=8, gpu=False, graph_batch_sizes=(1, 8))
     assert torch_model_config("m", *IO, cpu).platform == "pytorch_libtorch"
     assert set(torch_model_files(tmp_path / "model.pt", cpu)) == {"model.pt"}
@@ -46,7 +52,7 @@ def test_graph_buckets_make_a_python_model_with_its_shim(tmp_path: Path) -> None
 def test_cuda_graphs_go_only_where_every_input_shape_is_fixed() -> None:
     """``--engine torch --cuda-graphs``: resnet50_model's fixed pixels get graph buckets;
     token ids of open length stay with Triton's own backend."""
-    from build_engines.torch_engine.artifacts import _add_cuda_graphs
+    from triton_kit.build_engines.torch_engine.artifacts import _add_cuda_graphs
 
     image = mc.ModelConfig(name="r", platform="onnxruntime_onnx", max_batch_size=8)
     image.input.add(name="pixel_values", data_type=mc.TYPE_FP32, dims=[3, 224, 224])

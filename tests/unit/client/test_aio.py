@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from client import (
+from tests.support.recording_client import Factory, describe, family_reply, result
+from triton_kit.client import (
     AsyncTritonClient,
     ClientClosedError,
     DeadlineExceededError,
@@ -27,11 +28,10 @@ from client import (
     ServerOverloadedError,
     Timeout,
 )
-from client.codecs import Call
-from client.options import ClientOptions
-from client.transport import AsyncTransport, ClientSpec, Endpoint, Request
-from client.types import Classification, Prediction
-from tests.support.recording_client import Factory, describe, family_reply, result
+from triton_kit.client.codecs import Call
+from triton_kit.client.options import ClientOptions
+from triton_kit.client.transport import AsyncTransport, ClientSpec, Endpoint, Request
+from triton_kit.client.types import Classification, Prediction
 
 URL = "grpc://10.7.7.7:8001"
 HTTP_URL = "http://10.7.7.7:8000"

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from client import (
+from triton_kit.client import (
     DeadlineExceededError,
     InvalidInputError,
     ModelUnavailableError,
@@ -15,8 +15,8 @@ from client import (
     Timeout,
     TritonClientError,
 )
-from client.base import as_list, raise_first
-from client.errors import CallContext, translate_error
+from triton_kit.client.base import as_list, raise_first
+from triton_kit.client.errors import CallContext, translate_error
 
 CONTEXT = CallContext(url="grpc://127.0.0.1:1", model="m", timeout=2.0)
 

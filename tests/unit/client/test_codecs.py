@@ -1,4 +1,4 @@
-"""client.codecs, client.base helpers and client.types without a server (Endpoint.parse:
+"""triton_kit.client.codecs, client.base helpers and client.types without a server (Endpoint.parse:
 tests/unit/client/test_transport.py).
 
 Fast (mutation runs). Expected values are written out here, not computed by the SDK.
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from client import ConfigurationError, InvalidInputError, Timeout, TritonClientError
-from client.base import build_options, hidden_size, stack_embeddings
-from client.codecs import (
+from triton_kit.client import ConfigurationError, InvalidInputError, Timeout, TritonClientError
+from triton_kit.client.base import build_options, hidden_size, stack_embeddings
+from triton_kit.client.codecs import (
     check_int,
     classify_call,
     embed_call,
@@ -25,7 +25,7 @@ from client.codecs import (
     parse_translation,
     translate_call,
 )
-from client.types import Classification, Prediction
+from triton_kit.client.types import Classification, Prediction
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -259,7 +259,7 @@ def test_timeout_of() -> None:
 
 
 def test_model_versions_come_from_the_options() -> None:
-    from client.base import ClientBase
+    from triton_kit.client.base import ClientBase
 
     base = ClientBase("grpc://h:1", _options(versions={"bert": 2}), None)
     assert base._version("bert", None) == "2"
@@ -270,7 +270,7 @@ def test_model_versions_come_from_the_options() -> None:
 
 
 def test_build_options_passes_the_connection_settings_through() -> None:
-    from client.options import TLS
+    from triton_kit.client.options import TLS
 
     tls = TLS(ca_file="/ca.pem")
     options = _options(
@@ -289,8 +289,8 @@ def test_build_options_passes_the_connection_settings_through() -> None:
 
 
 def test_client_base_state_and_requests() -> None:
-    from client import ClientClosedError
-    from client.base import ClientBase
+    from triton_kit.client import ClientClosedError
+    from triton_kit.client.base import ClientBase
 
     base = ClientBase("http://h:2", _options(timeout=9.0), None)
     assert base.url == "http://h:2" and base._hidden_size is None and not base.closed
@@ -311,7 +311,7 @@ def test_client_base_state_and_requests() -> None:
 
 
 def test_as_list_refuses_arrays_and_scalars() -> None:
-    from client.base import as_list
+    from triton_kit.client.base import as_list
 
     for bad, name in ((np.array(["a"]), "ndarray"), (3, "int"), ({"a"}, "set")):
         with pytest.raises(InvalidInputError) as caught:

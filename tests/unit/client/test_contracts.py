@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from build_engines.repository import Tensor, onnx_model_config
-from client.base import DEFAULT_MODELS
-from python_models.common import contracts
-from python_models.common.ort_session import SessionSettings, session_options
+from triton_kit.build_engines.repository import Tensor, onnx_model_config
+from triton_kit.client.base import DEFAULT_MODELS
+from triton_kit.python_models.common import contracts
+from triton_kit.python_models.common.ort_session import SessionSettings, session_options
 
 
 def test_client_copy_of_the_family_methods_matches() -> None:

@@ -1,6 +1,6 @@
-"""client.errors branch by branch, without a server (fast: mutation runs).
+"""triton_kit.client.errors branch by branch, without a server (fast: mutation runs).
 
-Expected values restate the SDK's documented contract (client/errors.py's docstring,
+Expected values restate the SDK's documented contract (triton_kit/client/errors.py's docstring,
 docs/CLIENT.md): Triton's HTTP status -> gRPC code table, one class per failure with its
 ``reason`` word, ``raw_status`` as the protocol gave it, and messages that name the URL,
 the model and the deadline. Nothing here is computed by the code under test.
@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from client.errors import (
+from triton_kit.client.errors import (
     CallContext,
     ClientClosedError,
     ConfigurationError,

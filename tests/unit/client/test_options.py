@@ -1,4 +1,4 @@
-"""client.options and client.retry without a server (fast: mutation runs).
+"""triton_kit.client.options and client.retry without a server (fast: mutation runs).
 
 Expected values restate the documented defaults and rules (docs/CLIENT.md, the classes'
 docstrings): full-jitter backoff bounds ``min(max_backoff, backoff * 2**n)``, retries only
@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from client.errors import ConfigurationError, InvalidInputError, ServerConnectionError
-from client.options import TLS, ClientOptions, Retry
-from client.retry import RetryLoop
-from client.types import Timeout
+from triton_kit.client.errors import ConfigurationError, InvalidInputError, ServerConnectionError
+from triton_kit.client.options import TLS, ClientOptions, Retry
+from triton_kit.client.retry import RetryLoop
+from triton_kit.client.types import Timeout
 
 
 class TopOfRange(random.Random):

@@ -19,8 +19,8 @@ from typing import ClassVar
 
 import pytest
 
-from client import AsyncTritonClient, DeadlineExceededError, TritonClient
-from server import free_port
+from triton_kit.client import AsyncTritonClient, DeadlineExceededError, TritonClient
+from triton_kit.server import free_port
 
 METADATA = {
     "name": "bert",

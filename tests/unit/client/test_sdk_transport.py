@@ -2,7 +2,7 @@
 
 MOCKED ON PURPOSE: a fake tritonclient client (injected through ``client_factory``)
 raises the exact exceptions tritonclient, grpc, geventhttpclient and aiohttp raise, so
-every branch of ``client.errors.translate_error`` and the retry loop runs here; the real
+every branch of ``triton_kit.client.errors.translate_error`` and the retry loop runs here; the real
 server cannot be made to produce most of them on demand (DNS, TLS, queue full, lost
 streams). tests/integration/client/test_sdk_server.py checks the same contract against the
 real Triton.
@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from client import (
+from tests.support.shm_regions import own_regions
+from triton_kit.client import (
     AsyncTritonClient,
     ClientClosedError,
     ConfigurationError,
@@ -35,8 +36,7 @@ from client import (
     TritonClient,
     TritonClientError,
 )
-from client.shm import UNREGISTER_WAIT_S, unregister_pauses
-from tests.support.shm_regions import own_regions
+from triton_kit.client.shm import UNREGISTER_WAIT_S, unregister_pauses
 
 URL = {"grpc": "grpc://10.9.8.7:8001", "http": "http://10.9.8.7:8000"}
 EMBEDDING = np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8)
@@ -303,7 +303,7 @@ def test_close_waits_out_a_region_still_in_use() -> None:
 def test_close_warns_when_the_server_never_lets_the_region_go() -> None:
     with pytest.warns(ResourceWarning, match="still registered on the server"):
         attempts = _closed_after(refusals=10_000)
-    assert 5 <= attempts <= 12  # 0, 5 ms, 10 ms ... within client/shm.UNREGISTER_WAIT_S
+    assert 5 <= attempts <= 12  # 0, 5 ms, 10 ms ... within triton_kit/client/shm.UNREGISTER_WAIT_S
 
 
 def test_close_does_not_retry_other_unregister_failures() -> None:

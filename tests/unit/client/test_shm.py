@@ -1,4 +1,4 @@
-"""client.shm's region pool over real POSIX shared memory, without a server (fast: mutation runs).
+"""triton_kit.client.shm's region pool over real POSIX shared memory, without a server (fast: mutation runs).
 
 Regions are created in /dev/shm through tritonclient's own module and read back with it;
 expected sizes are Triton's wire format written out by hand (BYTES: a 4-byte little-endian
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import tritonclient.utils.shared_memory as system_shm
 
-from client.errors import ConfigurationError
-from client.shm import (
+from triton_kit.client.errors import ConfigurationError
+from triton_kit.client.shm import (
     RegionPool,
     check_available,
     cuda_device_count,
@@ -118,8 +118,8 @@ def test_unregister_pauses_double_from_5_ms_within_2_s() -> None:
 
 
 def test_a_pause_that_ends_exactly_at_the_budget_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("client.shm._FIRST_PAUSE_S", 0.125)  # binary-exact sums
-    monkeypatch.setattr("client.shm.UNREGISTER_WAIT_S", 0.375)
+    monkeypatch.setattr("triton_kit.client.shm._FIRST_PAUSE_S", 0.125)  # binary-exact sums
+    monkeypatch.setattr("triton_kit.client.shm.UNREGISTER_WAIT_S", 0.375)
     assert list(unregister_pauses()) == [0.0, 0.125, 0.25]  # 0.125 + 0.25 == 0.375
 
 
@@ -159,7 +159,7 @@ def cuda_only(module: FakeCuda) -> Any:
 
 
 def test_cuda_device_0_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("client.shm._module", cuda_only(FakeCuda(0, 1)))
+    monkeypatch.setattr("triton_kit.client.shm._module", cuda_only(FakeCuda(0, 1)))
     assert check_available("cuda") is None
 
 
@@ -169,21 +169,21 @@ def test_cuda_device_count_is_zero_on_a_runtime_error() -> None:
 
 
 def test_cuda_device_must_be_one_this_process_sees(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("client.shm._module", cuda_only(FakeCuda(0, 2)))
+    monkeypatch.setattr("triton_kit.client.shm._module", cuda_only(FakeCuda(0, 2)))
     assert check_available("cuda", 1) is None
     with pytest.raises(ConfigurationError) as caught:
         check_available("cuda", 2)
     assert str(caught.value) == (
         "shared_memory='cuda' with cuda_device=2, but this process sees 2 CUDA GPU(s)" + HINT
     )
-    monkeypatch.setattr("client.shm._module", cuda_only(FakeCuda(35, 2)))
+    monkeypatch.setattr("triton_kit.client.shm._module", cuda_only(FakeCuda(35, 2)))
     with pytest.raises(ConfigurationError, match="sees 0 CUDA GPU"):
         check_available("cuda", 0)
 
 
 def test_cuda_regions_are_made_on_the_pools_device(monkeypatch: pytest.MonkeyPatch) -> None:
     cuda = FakeCuda()
-    monkeypatch.setattr("client.shm._module", lambda kind: cuda)
+    monkeypatch.setattr("triton_kit.client.shm._module", lambda kind: cuda)
     pool = RegionPool("cuda", device=1)
     region, new = pool.take(64)
     assert new and region.key == "" and region.size == 64
@@ -194,6 +194,6 @@ def test_cuda_regions_are_made_on_the_pools_device(monkeypatch: pytest.MonkeyPat
 
 def test_cuda_regions_default_to_device_0(monkeypatch: pytest.MonkeyPatch) -> None:
     cuda = FakeCuda()
-    monkeypatch.setattr("client.shm._module", lambda kind: cuda)
+    monkeypatch.setattr("triton_kit.client.shm._module", lambda kind: cuda)
     region, _ = RegionPool("cuda").take(8)
     assert cuda.created == [(region.name, 8, 0)]

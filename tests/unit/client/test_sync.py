@@ -1,4 +1,4 @@
-"""TritonClient (client/sync.py) without a server: each method's request, result and threads.
+"""TritonClient (triton_kit/client/sync.py) without a server: each method's request, result and threads.
 
 The tritonclient client is tests/support/recording_client.py's recorder (MOCKED ON PURPOSE: calls
 bound to tritonclient's real signatures, replies are real ``InferResult`` objects); the
@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from client import (
+from tests.support.recording_client import Factory, describe, family_reply, result
+from triton_kit.client import (
     TLS,
     ClientClosedError,
     DeadlineExceededError,
@@ -25,9 +26,8 @@ from client import (
     Timeout,
     TritonClient,
 )
-from client.options import MODEL_KEYS, ClientOptions
-from client.types import Classification, Prediction
-from tests.support.recording_client import Factory, describe, family_reply, result
+from triton_kit.client.options import MODEL_KEYS, ClientOptions
+from triton_kit.client.types import Classification, Prediction
 
 URL = "grpc://10.4.5.6:8001"
 EMBEDDING = np.array([[0.6, 0.8]], dtype=np.float32)

@@ -1,4 +1,4 @@
-"""client.transport without a server: what each adapter sends, and how it reads replies.
+"""triton_kit.client.transport without a server: what each adapter sends, and how it reads replies.
 
 The tritonclient client is tests/support/recording_client.py's recorder (MOCKED ON PURPOSE: every
 call is bound to the real tritonclient signature); inputs and outputs are real
@@ -22,7 +22,8 @@ import tritonclient.http
 import tritonclient.http.aio
 from tritonclient.utils import InferenceServerException
 
-from client import (
+from tests.support.recording_client import Factory, describe, result
+from triton_kit.client import (
     TLS,
     ConfigurationError,
     DeadlineExceededError,
@@ -32,10 +33,10 @@ from client import (
     ServerOverloadedError,
     Timeout,
 )
-from client.codecs import Call
-from client.errors import CallContext
-from client.options import ClientOptions
-from client.transport import (
+from triton_kit.client.codecs import Call
+from triton_kit.client.errors import CallContext
+from triton_kit.client.options import ClientOptions
+from triton_kit.client.transport import (
     ClientSpec,
     Endpoint,
     Request,
@@ -44,7 +45,6 @@ from client.transport import (
     default_factory,
     tritonclient_module,
 )
-from tests.support.recording_client import Factory, describe, result
 
 X = np.array([[1.5, 2.0]], dtype=np.float32)  # little-endian bytes written out by hand:
 X_BYTES = b"\x00\x00\xc0\x3f\x00\x00\x00\x40"
@@ -133,7 +133,7 @@ class Built:
 @pytest.fixture
 def built(monkeypatch: pytest.MonkeyPatch) -> Built:
     recorder = Built()
-    monkeypatch.setattr("client.transport.tritonclient_module", recorder.module)
+    monkeypatch.setattr("triton_kit.client.transport.tritonclient_module", recorder.module)
     return recorder
 
 
@@ -607,7 +607,7 @@ def test_bytes_inputs_are_written_length_prefixed() -> None:
 def test_cuda_regions_register_with_the_raw_handle_and_device() -> None:
     """No GPU here: the pool's CUDA module is a stand-in (MOCKED ON PURPOSE) that hands out
     raw handles; what is checked is the call bound to tritonclient's real signature."""
-    from client.shm import Region
+    from triton_kit.client.shm import Region
 
     t = transport("grpc", Factory(), shared_memory="system", cuda_device=2, api_key="k")
     assert t.unregister_name() == "unregister_system_shared_memory"

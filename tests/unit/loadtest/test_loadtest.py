@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from loadtest import corpora
-from loadtest.options import Weights, parse_pairs, parse_steps
-from loadtest.reports.slo import Slo
-from loadtest.reports.summary import StepResult, resolution_ms, step_results
-from loadtest.triton_stats import ModelCounters, parse_model_stats, window
 from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.loadtest import corpora
+from triton_kit.loadtest.options import Weights, parse_pairs, parse_steps
+from triton_kit.loadtest.reports.slo import Slo
+from triton_kit.loadtest.reports.summary import StepResult, resolution_ms, step_results
+from triton_kit.loadtest.triton_stats import ModelCounters, parse_model_stats, window
 
 ROOT = PROJECT_ROOT
 
@@ -39,7 +39,7 @@ def test_resolution_patch_reaches_locust_stats_and_csv() -> None:
     _in_locust_process(
         """
         import locust.stats
-        from loadtest.reports.resolution import fine_bucket, install
+        from triton_kit.loadtest.reports.resolution import fine_bucket, install
         assert fine_bucket(0.43) == 0.4 and fine_bucket(0.47) == 0.5
         assert fine_bucket(1.24) != fine_bucket(1.26) and fine_bucket(99.94) == 99.9
         assert fine_bucket(151.4) == 151 and fine_bucket(4321.0) == 4320
@@ -70,9 +70,9 @@ def test_task_weights_rebuild_the_task_list() -> None:
     _in_locust_process(
         """
         import pytest
-        from loadtest import users
-        from loadtest.options import Weights
-        from loadtest.weights import apply_weights
+        from triton_kit.loadtest import users
+        from triton_kit.loadtest.options import Weights
+        from triton_kit.loadtest.weights import apply_weights
 
         class Probe(users.ResNet50User):
             abstract = True
@@ -188,7 +188,7 @@ def test_step_results_use_only_the_measured_window() -> None:
 
 
 def test_queue_and_compute_of_ensembles_and_bls_models() -> None:
-    from loadtest.reports.summary import ServerTime
+    from triton_kit.loadtest.reports.summary import ServerTime
 
     parts = (
         ServerTime("bert", 10, 0.0, 29.0),  # an ensemble: no queue, its steps' compute summed
@@ -257,8 +257,8 @@ def test_percentiles_of_a_known_distribution() -> None:
 
 
 def test_server_time_per_request_sums_the_compute_parts() -> None:
-    from loadtest.reports.summary import ServerTime
-    from loadtest.triton_stats import ModelCounters
+    from triton_kit.loadtest.reports.summary import ServerTime
+    from triton_kit.loadtest.triton_stats import ModelCounters
 
     delta = ModelCounters(
         success_count=4,

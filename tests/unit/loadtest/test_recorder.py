@@ -1,4 +1,4 @@
-"""loadtest.recorder and the summary built on its files, without Locust or a server.
+"""triton_kit.loadtest.recorder and the summary built on its files, without Locust or a server.
 
 A real Recorder is driven by hand (the calls Locust's events and the stepped shape make)
 against a closed loopback port, so Triton's statistics are unavailable, as when the
@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadtest import recorder
-from loadtest.reports.summary import ServerTime, StepResult, load_results, step_results
-from loadtest.triton_stats import ModelCounters
-from server import free_port
+from triton_kit.loadtest import recorder
+from triton_kit.loadtest.reports.summary import ServerTime, StepResult, load_results, step_results
+from triton_kit.loadtest.triton_stats import ModelCounters
+from triton_kit.server import free_port
 
 
 @pytest.fixture
@@ -177,7 +177,7 @@ def test_counters_rebuild_model_counters() -> None:
 
 
 def test_is_stable_sees_only_samples_after_begin(tmp_path: Path, closed_url: str) -> None:
-    from loadtest.reports.stability import StabilityRule
+    from triton_kit.loadtest.reports.stability import StabilityRule
 
     rec = recorder.Recorder(closed_url, tmp_path / "raw.npz")
     rule = StabilityRule(window_s=1.0, tolerance=0.5, windows=2, min_samples=1)
@@ -335,7 +335,7 @@ def test_server_times_need_both_snapshots() -> None:
 
 
 def test_resolution_of_too_few_distinct_samples_is_infinite() -> None:
-    from loadtest.reports.summary import resolution_ms
+    from triton_kit.loadtest.reports.summary import resolution_ms
 
     assert resolution_ms(np.array([])) == math.inf
     assert resolution_ms(np.array([2.5])) == math.inf

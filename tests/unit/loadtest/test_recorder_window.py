@@ -1,4 +1,4 @@
-"""loadtest.recorder's window edges with statistics that arrive, and its file format.
+"""triton_kit.loadtest.recorder's window edges with statistics that arrive, and its file format.
 
 STAND-IN SERVER ON PURPOSE: a stdlib HTTP server answers the two Triton endpoints the
 recorder reads (``GET v2/models/stats`` and ``GET v2/models/<name>/config``) with fixed
@@ -19,9 +19,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from loadtest import recorder
-from loadtest.reports.stability import StabilityRule
-from server import free_port
+from triton_kit.loadtest import recorder
+from triton_kit.loadtest.reports.stability import StabilityRule
+from triton_kit.server import free_port
 
 STATS = {
     "model_stats": [
@@ -113,7 +113,7 @@ def test_unavailable_statistics_are_logged_with_the_reason(
 ) -> None:
     rec = recorder.Recorder(f"http://127.0.0.1:{free_port()}", tmp_path / "raw.npz")
     assert rec._snapshot() == {}
-    [record] = [r for r in caplog.records if r.name == "loadtest.recorder"]
+    [record] = [r for r in caplog.records if r.name == "triton_kit.loadtest.recorder"]
     message = record.getMessage()
     assert message.startswith("Triton statistics unavailable: ")
     assert "refused" in message.lower(), message

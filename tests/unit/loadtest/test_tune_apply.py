@@ -7,9 +7,9 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from build_engines import tuned
-from build_engines.repository import Tensor, onnx_model_config, render, write_model
-from loadtest.tune import apply
+from triton_kit.build_engines import tuned
+from triton_kit.build_engines.repository import Tensor, onnx_model_config, render, write_model
+from triton_kit.loadtest.tune import apply
 
 PATHS = ("instance_group", "dynamic_batching.max_queue_delay_microseconds")
 

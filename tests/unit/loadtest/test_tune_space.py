@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 from tritonclient.grpc import model_config_pb2 as mc
 
-from build_engines.repository import (
+from triton_kit.build_engines.repository import (
     Step,
     Tensor,
     ensemble_config,
@@ -18,8 +18,8 @@ from build_engines.repository import (
     python_model_config,
     write_model,
 )
-from loadtest.tune import inputs, options, space
-from loadtest.tune.errors import TuneError
+from triton_kit.loadtest.tune import inputs, options, space
+from triton_kit.loadtest.tune.errors import TuneError
 
 TEXT = Tensor("TEXT", "STRING", (1,))
 VECTOR = Tensor("EMBEDDING", "FP32", (4,))

@@ -1,11 +1,11 @@
-"""loadtest.tune.summary on hand-made Model Analyzer CSVs (the header is 1.58's export)."""
+"""triton_kit.loadtest.tune.summary on hand-made Model Analyzer CSVs (the header is 1.58's export)."""
 
 from __future__ import annotations
 
 import pytest
 
-from loadtest.tune.errors import TuneError
-from loadtest.tune.summary import CHOSEN, RUNNER_UP, summarise
+from triton_kit.loadtest.tune.errors import TuneError
+from triton_kit.loadtest.tune.summary import CHOSEN, RUNNER_UP, summarise
 
 HEADER = (
     "Model,Batch,Concurrency,Model Config Path,Instance Group,Max Batch Size,"

@@ -7,7 +7,7 @@ import sysconfig
 
 import pytest
 
-from server.binary import PROJECT_ROOT, TritonInstallation, server_environment
+from triton_kit.server.binary import PROJECT_ROOT, TritonInstallation, server_environment
 
 
 def test_explicit_pythonpath_outranks_site_packages(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,7 +29,7 @@ def test_stub_python_picks_the_stubs_environment(monkeypatch: pytest.MonkeyPatch
 
 def test_python_models_refuse_numpy_2_in_the_stub() -> None:
     """Under numpy 2 the 2.51 stub misreads tensors silently (H100 probe): refuse to load."""
-    from python_models.common.base import require_numpy_1
+    from triton_kit.python_models.common.base import require_numpy_1
 
     require_numpy_1("1.26.4")
     with pytest.raises(RuntimeError, match="numpy<2"):

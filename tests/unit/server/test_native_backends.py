@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from server.native_backends import NativeBackendError, built_library
-from server.native_backends import sources as src
-from server.native_backends.frameworks import installed
-from server.native_backends.patches import Patch, apply
-from server.native_backends.provenance import RECORD_NAME, Provenance
+from triton_kit.server.native_backends import NativeBackendError, built_library
+from triton_kit.server.native_backends import sources as src
+from triton_kit.server.native_backends.frameworks import installed
+from triton_kit.server.native_backends.patches import Patch, apply
+from triton_kit.server.native_backends.provenance import RECORD_NAME, Provenance
 
 SHARED = src.DEFAULT_SOURCE_DIRS[0]
 
@@ -93,7 +93,7 @@ def test_a_patch_whose_text_is_gone_fails_loudly(tmp_path: Path) -> None:
 def test_gpu_only_patches_are_left_out_of_cpu_builds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import server.native_backends.patches as patches
+    import triton_kit.server.native_backends.patches as patches
 
     target = tmp_path / "x.txt"
     target.write_text("old\n")

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from python_models.bert.text import pad_rows
-from python_models.bert.torch_encoder import TorchEncoder
-from python_models.common.cuda_graphs import batch_buckets
+from triton_kit.python_models.bert.text import pad_rows
+from triton_kit.python_models.bert.torch_encoder import TorchEncoder
+from triton_kit.python_models.common.cuda_graphs import batch_buckets
 
 NAMES = ("input_ids", "attention_mask")
 
@@ -26,8 +26,8 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer BERT with random weights, mean-pooled and traced as the torch engine does."""
     from transformers import BertConfig, BertModel
 
-    from build_engines.bert import mean_pooled_encoder
-    from build_engines.torch_engine import script_module
+    from triton_kit.build_engines.bert import mean_pooled_encoder
+    from triton_kit.build_engines.torch_engine import script_module
 
     torch.manual_seed(0)
     config = BertConfig(

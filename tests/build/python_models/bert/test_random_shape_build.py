@@ -11,8 +11,8 @@ import pytest
 @pytest.mark.slow
 def test_random_shape_build_is_marked_loudly(tmp_path: Path) -> None:
     """bert-base with random weights: the warning is in the configs, the graph is bert-base."""
-    from build_engines.cli import build_from_argv
-    from build_engines.repository import parse
+    from triton_kit.build_engines.cli import build_from_argv
+    from triton_kit.build_engines.repository import parse
 
     repo, work = str(tmp_path / "repo"), str(tmp_path / "work")
     argv = ["bert", "--shape", "bert-base", "--max-length", "32", "--name", "bert_base"]

@@ -14,10 +14,15 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from build_engines.repository import Tensor, write_model
-from build_engines.torch_engine import TorchConfigOptions, torch_model_config
-from python_models.bert.torch_encoder import graph_pairs, sibling_config
-from python_models.common.cuda_graphs import batch_buckets, graph_shapes, pick, row_chunks
+from triton_kit.build_engines.repository import Tensor, write_model
+from triton_kit.build_engines.torch_engine import TorchConfigOptions, torch_model_config
+from triton_kit.python_models.bert.torch_encoder import graph_pairs, sibling_config
+from triton_kit.python_models.common.cuda_graphs import (
+    batch_buckets,
+    graph_shapes,
+    pick,
+    row_chunks,
+)
 
 NAMES = ("input_ids", "attention_mask")
 LENGTHS = (16, 32, 64)

@@ -1,4 +1,4 @@
-"""``python_models.bert.model`` (tokenizer + encoder in one stub) without a server.
+"""``triton_kit.python_models.bert.model`` (tokenizer + encoder in one stub) without a server.
 
 The tokenizer is the nine-word WordPiece of
 tests/unit/python_models/bert/test_tokenizer_model.py; the encoder is an ONNX graph
@@ -20,14 +20,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from python_models.bert import model as bert
-from python_models.bert.model import BertEmbeddingModel, encoder_session_settings
-from python_models.common.base import PROFILE_DIR_ENV
-from python_models.common.ort_session import SessionSettings
-from python_models.common.parameters import ModelParameters
 from tests.support import pb_utils_standin as standin
 from tests.support.pb_utils_standin import error_of, outputs, request
 from tests.unit.python_models.bert.test_tokenizer_model import write_tokenizer
+from triton_kit.python_models.bert import model as bert
+from triton_kit.python_models.bert.model import BertEmbeddingModel, encoder_session_settings
+from triton_kit.python_models.common.base import PROFILE_DIR_ENV
+from triton_kit.python_models.common.ort_session import SessionSettings
+from triton_kit.python_models.common.parameters import ModelParameters
 
 
 def _encoder_onnx(path: Path) -> Path:
@@ -90,7 +90,9 @@ def _model(repository: Path, config: dict | None = None) -> BertEmbeddingModel:
 @pytest.fixture
 def pb_utils(monkeypatch):
     monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)
-    return standin.install(monkeypatch, "python_models.common.base", "python_models.common.bls")
+    return standin.install(
+        monkeypatch, "triton_kit.python_models.common.base", "triton_kit.python_models.common.bls"
+    )
 
 
 def _texts(*items: object) -> dict[str, np.ndarray]:

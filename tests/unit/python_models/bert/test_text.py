@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from build_engines.bert import default_checkpoint
-from python_models.bert.text import (
+from tests.support.prerequisites import MODEL_REPOSITORY
+from triton_kit.build_engines.bert import default_checkpoint
+from triton_kit.python_models.bert.text import (
     TextLimits,
     bucket_for,
     bucket_lengths,
@@ -20,8 +21,7 @@ from python_models.bert.text import (
     token_ids,
     tokenize,
 )
-from python_models.common.base import InvalidInput
-from tests.support.prerequisites import MODEL_REPOSITORY
+from triton_kit.python_models.common.base import InvalidInput
 
 BUCKETS = (16, 32, 64, 128, 256)
 
@@ -102,7 +102,7 @@ def _session() -> Any:
 
     path = MODEL_REPOSITORY / "bert_model" / "1" / "model.onnx"
     if not path.exists():
-        pytest.fail(f"{path} missing; run `python -m build_engines bert`")
+        pytest.fail(f"{path} missing; run `python -m triton_kit.build_engines bert`")
     return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 

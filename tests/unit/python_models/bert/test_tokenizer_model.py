@@ -2,7 +2,7 @@
 
 The tokenizer is a real ``tokenizers`` WordPiece tokenizer over a nine-word vocabulary
 written here, so every expected token id is read off the vocabulary by hand, never
-computed by ``python_models.bert.text``. setup() runs as ``initialize()`` would call it, with
+computed by ``triton_kit.python_models.bert.text``. setup() runs as ``initialize()`` would call it, with
 a parsed parameters block (as tests/unit/python_models/resnet50/test_image.py does for the
 image models).
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-from python_models.bert.text import (
+from triton_kit.python_models.bert.text import (
     BertTokenizerModel,
     TextLimits,
     bucket_for,
@@ -24,8 +24,8 @@ from python_models.bert.text import (
     decode_text,
     load_tokenizer,
 )
-from python_models.common.base import InvalidInput
-from python_models.common.parameters import ModelParameters, ParameterError
+from triton_kit.python_models.common.base import InvalidInput
+from triton_kit.python_models.common.parameters import ModelParameters, ParameterError
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "the", "cat", "##s"]
 PAD, UNK, CLS, SEP, HELLO, WORLD, THE, CAT, S = range(len(VOCAB))

@@ -15,8 +15,8 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from python_models.common.ort_session import SessionSettings
-from python_models.common.parameters import ModelParameters
+from triton_kit.python_models.common.ort_session import SessionSettings
+from triton_kit.python_models.common.parameters import ModelParameters
 
 SPINNING = "session.intra_op.allow_spinning"
 
@@ -40,7 +40,7 @@ def test_the_embedding_model_is_one_stub_with_every_encoder_thread(model_reposit
 
 
 def test_the_encoder_session_takes_its_settings_from_the_parameters() -> None:
-    from python_models.bert.model import encoder_session_settings
+    from triton_kit.python_models.bert.model import encoder_session_settings
 
     params = ModelParameters(
         {"intra_op_thread_count": "2", "inter_op_thread_count": "1", SPINNING: "0", "x": "y"}
@@ -50,7 +50,7 @@ def test_the_encoder_session_takes_its_settings_from_the_parameters() -> None:
 
 def test_a_repository_built_before_keeps_one_thread_per_stub() -> None:
     """Configs without the session parameters (older builds) still open one thread, as before."""
-    from python_models.bert.model import encoder_session_settings
+    from triton_kit.python_models.bert.model import encoder_session_settings
 
     settings = encoder_session_settings(ModelParameters({"encoder_model": "bert_model"}))
     assert (settings.intra_op_threads, settings.inter_op_threads) == (1, 1)

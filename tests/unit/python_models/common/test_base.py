@@ -1,4 +1,4 @@
-"""``python_models.common.base`` without a server: pb_utils is tests/support/pb_utils_standin.py.
+"""``triton_kit.python_models.common.base`` without a server: pb_utils is tests/support/pb_utils_standin.py.
 
 Expected values are worked by hand: a model that doubles ``A`` (plus an optional
 ``OFFSET``), Triton's error codes by number (INTERNAL 1, INVALID_ARG 3), the profile's
@@ -14,8 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from python_models.common import base
-from python_models.common.base import (
+from tests.support import pb_utils_standin as standin
+from tests.support.pb_utils_standin import error_of, outputs, request
+from triton_kit.python_models.common import base
+from triton_kit.python_models.common.base import (
     PROFILE_DIR_ENV,
     ExecuteProfile,
     InvalidInput,
@@ -24,8 +26,6 @@ from python_models.common.base import (
     error_response,
     require_numpy_1,
 )
-from tests.support import pb_utils_standin as standin
-from tests.support.pb_utils_standin import error_of, outputs, request
 
 CONFIG = {
     "name": "doubler",
@@ -45,7 +45,7 @@ CONFIG = {
 @pytest.fixture(autouse=True)
 def pb_utils(monkeypatch):
     monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)
-    return standin.install(monkeypatch, "python_models.common.base")
+    return standin.install(monkeypatch, "triton_kit.python_models.common.base")
 
 
 class Doubler(PythonModel):

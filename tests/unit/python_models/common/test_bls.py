@@ -1,4 +1,4 @@
-"""``python_models.common.bls.infer`` through tests/support/pb_utils_standin.py: the request it
+"""``triton_kit.python_models.common.bls.infer`` through tests/support/pb_utils_standin.py: the request it
 builds (model, inputs as the called model reads them, requested outputs) and what it returns
 or raises."""
 
@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from python_models.common import bls
 from tests.support import pb_utils_standin as standin
+from triton_kit.python_models.common import bls
 
 
 @pytest.fixture
 def pb_utils(monkeypatch):
-    return standin.install(monkeypatch, "python_models.common.bls")
+    return standin.install(monkeypatch, "triton_kit.python_models.common.bls")
 
 
 def test_infer_sends_the_inputs_and_returns_the_outputs_in_the_asked_order(pb_utils) -> None:

@@ -1,11 +1,11 @@
-"""python_models.common.parameters and .contracts without a server (fast: mutation runs)."""
+"""triton_kit.python_models.common.parameters and .contracts without a server (fast: mutation runs)."""
 
 from __future__ import annotations
 
 import pytest
 
-from python_models.common import contracts
-from python_models.common.parameters import ModelParameters, ParameterError
+from triton_kit.python_models.common import contracts
+from triton_kit.python_models.common.parameters import ModelParameters, ParameterError
 
 
 def _params(**values: str) -> ModelParameters:

@@ -1,4 +1,4 @@
-"""Structure that keeps Triton's serving overhead small (issue 11); speed is in benchmarks/."""
+"""Structure that keeps Triton's serving overhead small (issue 11); speed is in triton_kit/benchmarks/."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from build_engines.repository import parse
-from python_models.common.sibling import sibling_onnx
 from tests.support.prerequisites import MODEL_REPOSITORY
+from triton_kit.build_engines.repository import parse
+from triton_kit.python_models.common.sibling import sibling_onnx
 
 
 def test_sibling_onnx_is_the_served_version(tmp_path: Path) -> None:
@@ -55,8 +55,8 @@ def test_bert_is_one_python_model() -> None:
 
 def test_nmt_search_finds_its_graphs_in_process() -> None:
     """The search runs the encoder/decoder files itself: no Triton round trip per step."""
-    from python_models.nmt.model import step_model
-    from python_models.nmt.ort import SessionStepModel
+    from triton_kit.python_models.nmt.model import step_model
+    from triton_kit.python_models.nmt.ort import SessionStepModel
 
     version_dir = MODEL_REPOSITORY / "nmt" / "1"
     if not version_dir.exists():

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from python_models.common.ort_session import SessionSettings, session_options, threaded
-from python_models.common.parameters import ModelParameters, ParameterError
-from python_models.common.serving_policy import (
+from triton_kit.python_models.common.ort_session import SessionSettings, session_options, threaded
+from triton_kit.python_models.common.parameters import ModelParameters, ParameterError
+from triton_kit.python_models.common.serving_policy import (
     BOUNDED_QUEUE_POLICY,
     DEFAULT_QUEUE_POLICY,
     QueuePolicy,
 )
-from python_models.common.sibling import sibling_onnx
-from python_models.nmt.decode import DecodeSettings
-from python_models.nmt.settings import (
+from triton_kit.python_models.common.sibling import sibling_onnx
+from triton_kit.python_models.nmt.decode import DecodeSettings
+from triton_kit.python_models.nmt.settings import (
     DEFAULT_MAX_BEAM_TOKENS,
     Limits,
     from_parameters,

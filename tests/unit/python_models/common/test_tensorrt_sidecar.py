@@ -1,4 +1,4 @@
-"""``python_models.common.tensorrt_sidecar``: the plan record and the flag the compose
+"""``triton_kit.python_models.common.tensorrt_sidecar``: the plan record and the flag the compose
 service asks for.
 
 The expected JSON is written out by hand (keys sorted, two-space indent, a final newline),
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from python_models.common.tensorrt_sidecar import (
+from triton_kit.python_models.common.tensorrt_sidecar import (
     SIDECAR_NAME,
     VERSION_COMPATIBLE_FLAG,
     Sidecar,
@@ -36,7 +36,7 @@ def _sidecar(**changes: object) -> Sidecar:
         onnx_sha256="ab",
         profiles=[{"input_ids": {"min": [1, 16], "opt": [8, 128], "max": [32, 512]}}],
         build_options={"version_compatible": True},
-        rebuild_command="python -m build_engines bert",
+        rebuild_command="python -m triton_kit.build_engines bert",
     )
     return Sidecar(**{**values, **changes})
 
@@ -63,7 +63,7 @@ def test_to_json_is_sorted_indented_and_ends_with_a_newline() -> None:
         '  "onnx_sha256": "ab",\n'
         '  "precision": "fp16",\n'
         '  "profiles": [],\n'
-        '  "rebuild_command": "python -m build_engines bert",\n'
+        '  "rebuild_command": "python -m triton_kit.build_engines bert",\n'
         '  "tensorrt_version": "10.5.0"\n'
         "}\n"
     )
@@ -147,7 +147,7 @@ def test_main_usage(argv: list[str], capsys) -> None:
     assert main(argv) == 2
     assert capsys.readouterr() == (
         "",
-        "usage: python -m python_models.common.tensorrt_sidecar backend-config REPOSITORY\n",
+        "usage: python -m triton_kit.python_models.common.tensorrt_sidecar backend-config REPOSITORY\n",
     )
 
 

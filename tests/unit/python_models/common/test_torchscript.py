@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 import torch
 
-from python_models.common.base import ExecuteProfile, InvalidInput
-from python_models.common.cuda_graphs import CudaGraph, graph_key
-from python_models.common.parameters import ModelParameters
-from python_models.common.torchscript import TorchScriptModel as TritonPythonModel
+from triton_kit.python_models.common.base import ExecuteProfile, InvalidInput
+from triton_kit.python_models.common.cuda_graphs import CudaGraph, graph_key
+from triton_kit.python_models.common.parameters import ModelParameters
+from triton_kit.python_models.common.torchscript import TorchScriptModel as TritonPythonModel
 
 
 class _Affine(torch.nn.Module):
@@ -110,7 +110,7 @@ def test_default_model_filename(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as caught:
         _model(tmp_path, {**config, "default_model_filename": "model.py"})
     assert str(caught.value) == (
-        f"{tmp_path / 'model.pt'} not found; build it with `python -m build_engines`"
+        f"{tmp_path / 'model.pt'} not found; build it with `python -m triton_kit.build_engines`"
     )
     _save(tmp_path / "model.pt", _Double())
     assert _model(tmp_path, {**config, "default_model_filename": ""}).module.training is False
@@ -155,7 +155,7 @@ def _initialize_picks_the_device(directory: str, kind: str) -> None:
     # No stub here, so the stub's numpy<2 guard (test_server_environment.py) is set aside:
     # the H100's own Python, which runs this test there, has numpy 2.5.
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr("python_models.common.base.require_numpy_1", lambda: None)
+        monkeypatch.setattr("triton_kit.python_models.common.base.require_numpy_1", lambda: None)
         model = _initialized(Path(directory), kind)
     expected = "cuda:0" if kind == "GPU" and torch.cuda.is_available() else "cpu"
     assert model.device == torch.device(expected)
@@ -372,7 +372,7 @@ def test_an_instance_goes_to_its_device_id(tmp_path: Path) -> None:
 def _instance_device_ids(directory: str) -> None:
     """No id given: GPU 0. An id past the last GPU: refused, not quietly GPU 0."""
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr("python_models.common.base.require_numpy_1", lambda: None)
+        monkeypatch.setattr("triton_kit.python_models.common.base.require_numpy_1", lambda: None)
         assert _initialized(Path(directory) / "a", "GPU", None).device == torch.device("cuda:0")
         missing = str(torch.cuda.device_count())
         try:

@@ -1,4 +1,4 @@
-"""The ``nmt`` model's calls to a TorchScript ``nmt_generate`` (python_models/nmt/generate.py):
+"""The ``nmt`` model's calls to a TorchScript ``nmt_generate`` (triton_kit/python_models/nmt/generate.py):
 one BLS call per beam size with that size's rows padded together, and its padded
 ``sequences`` read back as HF ids. The called model is tests/support/pb_utils_standin.py's
 handler here; tests/integration/nmt/test_torch_generate_served.py serves the real one."""
@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from python_models.nmt.decode import Job
-from python_models.nmt.generate import (
+from tests.support import pb_utils_standin as standin
+from triton_kit.python_models.nmt.decode import Job
+from triton_kit.python_models.nmt.generate import (
     TORCH_GENERATE_OUTPUT,
     generate_batched,
     sequence_ids,
     served_search,
 )
-from tests.support import pb_utils_standin as standin
 
 EOS, PAD = 0, 9
 
@@ -29,7 +29,7 @@ def test_sequence_ids_stop_at_eos_or_at_the_row_s_limit() -> None:
 
 @pytest.fixture
 def pb_utils(monkeypatch):
-    return standin.install(monkeypatch, "python_models.common.bls")
+    return standin.install(monkeypatch, "triton_kit.python_models.common.bls")
 
 
 def test_one_call_per_beam_size_with_its_rows_padded(pb_utils) -> None:
@@ -73,7 +73,7 @@ def test_the_called_model_s_error_reaches_the_search(pb_utils) -> None:
 def test_served_search_picks_the_torchscript_sibling_by_its_file(tmp_path, pb_utils) -> None:
     """A sibling with model.pt is called by BLS (its rows batched); with neither file, the
     ONNX graph's one-sentence BLS fallback."""
-    from python_models.nmt.decode import DecodeSettings
+    from triton_kit.python_models.nmt.decode import DecodeSettings
 
     settings = DecodeSettings(PAD, EOS, PAD, (1, 1, 1))
     version_dir = tmp_path / "nmt" / "1"

@@ -1,4 +1,4 @@
-"""``python_models.nmt.model`` (the BLS search model) without a server.
+"""``triton_kit.python_models.nmt.model`` (the BLS search model) without a server.
 
 The text side is the real sentencepiece model and vocabulary of assets/nmt-en-fr-numbers.
 The encoder and decoder are the sibling models, called through BLS (no ONNX file beside
@@ -18,14 +18,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from python_models.common.base import PROFILE_DIR_ENV, InvalidInput
-from python_models.nmt import model as nmt
-from python_models.nmt.model import BlsStepModel, NmtModel, _decode_text, _per_row, parse_rows
-from python_models.nmt.settings import Limits
-from python_models.nmt.text import MarianText
 from tests.support import pb_utils_standin as standin
 from tests.support.pb_utils_standin import error_of, outputs, request
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.python_models.common.base import PROFILE_DIR_ENV, InvalidInput
+from triton_kit.python_models.nmt import model as nmt
+from triton_kit.python_models.nmt.model import (
+    BlsStepModel,
+    NmtModel,
+    _decode_text,
+    _per_row,
+    parse_rows,
+)
+from triton_kit.python_models.nmt.settings import Limits
+from triton_kit.python_models.nmt.text import MarianText
 
 EOS, PAD, VOCAB = 0, 139, 140  # the checkpoint's </s>, <pad> (decoder start) and vocab size
 FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
@@ -98,9 +104,9 @@ def pb_utils(monkeypatch):
     monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)
     return standin.install(
         monkeypatch,
-        "python_models.common.base",
-        "python_models.common.bls",
-        "python_models.nmt.model",
+        "triton_kit.python_models.common.base",
+        "triton_kit.python_models.common.bls",
+        "triton_kit.python_models.nmt.model",
     )
 
 
@@ -350,8 +356,8 @@ def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
         )
     version_dir = repository / "nmt" / "1"
     runner = nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)
-    from python_models.nmt.decode import candidates_of, row_candidates
-    from python_models.nmt.ort import OrtStepModel
+    from triton_kit.python_models.nmt.decode import candidates_of, row_candidates
+    from triton_kit.python_models.nmt.ort import OrtStepModel
 
     assert type(runner) is OrtStepModel and runner.reorders  # the graph has beam_index
     # Each row's best tokens in ONNX Runtime, as in process (not numpy over [rows, vocab]).
@@ -404,7 +410,7 @@ def _torch_copy_model(repository: Path) -> None:
 def test_torchscript_siblings_run_in_process_on_their_device(tmp_path: Path, pb_utils) -> None:
     import torch
 
-    from python_models.nmt.torch_steps import TorchStepModel
+    from triton_kit.python_models.nmt.torch_steps import TorchStepModel
 
     _torch_copy_model(tmp_path)
     threads = torch.get_num_threads()

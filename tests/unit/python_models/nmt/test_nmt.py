@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from build_engines.nmt import corpus
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from build_engines.repository import parse
-from python_models.common.base import InvalidInput
-from python_models.common.parameters import ModelParameters
-from python_models.nmt.decode import DecodeSettings, Job, generate
-from python_models.nmt.model import parse_rows
-from python_models.nmt.settings import Limits, from_parameters, to_parameters
-from python_models.nmt.text import MarianText
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from triton_kit.build_engines.nmt import corpus
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.repository import parse
+from triton_kit.python_models.common.base import InvalidInput
+from triton_kit.python_models.common.parameters import ModelParameters
+from triton_kit.python_models.nmt.decode import DecodeSettings, Job, generate
+from triton_kit.python_models.nmt.model import parse_rows
+from triton_kit.python_models.nmt.settings import Limits, from_parameters, to_parameters
+from triton_kit.python_models.nmt.text import MarianText
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -130,13 +130,13 @@ def test_served_config_has_the_documented_io() -> None:
         served = parse((MODEL_REPOSITORY / name / "config.pbtxt").read_text())
         assert served.platform == "onnxruntime_onnx"
     shim = (MODEL_REPOSITORY / "nmt" / "1" / "model.py").read_text()
-    assert "from python_models.nmt.model import NmtModel as TritonPythonModel" in shim
+    assert "from triton_kit.python_models.nmt.model import NmtModel as TritonPythonModel" in shim
 
 
 def test_short_requests_finish_before_long_ones(text) -> None:
     """on_done fires per sentence as it ends: what lets the BLS model answer early."""
     require_models("nmt_encoder", "nmt_decoder")
-    from python_models.nmt.ort import OrtStepModel
+    from triton_kit.python_models.nmt.ort import OrtStepModel
 
     runner = OrtStepModel(
         MODEL_REPOSITORY / "nmt_encoder" / "1" / "model.onnx",
@@ -160,10 +160,10 @@ def _served_parameters() -> dict:
 def test_the_search_model_lets_triton_prefetch(tmp_path) -> None:
     """No queue policy field on the BLS model: any of them turns off Triton's prefetching,
     and a request that arrives while an execute finishes then waits 500 ms (see
-    build_engines/nmt/repository.py and test_a_lone_request_does_not_wait_in_the_queue)."""
+    triton_kit/build_engines/nmt/repository.py and test_a_lone_request_does_not_wait_in_the_queue)."""
     require_models("nmt")
-    from build_engines.nmt.repository import write_bls
-    from build_engines.options import BuildOptions
+    from triton_kit.build_engines.nmt.repository import write_bls
+    from triton_kit.build_engines.options import BuildOptions
 
     parameters = ModelParameters.from_config({"parameters": _served_parameters()})
     settings, limits = from_parameters(parameters)

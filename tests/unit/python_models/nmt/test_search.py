@@ -1,4 +1,4 @@
-"""python_models.nmt.decode's greedy and beam search over a toy model, without a server.
+"""triton_kit.python_models.nmt.decode's greedy and beam search over a toy model, without a server.
 
 The toy decoder's next-token probabilities are a table keyed by the whole prefix read
 back from its own KV cache, so a search that reorders the cache wrongly asks for the
@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from python_models.nmt.decode import (
+from triton_kit.python_models.nmt.decode import (
     DecodeSettings,
     Job,
     generate,
@@ -218,7 +218,7 @@ def test_length_normalisation_divides_by_the_generated_length() -> None:
 
 class ReadOnlyLogits(TreeModel):
     """Logits the search may not write into: ONNX Runtime's IO-bound outputs are read-only
-    views for some graphs (the INT8 decoder in benchmarks/precision/run.py)."""
+    views for some graphs (the INT8 decoder in triton_kit/benchmarks/precision/run.py)."""
 
     def step(self, input_ids, attention_mask, cross_kv, past_kv):
         logits, present = super().step(input_ids, attention_mask, cross_kv, past_kv)
@@ -234,7 +234,7 @@ def test_read_only_logits_are_not_written(beam: int) -> None:
 
 
 def test_row_candidates_are_each_rows_best_log_probs_after_suppression() -> None:
-    from python_models.nmt.decode import row_candidates
+    from triton_kit.python_models.nmt.decode import row_candidates
 
     # Row 0: log_softmax over all four logits (HF takes it before the processors), then
     # token 3 suppressed: best are token 1 (2.0), token 2 (1.0). Row 1: equal logits, the
@@ -278,7 +278,7 @@ class CandidatesModel(TreeModel):
         return OpaqueLogits(logits), present
 
     def candidates(self, logits: OpaqueLogits, keep: int, suppressed: tuple[int, ...]):
-        from python_models.nmt.decode import row_candidates
+        from triton_kit.python_models.nmt.decode import row_candidates
 
         self.keeps.append(keep)
         return row_candidates(logits._array.copy(), keep, suppressed)
@@ -302,7 +302,7 @@ class HostCandidatesModel(TreeModel):
         self.keeps: list[int] = []
 
     def candidates(self, logits: np.ndarray, keep: int, suppressed: tuple[int, ...]):
-        from python_models.nmt.decode import row_candidates
+        from triton_kit.python_models.nmt.decode import row_candidates
 
         self.keeps.append(keep)
         return row_candidates(logits.copy(), keep, suppressed)

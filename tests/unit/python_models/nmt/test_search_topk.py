@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from python_models.nmt.decode import DecodeSettings, Job, _Group, _row_candidates, row_candidates
+from triton_kit.python_models.nmt.decode import (
+    DecodeSettings,
+    Job,
+    _Group,
+    _row_candidates,
+    row_candidates,
+)
 
 EOS, PAD = 0, 7
 
@@ -76,7 +82,7 @@ def test_group_candidates_match_a_full_log_softmax_topk(vocab: int) -> None:
 def test_onnx_runtime_candidates_match_the_numpy_search(threads: int) -> None:
     """The CPU step model's candidates (log_softmax and TopK inside ONNX Runtime) pick the
     same tokens as the numpy path, ties to the lower id, log-probs within float32 rounding."""
-    from python_models.nmt.candidates import OrtCandidates
+    from triton_kit.python_models.nmt.candidates import OrtCandidates
 
     rng = np.random.default_rng(threads)
     logits = (rng.standard_normal((9, 3001)) * 3).astype(np.float32)
@@ -108,7 +114,7 @@ def test_the_candidates_graph_loads_on_the_oldest_supported_onnxruntime():
     onnxruntime 1.20, which reads IR versions up to 10 (ONNX Runtime's versioning table)."""
     import onnx
 
-    from python_models.nmt.candidates import candidates_graph
+    from triton_kit.python_models.nmt.candidates import candidates_graph
 
     model = onnx.load_from_string(candidates_graph())
     assert model.ir_version <= 10

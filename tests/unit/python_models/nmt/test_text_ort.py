@@ -1,4 +1,4 @@
-"""``python_models.nmt.text`` and ``python_models.nmt.ort`` without a server.
+"""``triton_kit.python_models.nmt.text`` and ``triton_kit.python_models.nmt.ort`` without a server.
 
 Token ids are read off assets/nmt-en-fr-numbers/vocab.json by hand (``</s>`` 0, ``<unk>`` 1,
 ``<pad>`` 139, ``▁four`` 15, ``▁hundred`` 3, ``▁and`` 2, ``▁one`` 8); "b" is not in that
@@ -16,10 +16,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from build_engines.nmt.train import DEFAULT_CHECKPOINT
-from python_models.nmt.ort import OrtStepModel, SessionStepModel, _run_bound, session
-from python_models.nmt.text import TARGET_VOCAB, MarianText
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.python_models.nmt.ort import OrtStepModel, SessionStepModel, _run_bound, session
+from triton_kit.python_models.nmt.text import TARGET_VOCAB, MarianText
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 Expected values are restated here (ImageNet constants, hand-computed softmax, crop
 offsets of images built so that every column has a known value), never computed by
-``python_models.resnet50.image``.
+``triton_kit.python_models.resnet50.image``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from python_models.common.base import InvalidInput
-from python_models.resnet50.image import (
+from triton_kit.python_models.common.base import InvalidInput
+from triton_kit.python_models.resnet50.image import (
     ImageLimits,
     PreprocessSpec,
     decode_image,
@@ -253,7 +253,7 @@ def test_top_k_of_a_batch() -> None:
 
 def _model(cls, parameters: dict[str, str], version_dir=None):
     """setup() as initialize() would call it, with a parsed parameters block."""
-    from python_models.common.parameters import ModelParameters
+    from triton_kit.python_models.common.parameters import ModelParameters
 
     model = cls()
     model.params = ModelParameters(parameters)
@@ -263,7 +263,7 @@ def _model(cls, parameters: dict[str, str], version_dir=None):
 
 
 def test_preprocessor_reads_its_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
-    from python_models.resnet50.model import ImagePreprocessor
+    from triton_kit.python_models.resnet50.model import ImagePreprocessor
 
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)  # restored after
     model = _model(
@@ -285,7 +285,7 @@ def test_preprocessor_reads_its_parameters(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_preprocessor_batch_of_bytes_objects(monkeypatch: pytest.MonkeyPatch) -> None:
-    from python_models.resnet50.model import ImagePreprocessor
+    from triton_kit.python_models.resnet50.model import ImagePreprocessor
 
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
     model = _model(ImagePreprocessor, {"resize_shorter": "20", "crop": "16", "min_image_side": "4"})
@@ -303,7 +303,7 @@ def test_preprocessor_batch_of_bytes_objects(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_postprocessor_labels_by_id(tmp_path) -> None:
-    from python_models.resnet50.model import TopKPostprocessor
+    from triton_kit.python_models.resnet50.model import TopKPostprocessor
 
     (tmp_path / "labels.txt").write_text("zero\nun\ndeux\ntrois, 3\n", encoding="utf-8")
     (tmp_path / "other.txt").write_text("a\nb\nc\nd\n", encoding="utf-8")

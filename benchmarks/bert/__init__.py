@@ -1,3 +1,0 @@
-"""BERT: in-process ONNX Runtime against Triton through the SDK and perf_analyzer (``run``,
-results/bert.md); one stub with the whole thread budget against N single-thread instances
-(``topology``, ``python -m benchmarks.bert.topology``, results/bert_topology*.md)."""

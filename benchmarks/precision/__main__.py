@@ -1,5 +1,0 @@
-"""`python -m benchmarks.precision`: runs benchmarks.precision.run."""
-
-from benchmarks.precision.run import main
-
-raise SystemExit(main())

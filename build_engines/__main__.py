@@ -1,5 +1,0 @@
-import sys
-
-from build_engines.cli import main
-
-sys.exit(main())

@@ -1,9 +1,0 @@
-"""Add to a run to get the stepped load: ``locust -f loadtest/locustfile.py,loadtest/stepped.py``.
-
-Kept apart from locustfile.py so that the web dashboard keeps Locust's usual user-count
-and spawn-rate controls; Locust uses any shape class a locustfile defines.
-"""
-
-from loadtest.shape import SteppedShape
-
-__all__ = ["SteppedShape"]

@@ -1,5 +1,0 @@
-"""The one error ``python -m loadtest tune`` reports to the user (exit 2) instead of a trace."""
-
-
-class TuneError(Exception):
-    """Bad input or a failed step, with a message that says what to do."""

@@ -1,0 +1,47 @@
+"""Names and defaults that the build, the served models and the client must agree on.
+
+Defined once here, on the server side. ``triton_kit/client/`` must stay installable on its own, so
+it keeps a copy; ``tests/unit/client/test_contracts.py`` checks that the copy matches.
+"""
+
+from __future__ import annotations
+
+# resnet50 ensemble: one encoded image in, top-k classes out.
+IMAGE = "IMAGE"
+CLASS_IDS = "CLASS_IDS"
+SCORES = "SCORES"
+LABELS = "LABELS"
+CLASSIFY_OUTPUTS = (CLASS_IDS, SCORES, LABELS)
+
+# Which client SDK method serves which model family (client.base.DEFAULT_MODELS inverts it).
+FAMILY_METHODS = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
+
+
+# The longest text (UTF-8 bytes) a request may carry, for bert and nmt alike.
+DEFAULT_MAX_TEXT_BYTES = 65536
+
+
+def family_of(model_name: str) -> str:
+    """The family a served model belongs to: ``bert_model`` -> ``bert``, ``nmt`` -> ``nmt``."""
+    return model_name.split("_")[0]
+
+
+# nmt_decoder: one Transformer decoder step over a KV cache (triton_kit/build_engines/nmt/export.py writes
+# the graph, triton_kit/build_engines/nmt/repository.py its config; the search feeds it). ``beam_index``
+# [rows] names the ``past_kv`` row each row continues: the beam reorder runs inside the step
+# (one gather, no copy of the whole cache between steps). The RNN decoder has no such input.
+BEAM_INDEX = "beam_index"
+NMT_DECODER_INPUTS = ("input_ids", "encoder_attention_mask", "cross_kv", "past_kv", BEAM_INDEX)
+NMT_DECODER_OUTPUTS = ("logits", "present_kv")
+
+
+def decoder_feed(input_ids, attention_mask, cross_kv, past_kv, beam_index=None) -> dict:
+    """The step's inputs by name, as every caller of the decoder sends them (sessions, BLS,
+    the calibration recorder); ``beam_index`` (int64) only for a decoder that reorders."""
+    import numpy as np
+
+    arrays = (input_ids, attention_mask, cross_kv, past_kv)
+    feed = dict(zip(NMT_DECODER_INPUTS[:4], arrays, strict=True))
+    if beam_index is not None:
+        feed[BEAM_INDEX] = np.asarray(beam_index, dtype=np.int64)
+    return feed

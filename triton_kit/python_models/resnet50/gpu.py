@@ -1,0 +1,118 @@
+"""ResNet-50 pre-processing in torch: nvJPEG decode and resize/crop/normalise on the GPU.
+
+Why: on a GPU host the PIL path costs CPU time per image that the GPU could spend, and
+clients that decode themselves send UINT8 HWC pixels that only need resizing. The recipe is
+:func:`triton_kit.python_models.resnet50.image.preprocess`'s (shorter side to 256 bilinear with PIL's
+antialiasing, 8-bit rounding after the resize, centre crop, ImageNet mean/std), written
+with torch so it runs wherever the tensors are. On CPU the Triton models keep PIL; this
+module runs there too, for tests. Python 3.10.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from triton_kit.python_models.common.base import InvalidInput
+from triton_kit.python_models.resnet50.image import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    ImageLimits,
+    PreprocessSpec,
+    decode_image,
+    resized_size,
+)
+
+JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+class TorchPreprocess:
+    """CHW or HWC uint8 images in, FP32 [n, 3, crop, crop] out, on ``device``."""
+
+    def __init__(self, spec: PreprocessSpec, device: str = "cpu", torchvision: bool = True) -> None:
+        import torch
+
+        self.torch = torch
+        self.spec = spec
+        self.device = torch.device(device)
+        self.torchvision = torchvision  # decode_jpeg available (nvJPEG on a CUDA device)
+        self.mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(3, 1, 1) * 255
+        self.std = torch.tensor(IMAGENET_STD, device=self.device).view(3, 1, 1) * 255
+
+    def from_hwc(self, image: np.ndarray):
+        """A [H, W, 3] uint8 array as a CHW tensor on the device."""
+        tensor = self.torch.from_numpy(np.array(image, copy=True, order="C"))
+        return tensor.to(self.device).permute(2, 0, 1)  # pinning per image costs more
+
+    def decode_jpegs(self, datas: Sequence[bytes]) -> list:
+        """nvJPEG (``torchvision.io.decode_jpeg`` on the device), RGB CHW uint8 tensors."""
+        from torchvision.io import ImageReadMode, decode_jpeg
+
+        encoded = [self.torch.frombuffer(bytearray(d), dtype=self.torch.uint8) for d in datas]
+        return list(decode_jpeg(encoded, mode=ImageReadMode.RGB, device=self.device))
+
+    def decode(self, datas: Sequence[bytes], limits: ImageLimits) -> list:
+        """A CHW tensor, or the InvalidInput to report, per encoded image.
+
+        Limits are checked from each header first; JPEGs go to ``decode_jpeg`` in one call
+        (image by image if that call fails), the rest and any JPEG it refuses (CMYK, ...) to
+        PIL.
+        """
+        out: list = [None] * len(datas)
+        for index, data in enumerate(datas):
+            try:
+                decode_image(data, limits, load=False)
+            except InvalidInput as exc:
+                out[index] = exc
+        jpegs = [
+            i for i, d in enumerate(datas) if out[i] is None and self.torchvision and is_jpeg(d)
+        ]
+        if jpegs:
+            self._decode_jpegs(datas, jpegs, out)
+        for index, data in enumerate(datas):
+            if out[index] is None:
+                try:
+                    out[index] = self.from_hwc(np.asarray(decode_image(data, limits)))
+                except InvalidInput as exc:
+                    out[index] = exc
+        return out
+
+    def _decode_jpegs(self, datas: Sequence[bytes], indices: list[int], out: list) -> None:
+        try:
+            decoded = self.decode_jpegs([datas[i] for i in indices])
+            for index, image in zip(indices, decoded, strict=True):
+                out[index] = image
+            return
+        except RuntimeError:  # one refused JPEG fails the whole call: retry one by one
+            pass
+        for index in indices:
+            try:
+                out[index] = self.decode_jpegs([datas[index]])[0]
+            except RuntimeError:
+                out[index] = None  # PIL decodes it (or names what is wrong with it)
+
+    def pixels(self, images: Sequence) -> np.ndarray:
+        """Resize each CHW uint8 image, crop, normalise; stacked on the host."""
+        with self.torch.inference_mode():
+            batch = self.torch.stack([self._one(image) for image in images])
+            return batch.cpu().numpy()
+
+    def _one(self, image):
+        functional = self.torch.nn.functional
+        crop = self.spec.crop
+        width, height = resized_size(image.shape[2], image.shape[1], self.spec)
+        x = image.unsqueeze(0).float()
+        for size in ((image.shape[1], width), (height, width)):  # PIL: rows, then columns
+            x = functional.interpolate(
+                x, size=size, mode="bilinear", antialias=True, align_corners=False
+            )
+            x = x.round_().clamp_(0, 255)  # each pass of PIL's resize writes 8 bits
+        x = x[0]
+        top, left = (height - crop) // 2, (width - crop) // 2
+        x = x[:, top : top + crop, left : left + crop]
+        return (x - self.mean) / self.std
+
+
+def is_jpeg(data: bytes) -> bool:
+    return data[:3] == JPEG_MAGIC

@@ -1,0 +1,111 @@
+"""``python -m triton_kit.server.native_backends build``: compile Triton's own backends for the
+embedded server from the pinned r24.10 sources against this environment's wheels."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton_kit.server.native_backends import NATIVE_BACKENDS, default_out
+from triton_kit.server.native_backends.build import BuildSettings, build
+from triton_kit.server.native_backends.errors import NativeBackendError
+from triton_kit.server.native_backends.sources import DEFAULT_SOURCE_DIRS, SOURCES_ENV
+
+
+@dataclass(frozen=True)
+class BuildCommand:
+    backends: tuple[str, ...]
+    settings: BuildSettings
+
+
+def parse(argv: list[str]) -> BuildCommand:
+    parser = argparse.ArgumentParser(
+        prog="python -m triton_kit.server.native_backends",
+        description=(
+            "Build Triton's own onnxruntime and pytorch backends (branch r24.10, the 24.10 "
+            "container's) against this environment's onnxruntime and torch, for the embedded "
+            "tritonserver. Skips a backend whose sources, patches, flags and framework "
+            "version have not changed since its last build."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("build", help="build the native backends (the default: both)")
+    cmd.add_argument(
+        "backends",
+        nargs="*",
+        metavar="BACKEND",
+        help=f"which to build: {', '.join(NATIVE_BACKENDS)} (default: both)",
+    )
+    cmd.add_argument(
+        "--sources",
+        type=Path,
+        default=None,
+        help=f"folder of the pinned source archives (sha256-checked). Default: ${SOURCES_ENV}, "
+        f"else {DEFAULT_SOURCE_DIRS[0].name} beside the checkout's parent "
+        "(../shared/triton-src), else clone the pinned commits from GitHub",
+    )
+    cmd.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where the libraries go (default: build/triton-backends)",
+    )
+    cmd.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="scratch folder for sources and CMake (default: <out>/.work)",
+    )
+    cmd.add_argument(
+        "--gpu",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="the pytorch backend's CUDA support (auto: as the torch wheel is)",
+    )
+    cmd.add_argument("--jobs", type=int, default=None, help="parallel compile jobs")
+    cmd.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.backends) - set(NATIVE_BACKENDS))
+    if unknown:
+        parser.error(f"unknown backend {', '.join(unknown)}: choose from {NATIVE_BACKENDS}")
+    out = args.out or default_out()
+    return BuildCommand(
+        backends=tuple(args.backends or NATIVE_BACKENDS),
+        settings=BuildSettings(
+            out=out,
+            work=args.work or out / ".work",
+            archives=args.sources,
+            gpu={"auto": None, "on": True, "off": False}[args.gpu],
+            jobs=args.jobs,
+            force=args.force,
+            tritonserver_library=_wheel_server_library(),
+        ),
+    )
+
+
+def _wheel_server_library() -> str | None:
+    """The nvidia-pytriton wheel renames libtritonserver.so; its backends must NEED that name."""
+    from triton_kit.server.binary import find_installation
+
+    installation = find_installation()
+    if not installation.from_wheel or installation.library_path is None:
+        return None
+    names = sorted(p.name for p in installation.library_path.glob("libtritonserver*.so"))
+    return names[0] if names else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        for backend in command.backends:
+            build(backend, command.settings)
+    except NativeBackendError as exc:
+        print(f"native backends: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
