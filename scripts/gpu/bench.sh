@@ -56,5 +56,5 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 python3 -c 'import tritonclient.utils.cuda_shared_memory; print("ok")' 2>&1 | tail -1 | sed 's/^/cuda shm import: /' | tee -a "$out/versions.txt" || true
 # Default: the whole benchmark (pass e.g. `triton_kit.benchmarks.gpu --out "$out" --quick` to change it;
 # keep --tokenizer for the MiniLM rows).
-if [[ $# -eq 0 ]]; then set -- benchmarks.gpu --out "$out" --tokenizer "$carry/tokenizer.json"; fi
+if [[ $# -eq 0 ]]; then set -- triton_kit.benchmarks.gpu --out "$out" --tokenizer "$carry/tokenizer.json"; fi
 python3 -m "$@" 2>&1 | tee "$out/run.log"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the lent GPU machine, but CPU only: benchmarks.bert (MiniLM shape, RANDOM weights, ONNX
+# On the lent GPU machine, but CPU only: triton_kit.benchmarks.bert (MiniLM shape, RANDOM weights, ONNX
 # Runtime on the CPU) with the server, its stubs and the client pinned to two quiet cores
 # (taskset), once as built and once with ONNX Runtime's `session.force_spinning_stop`.
 # Why: on the shared 2-core CPU machine, other jobs' load moved the concurrency-1 figures by
@@ -17,7 +17,7 @@ for variant in ${VARIANTS:-built force_spinning_stop}; do
     if [[ $variant == force_spinning_stop ]]; then
         printf 'parameters {\n  key: "session.force_spinning_stop"\n  value {\n    string_value: "1"\n  }\n}\n' >> /tmp/repo/bert/config.pbtxt
     fi
-    taskset -c "$cores" bash scripts/gpu/bench.sh "$carry" "$out" benchmarks.bert --skip-base \
+    taskset -c "$cores" bash scripts/gpu/bench.sh "$carry" "$out" triton_kit.benchmarks.bert --skip-base \
         --model-repository /tmp/repo --work-dir /tmp/bb --seconds "$seconds" \
         --output "$out/bert-2cores-$variant.md" > "$out/bert-$variant.log" 2>&1 || true
 done
