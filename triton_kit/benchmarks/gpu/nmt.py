@@ -1,6 +1,6 @@
 """NMT beam 4 on the GPU: served against in-process, and against the host's CPU.
 
-Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu.nmt --out OUT)::
+Run on a GPU host (scripts/gpu/bench.sh .whl OUT triton_kit.benchmarks.gpu.nmt --out OUT)::
 
     python -m triton_kit.benchmarks.gpu.nmt --out OUT_DIR [--sizes tiny,large] [--precision fp16]
 

@@ -1,6 +1,6 @@
 """Where served one-image ResNet-50 time goes on a GPU host (issue 10's profile).
 
-Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu.overhead --out OUT)::
+Run on a GPU host (scripts/gpu/bench.sh .whl OUT triton_kit.benchmarks.gpu.overhead --out OUT)::
 
     python -m triton_kit.benchmarks.gpu.overhead --out OUT_DIR [--seconds 5] [--processes 8]
 
