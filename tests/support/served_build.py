@@ -1,4 +1,5 @@
-"""A repository built by ``python -m triton_kit.build_engines`` for one test module, and Triton serving it.
+"""A repository built by ``python -m triton_kit.build_engines`` for one test module, and
+Triton serving it.
 
 The served-build tests (the TorchScript step models, the TorchScript search of either
 architecture) build their own variant into a temporary folder rather than the shared
@@ -18,9 +19,9 @@ from triton_kit.server import ServerConfig, TritonServer
 
 
 def build_repository(root: Path, *flags: str) -> tuple[Path, str]:
-    """``python -m triton_kit.build_engines FLAGS`` in a subprocess into ``root/repo`` (work files in
-    ``root/work``): the repository and the build's output. A failed build fails the test
-    with the end of its log."""
+    """``python -m triton_kit.build_engines FLAGS`` in a subprocess into ``root/repo`` (work
+    files in ``root/work``): the repository and the build's output. A failed build fails the
+    test with the end of its log."""
     repository = root / "repo"
     argv = [sys.executable, "-m", "triton_kit.build_engines", *flags]
     argv += ["--output-repository", str(repository), "--work-dir", str(root / "work")]

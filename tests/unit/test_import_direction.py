@@ -1,4 +1,5 @@
-"""Data flows one way: triton_kit.build_engines writes the repository, triton_kit/server/ and triton_kit/python_models/ read it.
+"""Data flows one way: triton_kit.build_engines writes the repository, triton_kit/server/ and
+triton_kit/python_models/ read it.
 
 And no package imports itself round a circle: a circle means two modules that cannot be read,
 tested or moved apart (the walk counts lazy and ``TYPE_CHECKING`` imports too).
@@ -6,7 +7,8 @@ tested or moved apart (the walk counts lazy and ``TYPE_CHECKING`` imports too).
 A server (or a python-backend model inside the serving container) that imported the build
 package would drag ONNX export, calibration and TensorRT building into the serving image, and
 couple what is served to how it was built. The contract both sides share lives on the server
-side (``triton_kit.python_models.common.tensorrt_sidecar``, ``triton_kit.server.tensorrt_device``)."""
+side (``triton_kit.python_models.common.tensorrt_sidecar``,
+``triton_kit.server.tensorrt_device``)."""
 
 from __future__ import annotations
 

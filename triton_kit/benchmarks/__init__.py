@@ -1,4 +1,5 @@
-"""Benchmarks: one subpackage per subject, each runnable as ``python -m triton_kit.benchmarks.<subject>``.
+"""Benchmarks: one subpackage per subject, each runnable as
+``python -m triton_kit.benchmarks.<subject>``.
 
 Their reports (Markdown) are written to :data:`RESULTS`, apart from the code, with the raw
 runs a report cites beside it.

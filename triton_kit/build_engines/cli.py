@@ -1,4 +1,5 @@
-"""``python -m triton_kit.build_engines <family>``: export, verify, lower precision, write the repository."""
+"""``python -m triton_kit.build_engines <family>``: export, verify, lower precision, write the
+repository."""
 
 from __future__ import annotations
 
@@ -93,8 +94,8 @@ def run_family(family: str, args: argparse.Namespace) -> None:
 
 
 def build_from_argv(argv: list[str]) -> None:
-    """``python -m triton_kit.build_engines FAMILY ...`` in-process, for tests and benchmarks: one family,
-    BuildError on failure."""
+    """``python -m triton_kit.build_engines FAMILY ...`` in-process, for tests and benchmarks:
+    one family, BuildError on failure."""
     args = parse_build_args(build_parser(), argv)
     run_family(args.family, args)
 

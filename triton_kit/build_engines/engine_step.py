@@ -1,7 +1,7 @@
 """What an engine's module defines (:class:`EngineStep`), and the step of a chosen engine.
 
-Apart from :mod:`triton_kit.build_engines.registry` so that the options can name an engine without the
-registry importing the options back."""
+Apart from :mod:`triton_kit.build_engines.registry` so that the options can name an engine
+without the registry importing the options back."""
 
 from __future__ import annotations
 

@@ -4,12 +4,12 @@ Every family calls :func:`serving_artifacts` once per ONNX model with the typed
 :class:`~build_engines.options.BuildOptions`, so precision and engine are handled in one
 place for all of them:
 
-1. lower precision on the graph (:mod:`triton_kit.build_engines.precision_step`), check it against FP32
-   on held-out samples and keep the report beside the artefact;
+1. lower precision on the graph (:mod:`triton_kit.build_engines.precision_step`), check it
+   against FP32 on held-out samples and keep the report beside the artefact;
 2. hand the lowered ONNX to the chosen engine's step (:class:`~build_engines.registry.Engine`).
 
-With ``dry_run`` the plan of work is printed (:mod:`triton_kit.build_engines.dry_run`) and nothing is
-written.
+With ``dry_run`` the plan of work is printed (:mod:`triton_kit.build_engines.dry_run`) and
+nothing is written.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The command-line flags every build shares, and the one conversion into :class:`BuildOptions`.
 
-Used by ``python -m triton_kit.build_engines`` (:mod:`triton_kit.build_engines.cli`) and ``python -m
-build_engines.tensorrt``; each default shown here is read from the option dataclasses.
+Used by ``python -m triton_kit.build_engines`` (:mod:`triton_kit.build_engines.cli`) and
+``python -m triton_kit.build_engines.tensorrt``; each default shown here is read from the
+option dataclasses.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The build's options: parsed ONCE from the command line into frozen, typed values.
 
 Every default is written here (and in the precision/TensorRT option dataclasses this holds);
-the command-line flags (:mod:`triton_kit.build_engines.flags`) take their defaults from these, and the
-rebuild command written into sidecars lists exactly the values that differ from them.
+the command-line flags (:mod:`triton_kit.build_engines.flags`) take their defaults from these,
+and the rebuild command written into sidecars lists exactly the values that differ from them.
 """
 
 from __future__ import annotations
@@ -113,8 +113,9 @@ def queue_flags(policy: QueuePolicy) -> list[str]:
 
 
 def rebuild_command(options: BuildOptions, name: str) -> str:
-    """The ``python -m triton_kit.build_engines`` line that rebuilds this plan (for sidecars and errors):
-    the options that differ from the dataclass defaults, the only place defaults live."""
+    """The ``python -m triton_kit.build_engines`` line that rebuilds this plan (for sidecars and
+    errors): the options that differ from the dataclass defaults, the only place defaults
+    live."""
     parts = [
         "python",
         "-m",

@@ -9,8 +9,8 @@ class Engine(Enum):
     """What a served ONNX model becomes.
 
     Each member is ``--engine`` NAME and the module (imported only when chosen) holding its
-    step (:class:`triton_kit.build_engines.engine_step.EngineStep`). A new engine is one line here plus
-    its module."""
+    step (:class:`triton_kit.build_engines.engine_step.EngineStep`). A new engine is one line
+    here plus its module."""
 
     ONNXRUNTIME = "onnxruntime", "triton_kit.build_engines.onnxruntime_engine"
     TENSORRT = "tensorrt", "triton_kit.build_engines.tensorrt.engine"

@@ -79,7 +79,8 @@ def enable_dynamic_batching(
 
 def apply_queue_policy(config: mc.ModelConfig, queue: QueuePolicy) -> None:
     """Bounded queue, default timeout that rejects, client deadlines honoured; an ``off``
-    policy writes none (triton_kit/python_models/common/serving_policy.py says why that is the default)."""
+    policy writes none (triton_kit/python_models/common/serving_policy.py says why that is the
+    default)."""
     if queue.off:
         config.dynamic_batching.ClearField("default_queue_policy")
         return

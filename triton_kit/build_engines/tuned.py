@@ -1,11 +1,11 @@
 """Tuned config fields recorded beside a model, so a rebuild keeps what tuning chose.
 
-``python -m triton_kit.loadtest tune --apply`` writes the fields Model Analyzer chose (instance group,
-batch sizes, queue delay) into ``config.pbtxt`` and records them in ``tuned.json`` in the
-same folder; :func:`triton_kit.build_engines.repository.write_model` reads that record before it
-replaces the folder and lays the fields over the freshly built config. The record holds
-field paths and values as Triton's own ``ModelConfig`` (JSON form), and the merge is
-protobuf's ``FieldMask`` merge, so only the named fields change.
+``python -m triton_kit.loadtest tune --apply`` writes the fields Model Analyzer chose
+(instance group, batch sizes, queue delay) into ``config.pbtxt`` and records them in
+``tuned.json`` in the same folder; :func:`triton_kit.build_engines.repository.write_model`
+reads that record before it replaces the folder and lays the fields over the freshly built
+config. The record holds field paths and values as Triton's own ``ModelConfig`` (JSON form),
+and the merge is protobuf's ``FieldMask`` merge, so only the named fields change.
 """
 
 from __future__ import annotations

@@ -5,6 +5,6 @@
 
 Modules imported by the Locust process (users, corpora, resolution, shape, recorder,
 triton_stats) need only locust, tritonclient, numpy and Pillow: the Locust image copies
-``triton_kit/client/`` and ``triton_kit/loadtest/`` and nothing else. The report and runner import matplotlib and
-``server`` lazily.
+``triton_kit/client/`` and ``triton_kit/loadtest/`` and nothing else. The report and runner
+import matplotlib and ``server`` lazily.
 """

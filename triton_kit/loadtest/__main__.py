@@ -1,4 +1,5 @@
-"""``python -m triton_kit.loadtest run``: a headless stepped load test with reports, plots and SLOs."""
+"""``python -m triton_kit.loadtest run``: a headless stepped load test with reports, plots and
+SLOs."""
 
 from __future__ import annotations
 

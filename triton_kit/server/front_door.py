@@ -3,8 +3,8 @@
 The official image's entrypoint runs ``envsubst`` over ``/etc/nginx/templates/*.template``
 with the names set in the container's environment; :func:`render` does the same with
 ``values``, and refuses a template name with no value (envsubst would leave it, and nginx
-would fail on it later). ``python -m triton_kit.server.front_door NAME=VALUE ...`` prints the config,
-e.g. for a host nginx in front of ``make serve``.
+would fail on it later). ``python -m triton_kit.server.front_door NAME=VALUE ...`` prints the
+config, e.g. for a host nginx in front of ``make serve``.
 """
 
 from __future__ import annotations

@@ -64,7 +64,8 @@ class ServerConfig:
     exit_timeout_s: int = 10
     log_file: Path | None = None
     log_verbose: int = 0
-    # Key for the restricted endpoints (triton_kit/server/security.py); None: $TRITON_KIT_API_KEY or random.
+    # Key for the restricted endpoints (triton_kit/server/security.py); None: $TRITON_KIT_API_KEY
+    # or random.
     api_key: str | None = None
     extra_args: list[str] = field(default_factory=list)
 

@@ -72,7 +72,8 @@ def find_problems(
                         version_dir.name,
                         f"no {SIDECAR_NAME} beside the plan, so its TensorRT version and GPU "
                         "are unknown",
-                        f"python -m triton_kit.build_engines {family_of(model_dir.name)} --engine tensorrt",
+                        f"python -m triton_kit.build_engines {family_of(model_dir.name)} "
+                        "--engine tensorrt",
                     )
                 )
                 continue

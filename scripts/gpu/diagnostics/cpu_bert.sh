@@ -11,7 +11,7 @@ python3 -c 'import onnx, onnxruntime, psutil, tokenizers; print("onnx", onnx.__v
 lscpu | grep -E 'Model name|^CPU\(s\)|Thread|MHz' > "$out/cpu.txt" || true
 mkdir -p /tmp/tok && cp "$carry/tokenizer.json" /tmp/tok/
 cores=${CORES:-2,3}
-bash scripts/gpu/bench.sh "$carry" "$out" build_engines bert --shape minilm-l6 --checkpoint /tmp/tok \
+bash scripts/gpu/bench.sh "$carry" "$out" triton_kit.build_engines bert --shape minilm-l6 --checkpoint /tmp/tok \
     --max-length 256 --threads 2 --instances 1 --output-repository /tmp/repo --work-dir /tmp/bw > "$out/build.log" 2>&1
 for variant in ${VARIANTS:-built force_spinning_stop}; do
     if [[ $variant == force_spinning_stop ]]; then

@@ -1,4 +1,5 @@
-"""triton_kit/benchmarks/gpu/run.py runs every step on CPU (``--smoke``): the H100 run does not die of a typo.
+"""triton_kit/benchmarks/gpu/run.py runs every step on CPU (``--smoke``): the H100 run does
+not die of a typo.
 
 The numbers of a smoke run are meaningless (tiny shapes, 2 cores); what is checked is that
 every section ran, every served row was answered without errors, and the report names

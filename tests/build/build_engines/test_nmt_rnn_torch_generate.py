@@ -5,8 +5,8 @@ recurrent state by ``beam_index``.
 
 References: a plain PyTorch beam search over the eager model (tests/support/nmt_reference,
 nothing of python_models' search) and the Python search the served ``nmt_rnn`` runs today
-(``triton_kit.python_models.nmt.decode`` over the exported ONNX files in ONNX Runtime). The module under
-test is the saved file, freshly loaded (what Triton's pytorch backend runs).
+(``triton_kit.python_models.nmt.decode`` over the exported ONNX files in ONNX Runtime). The
+module under test is the saved file, freshly loaded (what Triton's pytorch backend runs).
 """
 
 from __future__ import annotations

@@ -112,7 +112,8 @@ def test_candidates_on_the_device_match_the_numpy_search(engines):
 
 
 def test_gpu_benchmark_entry_point_runs_the_torch_engine(engines):
-    """triton_kit.benchmarks.nmt.run.step_model_throughput, which the H100 run calls, on CPU and small."""
+    """triton_kit.benchmarks.nmt.run.step_model_throughput, which the H100 run calls, on CPU
+    and small."""
     from triton_kit.benchmarks.nmt.run import step_model_throughput
 
     _, _, _, torch_model = engines

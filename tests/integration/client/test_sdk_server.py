@@ -196,7 +196,8 @@ async def test_async_close_right_after_a_call_unregisters_on_the_server(triton_s
 
 
 def test_shared_memory_without_the_key_is_refused(server_url: str) -> None:
-    """The embedded server restricts shared memory (triton_kit/server/security.py): no key, no region."""
+    """The embedded server restricts shared memory (triton_kit/server/security.py): no key, no
+    region."""
     require_models("resnet50")
     with (
         TritonClient(
@@ -208,7 +209,8 @@ def test_shared_memory_without_the_key_is_refused(server_url: str) -> None:
 
 
 def test_client_key_header_matches_the_server_contract() -> None:
-    """The client's standalone copy of the restricted-API header names (triton_kit/server/security.py)."""
+    """The client's standalone copy of the restricted-API header names
+    (triton_kit/server/security.py)."""
     from triton_kit.client import options
     from triton_kit.server import security
 

@@ -1,12 +1,13 @@
 """A real Locust master with two worker processes against the session's real Triton.
 
-The master runs the kit's headless stepped command (``triton_kit.loadtest.runner.locust_command``) with
-``--master``; the workers are separate ``locust --worker`` processes, as in
-docker-compose.yml. The users live only in the workers: the master's stats CSV counts what
-the workers reported, each worker writes its own samples beside the master's raw file, and
-``triton_kit.loadtest.reports.summary.load_results`` merges them. nmt is sent MAX_LENGTH 1000 (refused by the
-model), an option given to the master only: it must reach the workers, and every nmt call
-must be counted as a failure while bert's calls all succeed.
+The master runs the kit's headless stepped command
+(``triton_kit.loadtest.runner.locust_command``) with ``--master``; the workers are separate
+``locust --worker`` processes, as in docker-compose.yml. The users live only in the workers:
+the master's stats CSV counts what the workers reported, each worker writes its own samples
+beside the master's raw file, and ``triton_kit.loadtest.reports.summary.load_results`` merges
+them. nmt is sent MAX_LENGTH 1000 (refused by the model), an option given to the master only:
+it must reach the workers, and every nmt call must be counted as a failure while bert's calls
+all succeed.
 """
 
 from __future__ import annotations

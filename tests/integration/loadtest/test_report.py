@@ -135,9 +135,9 @@ def test_run_reports_capacity_metadata_and_an_index_chromium_renders(
 ) -> None:
     require_models("bert")
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "triton_kit.loadtest", "run", "--out", str(out), "--models", "bert",
-               "--host", triton_server.grpc_url, "--steps", "1,2", "--step-time", "4",
-               "--settle-time", "1", "--slo-p99-ms", "100000"]  # fmt: skip
+    command = [sys.executable, "-m", "triton_kit.loadtest", "run", "--out", str(out),
+               "--models", "bert", "--host", triton_server.grpc_url, "--steps", "1,2",
+               "--step-time", "4", "--settle-time", "1", "--slo-p99-ms", "100000"]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 

@@ -1,4 +1,5 @@
-"""`python -m triton_kit.loadtest run` for real: failures counted, --weights, SLO exit codes, embedded mode."""
+"""`python -m triton_kit.loadtest run` for real: failures counted, --weights, SLO exit codes,
+embedded mode."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""The Locust gRPC user's sidecar transport (triton_kit/loadtest/sidecar/server*.py) against the real Triton.
+"""The Locust gRPC user's sidecar transport (triton_kit/loadtest/sidecar/server*.py) against
+the real Triton.
 
 Every check runs against both sidecars that speak the frames: the Python one
-(triton_kit/loadtest/sidecar/server.py) and the native one (triton_kit/loadtest/sidecar/native, built by
-scripts/build-native-sidecar.sh; its cases skip, naming the script, where it is not built).
+(triton_kit/loadtest/sidecar/server.py) and the native one (triton_kit/loadtest/sidecar/native,
+built by scripts/build-native-sidecar.sh; its cases skip, naming the script, where it is not
+built).
 
 Locust and gevent run only in subprocesses (importing them would patch pytest). The
 references are independent of the code under test: embeddings from tritonclient's own

@@ -61,7 +61,8 @@ def test_sigkill_to_launcher_group_takes_server_and_stubs_down(
     """The issue's reproduction: SIGKILL the launcher's process group with work in flight."""
     port, grpc_port, metrics_port = free_ports(3)
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "triton_kit.server", "serve", "--model-repository", str(tiny_repository),
+        [sys.executable, "-m", "triton_kit.server", "serve",
+         "--model-repository", str(tiny_repository),
          "--http-port", str(port), "--grpc-port", str(grpc_port),
          "--metrics-port", str(metrics_port), "--log-file", str(tmp_path / "server.log")],
         cwd=PROJECT_ROOT, start_new_session=True, stdout=subprocess.DEVNULL,

@@ -23,7 +23,8 @@ CLIENTS = 48
 
 
 def _queue_flags(*flags: str) -> QueuePolicy:
-    """The policy ``python -m triton_kit.build_engines FAMILY --queue-policy bounded ...`` writes."""
+    """The policy ``python -m triton_kit.build_engines FAMILY --queue-policy bounded ...``
+    writes."""
     args = build_parser().parse_args(["resnet50", "--queue-policy", "bounded", *flags])
     return family_options("resnet50", args).queue
 
@@ -44,7 +45,8 @@ def test_the_default_keeps_prefetching_and_the_bound_is_written_when_asked(
     tmp_path: Path,
 ) -> None:
     """Off by default (Triton 2.51 stops prefetching under any policy field, see
-    triton_kit/python_models/common/serving_policy.py); ``--queue-policy bounded`` writes every field."""
+    triton_kit/python_models/common/serving_policy.py); ``--queue-policy bounded`` writes every
+    field."""
     config = parse((write_echo(tmp_path / "off", True) / "echo/config.pbtxt").read_text())
     assert config.HasField("dynamic_batching")
     assert not config.dynamic_batching.HasField("default_queue_policy")

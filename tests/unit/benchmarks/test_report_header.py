@@ -7,8 +7,8 @@ from triton_kit.benchmarks.harness.measure import report_header, runs_table
 
 def test_the_header_names_one_run_in_a_table() -> None:
     text = report_header(
-        "X benchmark", command="python -m triton_kit.benchmarks.x", load="idle", machine="M", date="D",
-        commit="abc1234",
+        "X benchmark", command="python -m triton_kit.benchmarks.x", load="idle", machine="M",
+        date="D", commit="abc1234",
     )  # fmt: skip
     assert text.splitlines() == [
         "# X benchmark",

@@ -345,7 +345,9 @@ def _sidecar(**changes: object) -> Sidecar:
         "onnx_sha256": "0" * 64,
         "profiles": [],
         "build_options": TensorRTOptions().as_record(),
-        "rebuild_command": "python -m triton_kit.build_engines resnet50 --engine tensorrt --precision int8",
+        "rebuild_command": (
+            "python -m triton_kit.build_engines resnet50 --engine tensorrt --precision int8"
+        ),
     }
     values.update(changes)
     return Sidecar(**values)
@@ -380,8 +382,8 @@ def test_other_tensorrt_version_is_refused_with_the_rebuild_command(tmp_path, fa
     assert "model 'resnet50_model' version 1" in message
     assert "built with TensorRT 10.5.0, but this server has TensorRT 10.7.0" in message
     assert (
-        "rebuild with: python -m triton_kit.build_engines resnet50 --engine tensorrt --precision int8"
-        in message
+        "rebuild with: "
+        "python -m triton_kit.build_engines resnet50 --engine tensorrt --precision int8" in message
     )
     assert isinstance(caught.value, ServerError)
 
@@ -507,7 +509,8 @@ def test_real_plan_build(tmp_path: Path) -> None:
 
 
 def test_plan_command_for_built_repository(tmp_path: Path, family_onnx, capsys) -> None:
-    """``python -m triton_kit.build_engines.tensorrt`` prints a plan per ONNX model already served."""
+    """``python -m triton_kit.build_engines.tensorrt`` prints a plan per ONNX model already
+    served."""
     from triton_kit.build_engines.tensorrt.__main__ import main
 
     repo = tmp_path / "repo"

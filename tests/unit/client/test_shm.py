@@ -1,4 +1,5 @@
-"""triton_kit.client.shm's region pool over real POSIX shared memory, without a server (fast: mutation runs).
+"""triton_kit.client.shm's region pool over real POSIX shared memory, without a server (fast:
+mutation runs).
 
 Regions are created in /dev/shm through tritonclient's own module and read back with it;
 expected sizes are Triton's wire format written out by hand (BYTES: a 4-byte little-endian

@@ -1,4 +1,5 @@
-"""TritonClient (triton_kit/client/sync.py) without a server: each method's request, result and threads.
+"""TritonClient (triton_kit/client/sync.py) without a server: each method's request, result
+and threads.
 
 The tritonclient client is tests/support/recording_client.py's recorder (MOCKED ON PURPOSE: calls
 bound to tritonclient's real signatures, replies are real ``InferResult`` objects); the

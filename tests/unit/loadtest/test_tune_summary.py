@@ -1,4 +1,5 @@
-"""triton_kit.loadtest.tune.summary on hand-made Model Analyzer CSVs (the header is 1.58's export)."""
+"""triton_kit.loadtest.tune.summary on hand-made Model Analyzer CSVs (the header is 1.58's
+export)."""
 
 from __future__ import annotations
 

@@ -158,7 +158,8 @@ def _report(settings, command, fused, session_settings, rows) -> str:
     return (
         f"{header}\n"
         f"all-MiniLM-L6-v2 (`{settings.work_dir}/bert/model.onnx`, the build's FP32 export) "
-        f"against the same graph through `triton_kit.build_engines.fusion` (opt_level {fusion.OPT_LEVEL}): "
+        "against the same graph through `triton_kit.build_engines.fusion` "
+        f"(opt_level {fusion.OPT_LEVEL}): "
         f"{fusion.describe(fused.counts)}; max abs diff on embeddings "
         f"{fused.max_abs_diff:.3g}. Sessions as the served `bert` opens them: "
         f"{session_settings.intra_op_threads} intra-op, {session_settings.inter_op_threads} "

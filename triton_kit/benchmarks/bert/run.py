@@ -580,7 +580,8 @@ def floor_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
         return []
     lines = [
         f"Where the served time goes. `{model.floor}` is a served python model that does no "
-        f"work (triton_kit/benchmarks/harness/floor_model.py), with `{model.name}`'s interface and batcher, "
+        "work (triton_kit/benchmarks/harness/floor_model.py), "
+        f"with `{model.name}`'s interface and batcher, "
         "measured in the same cells by the same client. Unexplained p50 = Triton p50 - "
         "in-process p50 - floor p50. p50 ceiling (concurrency 1) = in-process p50 / "
         "(in-process p50 + floor p50). The in-process batcher takes every client each round, "

@@ -1,4 +1,5 @@
-"""The families triton_kit/benchmarks/gpu/run.py measures in-process and served (issue 10 first rows)."""
+"""The families triton_kit/benchmarks/gpu/run.py measures in-process and served (issue 10
+first rows)."""
 
 from __future__ import annotations
 

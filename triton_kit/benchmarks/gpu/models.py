@@ -1,4 +1,5 @@
-"""The models triton_kit/benchmarks/gpu/run.py measures (RANDOM weights: speed only), and their TorchScript.
+"""The models triton_kit/benchmarks/gpu/run.py measures (RANDOM weights: speed only), and their
+TorchScript.
 
 ``tiny`` gives the same code paths with small shapes, for the CPU smoke run
 (``python -m triton_kit.benchmarks.gpu --smoke``) that catches typos before the lent GPU does.

@@ -1,6 +1,6 @@
 """NMT beam 4 on the GPU: served against in-process, and against the host's CPU.
 
-Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu.nmt --out OUT)::
+Run on a GPU host (scripts/gpu/bench.sh .whl OUT triton_kit.benchmarks.gpu.nmt --out OUT)::
 
     python -m triton_kit.benchmarks.gpu.nmt --out OUT_DIR [--sizes tiny,large] [--precision fp16]
 
@@ -11,9 +11,9 @@ initialised Marian of opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabu
 speed only).
 
 Rows per size:
-- ``torchscript``: ``python -m triton_kit.build_engines nmt --engine torch`` (TorchScript encoder and
-  decoder step); the ``nmt`` python model's search (python_models.nmt.decode) drives them,
-  in-process and served;
+- ``torchscript``: ``python -m triton_kit.build_engines nmt --engine torch`` (TorchScript
+  encoder and decoder step); the ``nmt`` python model's search (python_models.nmt.decode)
+  drives them, in-process and served;
 - ``torchscript generate``: the same with ``--search engine``: the whole generation in one
   TorchScript module (``nmt_generate``), in-process and served by Triton's own pytorch
   backend (``nmt`` tokenises and calls it once per batch);
@@ -286,8 +286,8 @@ def _profile_dir(repository: Path, options: Options) -> Path:
 def torch_repository(
     checkpoint: Path, work: Path, precision: str, search: str = "python", executor: str = "simple"
 ) -> Path:
-    """``python -m triton_kit.build_engines nmt --engine torch`` of ``checkpoint``, copied for serving
-    (``nmt_generate`` under the JIT ``executor``)."""
+    """``python -m triton_kit.build_engines nmt --engine torch`` of ``checkpoint``, copied for
+    serving (``nmt_generate`` under the JIT ``executor``)."""
     from triton_kit.benchmarks.nmt.run import copy_models
     from triton_kit.build_engines.cli import build_from_argv
 

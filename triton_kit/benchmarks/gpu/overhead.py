@@ -1,16 +1,16 @@
 """Where served one-image ResNet-50 time goes on a GPU host (issue 10's profile).
 
-Run on a GPU host (scripts/gpu/bench.sh .whl OUT benchmarks.gpu.overhead --out OUT)::
+Run on a GPU host (scripts/gpu/bench.sh .whl OUT triton_kit.benchmarks.gpu.overhead --out OUT)::
 
     python -m triton_kit.benchmarks.gpu.overhead --out OUT_DIR [--seconds 5] [--processes 8]
 
 Three questions, answered in one run with the same server binary and clients:
 
 1. **The floor of the serving path.** An ``echo`` model on the same python-backend path
-   (``triton_kit.python_models.common.base.PythonModel``: ``as_numpy`` in, one response per request) that
-   returns zeros without touching the GPU: its sequential p50 is the latency no python-based
-   backend can go under, and its throughput at concurrency 64/256 is the most requests/s
-   the stub path (or the clients) can carry, whatever the model.
+   (``triton_kit.python_models.common.base.PythonModel``: ``as_numpy`` in, one response per
+   request) that returns zeros without touching the GPU: its sequential p50 is the latency no
+   python-based backend can go under, and its throughput at concurrency 64/256 is the most
+   requests/s the stub path (or the clients) can carry, whatever the model.
 2. **Instances.** The ResNet-50 TorchScript served with 1, 2, 4 and 8 GPU instances (each
    a stub process with its own CUDA context and graphs), one-image requests at
    concurrency 256.

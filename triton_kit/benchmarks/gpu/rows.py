@@ -180,7 +180,8 @@ def mixed_texts(count: int, seed: int = 0, longest: int = 200) -> list[str]:
 
 
 def prepare_minilm(repo: Path, work: Path, settings: Settings) -> dict:
-    """``python -m triton_kit.build_engines bert --engine torch`` for the MiniLM shape, into ``repo``."""
+    """``python -m triton_kit.build_engines bert --engine torch`` for the MiniLM shape, into
+    ``repo``."""
     from triton_kit.build_engines import bert
     from triton_kit.build_engines.cli import build_from_argv
 

@@ -1,4 +1,5 @@
-"""``python -m triton_kit.benchmarks.loadgen``: calibrate, then render the report (benchmarks.loadgen.report).
+"""``python -m triton_kit.benchmarks.loadgen``: calibrate, then render the report
+(triton_kit.benchmarks.loadgen.report).
 
 Kept apart from the measurements (``run``) so the report can import their names without
 the measurements importing the report back."""
@@ -24,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if "grpc" in args.protocols and not native_path().is_file():
         print(
-            f"triton_kit.benchmarks.loadgen: no native gRPC sidecar at {native_path()}: run {BUILD_SCRIPT}"
+            f"triton_kit.benchmarks.loadgen: no native gRPC sidecar at {native_path()}: "
+            f"run {BUILD_SCRIPT}"
         )
         return 2
     started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,10 +1,11 @@
 """Ways to drive gRPC from gevent greenlets, measured against the plain asyncio client.
 
 With init_gevent the Locust gRPC user reached about 0.63x the plain client (it now goes
-through a sidecar process: triton_kit/loadtest/sidecar/server.py, benchmarks/results/loadgen.md). This
-measures candidate bridges between greenlets and gRPC's C core in isolation (no Locust, the
-same closed loops, the same trivial identity model), each in its own monkey-patched
-process, alternating with the plain client so that drift hits all of them:
+through a sidecar process: triton_kit/loadtest/sidecar/server.py,
+benchmarks/results/loadgen.md). This measures candidate bridges between greenlets and gRPC's
+C core in isolation (no Locust, the same closed loops, the same trivial identity model), each
+in its own monkey-patched process, alternating with the plain client so that drift hits all
+of them:
 
 - ``init_gevent``: the SDK's sync client with ``grpc.experimental.gevent.init_gevent()``
   (what the Locust user does): each blocking call waits in gevent's thread pool.

@@ -173,9 +173,10 @@ CPU ms per request, means over the rounds. "SDK side" is the Locust process's sh
 without Locust (`triton_kit/benchmarks/loadgen/split.py`: greenlets calling `TritonClient.embed`
 through the sidecar, as the user does): the SDK's request building, tritonclient's
 protobuf and the framing. "sidecar" is the sidecar process relaying bytes: the native
-one (`triton_kit/loadtest/sidecar/native`, gRPC C++'s generic API, the default where built) or the Python
-one (`triton_kit/loadtest/sidecar/server.py`, grpc.aio). "Locust itself" is the Locust run's total less both
-(its task loop, request events, statistics and the kit's recorder). At {level} users the
+one (`triton_kit/loadtest/sidecar/native`, gRPC C++'s generic API, the default where built)
+or the Python one (`triton_kit/loadtest/sidecar/server.py`, grpc.aio). "Locust itself" is
+the Locust run's total less both (its task loop, request events, statistics and the kit's
+recorder). At {level} users the
 Locust user over the native sidecar spends {total} ms per request against the plain
 client's {plain}: {sidecar} ms in the sidecar (over the Python sidecar: {py_sidecar} ms,
 gRPC's own Python call, which the plain client's `grpc.aio` pays too; {py_total} ms in
@@ -226,9 +227,9 @@ process per Locust process makes the gRPC calls, fed serialized requests over on
 that gevent waits on (`triton_kit/loadtest/sidecar/client.py`). The Locust rows use the native
 sidecar (`triton_kit/loadtest/sidecar/native/grpc_sidecar.cc`, gRPC C++'s generic API, built by
 `scripts/build-native-sidecar.sh`; forced with `sidecar-native`); the row
-"sidecar-python" is the Python sidecar (`triton_kit/loadtest/sidecar/server.py`, grpc.aio, the fallback
-where the native one is not built), and "gevent (before)" the former transport, gRPC in
-the Locust process with `grpc.experimental.gevent.init_gevent()`, which hands every
+"sidecar-python" is the Python sidecar (`triton_kit/loadtest/sidecar/server.py`, grpc.aio,
+the fallback where the native one is not built), and "gevent (before)" the former transport,
+gRPC in the Locust process with `grpc.experimental.gevent.init_gevent()`, which hands every
 blocking call to a native thread. Each point: {args.duration:g} s measured after
 {WARMUP_S:g} s of warm-up; the generators alternate, {args.repeats} rounds, concurrency
 {", ".join(map(str, args.levels))};

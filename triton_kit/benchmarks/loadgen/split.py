@@ -1,11 +1,11 @@
 """Where the Locust gRPC user's CPU goes: the SDK over a sidecar, without Locust.
 
-Run by ``triton_kit.benchmarks.loadgen`` as a subprocess (it patches the process with gevent): N
-greenlets in closed loops call ``TritonClient.embed`` through ``triton_kit.loadtest.sidecar.client``,
-as the Locust user does, but with no Locust around them. It reports the CPU time per
-request of this process (the SDK, protobuf and framing) and of the sidecar (``--kind``:
-the native one or the Python one, grpc.aio) apart, so that the Locust run's total can be
-split into SDK, sidecar and Locust itself.
+Run by ``triton_kit.benchmarks.loadgen`` as a subprocess (it patches the process with
+gevent): N greenlets in closed loops call ``TritonClient.embed`` through
+``triton_kit.loadtest.sidecar.client``, as the Locust user does, but with no Locust around
+them. It reports the CPU time per request of this process (the SDK, protobuf and framing)
+and of the sidecar (``--kind``: the native one or the Python one, grpc.aio) apart, so that
+the Locust run's total can be split into SDK, sidecar and Locust itself.
 Prints one JSON line.
 """
 

@@ -220,8 +220,9 @@ def render(
         "served copies' configs too) and batches of at most 32 requests; closed loops, one "
         "sentence a request; the in-process engines get a micro-batcher that gathers every "
         "queued request into one call (what Triton's dynamic batcher gives the `nmt` model).",
-        "- in-process ORT: the served search (triton_kit/python_models/nmt/decode.py: one vectorised "
-        "top-k per beam size over every sentence, the decoder run with IO binding) on ONNX "
+        "- in-process ORT: the served search (triton_kit/python_models/nmt/decode.py: "
+        "one vectorised top-k per beam size over every sentence, the decoder run with IO "
+        "binding) on ONNX "
         "Runtime sessions of the ONNX files Triton loads. Triton: the `nmt` python model "
         "running the same search on the same files in its stub. CTranslate2 (PyPI "
         "ctranslate2) converted from the same checkpoint, float32 and int8, `patience=2`, "
@@ -247,8 +248,9 @@ def render(
         lines.append(
             f"- torch generate ({args.torch_generate_sizes}): the build's `--engine torch "
             "--search engine`, the whole generation in one TorchScript module "
-            "(triton_kit/build_engines/torch_engine/nmt_generate.py: HF's vectorised beam search, finished "
-            "sentences leave the batch), fp32: in process one call per micro-batch, as Triton's "
+            "(triton_kit/build_engines/torch_engine/nmt_generate.py: "
+            "HF's vectorised beam search, finished sentences leave the batch), fp32: in process "
+            "one call per micro-batch, as Triton's "
             "pytorch backend runs it (optimized execution off), and served by Triton's own "
             "pytorch backend, the `nmt` model tokenising and calling it by BLS once per batch."
         )
@@ -273,8 +275,8 @@ def _obstacles(profiles, table: Callable) -> list[str]:
         "## The decoder step inside ONNX Runtime",
         "",
         "The search calls the decoder once per generated token, so a sentence costs its "
-        "length in steps. ONNX Runtime's own profiler (`triton_kit/benchmarks/nmt/profile.py`) on the "
-        "served `nmt_decoder` file, with the served session options, at a steady-state step "
+        "length in steps. ONNX Runtime's own profiler (`triton_kit/benchmarks/nmt/profile.py`) "
+        "on the served `nmt_decoder` file, with the served session options, at a steady-state step "
         "(10 source tokens, a 6-token cache): `step ms` is unprofiled; bookkeeping kernels "
         "are the ops that only describe, slice, cast or move tensors (Shape, Gather, "
         "Unsqueeze, Concat, Reshape, Transpose, ...), which the exported graph carries for "

@@ -645,8 +645,9 @@ class Suite:
 def variant_repository(
     checkpoint: Path, workdir: Path, size: str, threads: int, variant: str, **build
 ) -> Path:
-    """Another build of the checkpoint (``build``: :func:`triton_kit.benchmarks.nmt.large.build_repository`'s
-    ``precision`` or ``engine_args``), served with the same thread budget as the others."""
+    """Another build of the checkpoint (``build``:
+    :func:`triton_kit.benchmarks.nmt.large.build_repository`'s ``precision`` or
+    ``engine_args``), served with the same thread budget as the others."""
     from triton_kit.benchmarks.nmt import large as nmt_large
 
     built = nmt_large.build_repository(

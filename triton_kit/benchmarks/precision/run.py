@@ -1,13 +1,14 @@
 """FP32 vs FP16 vs INT8 on CPU (ONNX Runtime): accuracy against FP32 and speed, per family.
 
-Run: ``.venv/bin/python -m triton_kit.benchmarks.precision``. Writes ``benchmarks/results/precision.md`` and,
-beside every lowered artefact (``build/precision/<model>/model.<precision>.onnx``), a
-``model.<precision>.benchmark.json`` with the same figures.
+Run: ``.venv/bin/python -m triton_kit.benchmarks.precision``. Writes
+``benchmarks/results/precision.md`` and, beside every lowered artefact
+(``build/precision/<model>/model.<precision>.onnx``), a ``model.<precision>.benchmark.json``
+with the same figures.
 
 The lowered models are made by the same code as ``python -m triton_kit.build_engines <family>
---precision ...`` (``triton_kit.build_engines.precision_step.lower_precision``), from each family's FP32
-ONNX in the build work dir, with the family's own calibration source where it has one.
-A family whose FP32 ONNX is not built yet gets a "not built" row.
+--precision ...`` (``triton_kit.build_engines.precision_step.lower_precision``), from each
+family's FP32 ONNX in the build work dir, with the family's own calibration source where it
+has one. A family whose FP32 ONNX is not built yet gets a "not built" row.
 
 - ResNet-50: top-1 agreement with FP32, FP32 top-1 within the candidate's top-5, max logit
   error, on synthetic images the calibration did not see; images/s at batch 8.

@@ -149,7 +149,9 @@ def main() -> None:
                           metrics_port=0)  # fmt: skip
     header = report_header(
         "Soak: mixed traffic, errors, p99 drift, RSS growth",
-        command=f"python -m triton_kit.benchmarks.soak --minutes {args.minutes:g} --load {args.load:g}",
+        command=(
+            f"python -m triton_kit.benchmarks.soak --minutes {args.minutes:g} --load {args.load:g}"
+        ),
         load=f"{args.load:.0%} of the measured closed-loop maximum, paced open-loop after "
         f"{args.warmup_seconds:g} s of warm-up; 1-min load average before start "
         f"{os.getloadavg()[0]:.1f} (per window below)",

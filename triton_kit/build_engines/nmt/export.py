@@ -106,8 +106,8 @@ class DecoderStepGraph(nn.Module):
     concatenating them, which saves ONNX Runtime's CPU provider copies of the cache.
     ``concat_cache`` makes one gather of the whole cache, then the usual per-layer
     concatenation: the layout ONNX Runtime's BeamSearch subgraph takes
-    (:mod:`triton_kit.build_engines.nmt.generation_graph`). The torch engine traces its own form of the
-    concatenating step (:mod:`triton_kit.build_engines.torch_engine.marian_step`).
+    (:mod:`triton_kit.build_engines.nmt.generation_graph`). The torch engine traces its own form
+    of the concatenating step (:mod:`triton_kit.build_engines.torch_engine.marian_step`).
 
     Shapes come from the config wherever they can: a step's query is one position, so
     ``[rows, 1, d_model]`` and ``[rows, heads, 1, head_dim]`` share a memory layout and every

@@ -23,8 +23,9 @@ What Hugging Face ``generate`` does for Marian and the operator does not, the gr
   start token and without EOS, the count HF divides by (generated tokens with EOS).
 
 Decoder start = pad, scaled embeddings, sinusoidal positions and ``final_logits_bias`` come
-from :class:`triton_kit.build_engines.nmt.export.DecoderStepGraph`'s arithmetic (its ``concat_cache``
-form: the operator keeps one cache tensor per layer and reorders it by beam itself).
+from :class:`triton_kit.build_engines.nmt.export.DecoderStepGraph`'s arithmetic (its
+``concat_cache`` form: the operator keeps one cache tensor per layer and reorders it by beam
+itself).
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ from triton_kit.python_models.nmt.settings import Limits, to_parameters
 from triton_kit.python_models.nmt.text import TARGET_VOCAB
 
 ENCODER, DECODER, BLS = "nmt_encoder", "nmt_decoder", "nmt"
-# The whole search in one model: ONNX Runtime's BeamSearch (triton_kit/build_engines/nmt/generation_graph)
-# or TorchScript (triton_kit/build_engines/nmt/torch_search).
+# The whole search in one model: ONNX Runtime's BeamSearch
+# (triton_kit/build_engines/nmt/generation_graph) or TorchScript
+# (triton_kit/build_engines/nmt/torch_search).
 GENERATE = "nmt_generate"
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 DEFAULT_MAX_BATCH_SIZE = 32
@@ -131,7 +132,8 @@ def write_bls(
     """Dynamic batching gathers concurrent requests into one execute call (one beam search).
 
     ``names``: the BLS model, and the encoder and decoder models it calls; ``generate``: the
-    generation graph's model, which then runs the search instead (triton_kit/python_models/nmt/model).
+    generation graph's model, which then runs the search instead
+    (triton_kit/python_models/nmt/model).
     """
     bls, encoder, decoder = names
     parameters = {

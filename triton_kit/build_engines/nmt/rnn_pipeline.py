@@ -5,10 +5,11 @@ shared engine hook) and ``nmt_rnn``: the same python BLS model and search as ``n
 with the Transformer checkpoint's tokenizer and generation rules.
 
 ``--engine torch --search engine`` (fp32) writes ``nmt_rnn_generate`` instead of the step
-models: the whole search as one TorchScript module (triton_kit/build_engines/nmt/rnn_torch_search.py),
-which ``nmt_rnn`` calls by BLS as ``nmt`` calls ``nmt_generate``. The exported ONNX step
-graphs are still verified: the Python search over them is the module's reference. Other
-``--engine torch`` builds are refused (the torch engine has no recurrent step source).
+models: the whole search as one TorchScript module
+(triton_kit/build_engines/nmt/rnn_torch_search.py), which ``nmt_rnn`` calls by BLS as ``nmt``
+calls ``nmt_generate``. The exported ONNX step graphs are still verified: the Python search
+over them is the module's reference. Other ``--engine torch`` builds are refused (the torch
+engine has no recurrent step source).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """``--architecture rnn --engine torch --search engine``: write ``nmt_rnn_generate``, the
-recurrent model's whole search as TorchScript (:mod:`triton_kit.build_engines.torch_engine.rnn_generate`).
+recurrent model's whole search as TorchScript
+(:mod:`triton_kit.build_engines.torch_engine.rnn_generate`).
 
 fp32, or int8-dynamic on CPU. The RNN has no Hugging Face ``generate``; its reference is the
 Python search the served ``nmt_rnn`` runs with ``--search python``
-(:func:`triton_kit.python_models.nmt.decode.generate` over the build's verified fp32 ONNX step graphs in
-ONNX Runtime). At fp32 the saved file, freshly loaded, must give that search's ids for every
-verify sentence at beam 1 and 4, or the build fails. int8-dynamic (``nn.Linear`` and
+(:func:`triton_kit.python_models.nmt.decode.generate` over the build's verified fp32 ONNX step
+graphs in ONNX Runtime). At fp32 the saved file, freshly loaded, must give that search's ids
+for every verify sentence at beam 1 and 4, or the build fails. int8-dynamic (``nn.Linear`` and
 ``nn.GRU`` dynamically quantised, :mod:`triton_kit.build_engines.torch_engine.int8_dynamic`; refused
 where a GPU is visible) checks the search exactly on an fp32 twin, and the saved int8 file
 must agree with the Python search on

@@ -1,9 +1,9 @@
 """Train the recurrent NMT model (GRU + attention) on the Transformer's task and vocabulary.
 
-Run: ``python -m triton_kit.build_engines.nmt.rnn_train --output DIR`` (or ``python -m
-build_engines nmt --architecture rnn --train``). Same sentencepiece vocabularies and
-held-out split as assets/nmt-en-fr-numbers; seeded corpus, initialisation and batch
-order. Sized to train in a few minutes on one CPU thread.
+Run: ``python -m triton_kit.build_engines.nmt.rnn_train --output DIR`` (or
+``python -m triton_kit.build_engines nmt --architecture rnn --train``). Same sentencepiece
+vocabularies and held-out split as assets/nmt-en-fr-numbers; seeded corpus, initialisation
+and batch order. Sized to train in a few minutes on one CPU thread.
 """
 
 from __future__ import annotations

@@ -1,26 +1,26 @@
 """``--engine torch --search engine``: write ``nmt_generate``, the whole search as TorchScript.
 
-The module (:mod:`triton_kit.build_engines.torch_engine.nmt_generate`) is scripted in the build's dtype
-on the device the served instance will use (``KIND_GPU`` where a GPU is visible), checked
-against Hugging Face ``generate`` on the verify sentences at beam 1 and 4, and written with a
-``pytorch_libtorch`` config (Triton's own pytorch backend serves it). A mismatch fails the
-build, naming the sentences: every sentence must be HF's. At fp16 a near-tie may flip
-between half and HF's fp32, so the search itself is checked exactly on an fp32 twin
-scripted on the same device, and the fp16 module must agree on at least half the sentences
-(a broken half-precision path agrees on none).
+The module (:mod:`triton_kit.build_engines.torch_engine.nmt_generate`) is scripted in the
+build's dtype on the device the served instance will use (``KIND_GPU`` where a GPU is
+visible), checked against Hugging Face ``generate`` on the verify sentences at beam 1 and 4,
+and written with a ``pytorch_libtorch`` config (Triton's own pytorch backend serves it). A
+mismatch fails the build, naming the sentences: every sentence must be HF's. At fp16 a
+near-tie may flip between half and HF's fp32, so the search itself is checked exactly on an
+fp32 twin scripted on the same device, and the fp16 module must agree on at least half the
+sentences (a broken half-precision path agrees on none).
 
 ``--precision int8-dynamic`` (CPU only: refused where a GPU is visible, since the build puts
 the module there) scripts the same search over steps whose ``nn.Linear`` layers PyTorch's
-dynamic quantisation made qint8 (:mod:`triton_kit.build_engines.torch_engine.int8_dynamic`): the search
-is checked exactly on an fp32 twin, as for fp16, and the int8 module must agree with HF on
-:data:`MIN_AGREEMENT` of the sentences at each beam size.
+dynamic quantisation made qint8 (:mod:`triton_kit.build_engines.torch_engine.int8_dynamic`):
+the search is checked exactly on an fp32 twin, as for fp16, and the int8 module must agree
+with HF on :data:`MIN_AGREEMENT` of the sentences at each beam size.
 
 The check runs the saved file, freshly loaded, under the JIT executor its config serves it
 with: the first call picks the executor, and the in-memory module under the default executor
 once passed a file that the backend then ran wrong (fp16 on the H100: EOS or ',' for every
 sentence under the simple executor, from the decoder step's ``-1e9`` mask offset, -inf in
-half precision; with :func:`triton_kit.build_engines.nmt.export.mask_bias` the same step is 16/16 there,
-``benchmarks/results/gpu/nmt-export-step-fp16-h100.log``).
+half precision; with :func:`triton_kit.build_engines.nmt.export.mask_bias` the same step is
+16/16 there, ``benchmarks/results/gpu/nmt-export-step-fp16-h100.log``).
 """
 
 from __future__ import annotations

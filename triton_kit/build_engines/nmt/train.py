@@ -1,8 +1,9 @@
 """Train the default tiny Marian model (English → French number phrases) on CPU.
 
-Run: ``python -m triton_kit.build_engines nmt --train`` (or ``python -m triton_kit.build_engines.nmt.train``).
-Everything is seeded: the split, the corpus, sentencepiece, initialisation and
-batch order, so the same command rebuilds the committed checkpoint.
+Run: ``python -m triton_kit.build_engines nmt --train`` (or
+``python -m triton_kit.build_engines.nmt.train``). Everything is seeded: the split, the
+corpus, sentencepiece, initialisation and batch order, so the same command rebuilds the
+committed checkpoint.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``python -m triton_kit.build_engines.tensorrt [MODEL ...]``: the TensorRT plan of work for built models.
+"""``python -m triton_kit.build_engines.tensorrt [MODEL ...]``: the TensorRT plan of work for
+built models.
 
 For every ONNX model already in the repository (``platform: "onnxruntime_onnx"``),
 print what ``--engine tensorrt`` would do with it: precision lowering, optimisation

@@ -1,5 +1,6 @@
 """The Marian decoder step the torch engine traces: the arithmetic of
-:class:`triton_kit.build_engines.nmt.export.DecoderStepGraph` (``concat_cache`` form) in fewer kernels.
+:class:`triton_kit.build_engines.nmt.export.DecoderStepGraph` (``concat_cache`` form) in fewer
+kernels.
 
 Under the simple JIT executor Triton's pytorch backend runs, every aten op is one kernel
 launch from the interpreter, and on the H100 the step was bound by those launches, not by

@@ -1,14 +1,15 @@
 """Marian generation as ONE TorchScript module: encoder once, then the whole search on the device.
 
-``python -m triton_kit.build_engines nmt --engine torch --search engine`` writes it as ``nmt_generate``,
-served by Triton's own pytorch backend; the ``nmt`` python model only tokenises, calls it once
-per beam size of a batch and detokenises (triton_kit/python_models/nmt/generate.py). No Python runs
-between steps, and the KV cache, the scores and the top-k never leave the device.
+``python -m triton_kit.build_engines nmt --engine torch --search engine`` writes it as
+``nmt_generate``, served by Triton's own pytorch backend; the ``nmt`` python model only
+tokenises, calls it once per beam size of a batch and detokenises
+(triton_kit/python_models/nmt/generate.py). No Python runs between steps, and the KV cache,
+the scores and the top-k never leave the device.
 
 The recurrent model's ``nmt_rnn_generate`` is this same module over its own traced steps
-(:mod:`triton_kit.build_engines.torch_engine.rnn_generate`): the search only reorders and drops rows on
-axis 2 of the cross state and the decoder state, and builds the first state from the
-settings' template (an empty KV cache here, a zero recurrent state there).
+(:mod:`triton_kit.build_engines.torch_engine.rnn_generate`): the search only reorders and
+drops rows on axis 2 of the cross state and the decoder state, and builds the first state
+from the settings' template (an empty KV cache here, a zero recurrent state there).
 
 The model calls are the traced :class:`~build_engines.nmt.export.EncoderGraph` and
 :class:`~build_engines.torch_engine.marian_step.MarianDecoderStep` (the step gathers the
@@ -346,9 +347,10 @@ def save(module: torch.jit.ScriptModule, path: Path) -> Path:
 def generate(
     module: nn.Module, jobs: Sequence[Job], on_done: OnDone | None = None
 ) -> list[list[int]]:
-    """Ids per job (start token off, EOS kept), as :func:`triton_kit.python_models.nmt.decode.generate`
-    returns them (``on_done(index, ids)`` as each beam size's call returns): one module call
-    per beam size, the jobs of that size padded together, on the module's device."""
+    """Ids per job (start token off, EOS kept), as
+    :func:`triton_kit.python_models.nmt.decode.generate` returns them (``on_done(index, ids)``
+    as each beam size's call returns): one module call per beam size, the jobs of that size
+    padded together, on the module's device."""
     results: list[list[int]] = [[] for _ in jobs]
     for beam in dict.fromkeys(job.beam_size for job in jobs):
         index = [i for i, job in enumerate(jobs) if job.beam_size == beam]

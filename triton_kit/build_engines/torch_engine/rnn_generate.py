@@ -71,7 +71,8 @@ def generation_module(
 ) -> torch.jit.ScriptModule:
     """The scripted search over an :class:`RnnTranslator` or its checkpoint directory, on a
     copy of its weights: fp32, or with ``int8_dynamic`` its ``nn.Linear`` and ``nn.GRU``
-    layers dynamically quantised (CPU only: :mod:`triton_kit.build_engines.torch_engine.int8_dynamic`)."""
+    layers dynamically quantised (CPU only:
+    :mod:`triton_kit.build_engines.torch_engine.int8_dynamic`)."""
     if not isinstance(model, nn.Module):
         model = load(Path(model))
     model = copy.deepcopy(model).eval()

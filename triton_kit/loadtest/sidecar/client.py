@@ -8,8 +8,9 @@ greenlet hands back the reply bytes; no native thread is involved.
 
 The sidecar is the native one (``triton_kit/loadtest/sidecar/native``, built into the venv by
 ``scripts/build-native-sidecar.sh``: gRPC C++, about 0.09 ms of CPU per call, 0.15 in Python)
-where it is built and the URL is plain grpc://, else the Python one (``triton_kit.loadtest.sidecar.server``,
-grpc.aio). Both speak ``triton_kit.loadtest.sidecar.wire``'s frames, so nothing else differs.
+where it is built and the URL is plain grpc://, else the Python one
+(``triton_kit.loadtest.sidecar.server``, grpc.aio). Both speak
+``triton_kit.loadtest.sidecar.wire``'s frames, so nothing else differs.
 
 A server error comes back as tritonclient's ``InferenceServerException`` with gRPC's own
 code and details, so ``triton_kit.client.errors.translate_error`` sees what it would see from

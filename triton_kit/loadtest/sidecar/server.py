@@ -6,8 +6,8 @@ client's rate (benchmarks/results/loadgen.md). Here grpc.aio runs on its own eve
 own process, and relays raw bytes: the Locust process serializes the request and parses
 the reply, and talks to this process over one socket (``triton_kit.loadtest.sidecar.wire`` frames).
 
-Started by ``triton_kit.loadtest.sidecar.client`` with one end of a socket pair as ``--fd``. It exits
-when that socket closes, so it cannot outlive the Locust process that started it.
+Started by ``triton_kit.loadtest.sidecar.client`` with one end of a socket pair as ``--fd``.
+It exits when that socket closes, so it cannot outlive the Locust process that started it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The frames between a Locust process and its gRPC sidecar (``triton_kit.loadtest.sidecar.server``, or the
-native one, ``triton_kit/loadtest/sidecar/native/grpc_sidecar.cc``, which mirrors these structs by hand).
+"""The frames between a Locust process and its gRPC sidecar
+(``triton_kit.loadtest.sidecar.server``, or the native one,
+``triton_kit/loadtest/sidecar/native/grpc_sidecar.cc``, which mirrors these structs by hand).
 
 Both Python ends share this module so the layout is written once. A request frame carries a
 call id (replies may come back in any order, since one socket multiplexes every user of

@@ -2,8 +2,8 @@
 
 Only the fields the search set (:attr:`SearchSpace.paths`) are taken from the chosen
 variant Model Analyzer wrote; everything else in config.pbtxt stays as built. The same
-fields are recorded in tuned.json beside the model (:mod:`triton_kit.build_engines.tuned`), which the
-build reads back, so ``python -m triton_kit.build_engines`` keeps them.
+fields are recorded in tuned.json beside the model (:mod:`triton_kit.build_engines.tuned`),
+which the build reads back, so ``python -m triton_kit.build_engines`` keeps them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The one error ``python -m triton_kit.loadtest tune`` reports to the user (exit 2) instead of a trace."""
+"""The one error ``python -m triton_kit.loadtest tune`` reports to the user (exit 2) instead of
+a trace."""
 
 
 class TuneError(Exception):

@@ -1,4 +1,5 @@
-"""``python -m triton_kit.loadtest tune`` options: parsed once into :class:`TuneOptions` (defaults here)."""
+"""``python -m triton_kit.loadtest tune`` options: parsed once into :class:`TuneOptions`
+(defaults here)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ could not group (it only groups equal shapes).
 The encoder is the ONNX file that the sibling ``encoder_model`` (``bert_model``)
 serves, run in-process by ONNX Runtime; the repository holds it once. Built with
 ``--engine torch``, the sibling holds TorchScript ``model.pt`` instead, run in-process
-by torch on the sibling's device (:mod:`triton_kit.python_models.bert.torch_encoder`). When that model
-serves neither (a TensorRT plan on a GPU host), or torch is missing from the stub's
-environment (the official container), the encoder is called through BLS, so one
+by torch on the sibling's device (:mod:`triton_kit.python_models.bert.torch_encoder`). When
+that model serves neither (a TensorRT plan on a GPU host), or torch is missing from the
+stub's environment (the official container), the encoder is called through BLS, so one
 repository works on all of them.
 
 On a GPU the TorchScript encoder can replay one CUDA graph per (batch bucket, sequence
@@ -56,7 +56,8 @@ def encoder_session_settings(params: ModelParameters) -> SessionSettings:
     """The in-stub encoder's session, from the model's parameters as the native backend reads
     them (threads, ``session.*`` entries); one intra- and one inter-op thread where a config
     built before says nothing. The build gives this one stub the whole thread budget with
-    ONNX Runtime's default spinning (triton_kit/build_engines/bert.py ``embedding_topology`` says why)."""
+    ONNX Runtime's default spinning (triton_kit/build_engines/bert.py ``embedding_topology``
+    says why)."""
     values = {"intra_op_thread_count": "1", "inter_op_thread_count": "1", **params.as_dict()}
     return SessionSettings.from_parameters(values)
 

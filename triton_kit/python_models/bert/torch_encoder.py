@@ -6,13 +6,13 @@ one-model design (no Triton hop per call) on CPU and GPU alike. The device follo
 sibling's instance group (``KIND_GPU``: the GPU the build traced on), so a module traced
 on the GPU is not moved to the CPU or the other way round.
 
-On the GPU the encoder replays CUDA graphs (:mod:`triton_kit.python_models.common.cuda_graphs`, the same
-class the pytorch backend uses): one per (batch bucket, sequence bucket), rows padded up
-to the smallest batch bucket that holds them and sliced back. Texts are already padded
-to a sequence bucket by the tokenizer, so the sequence buckets are the ``bert`` model's
-own; the pairs come from the sibling's ``optimization { cuda { graphs: true graph_spec
-{...} } }`` when it has one, otherwise every power-of-two batch up to ``max_batch_size``
-at every sequence bucket. Lengths with no graph run eagerly. Python 3.10.
+On the GPU the encoder replays CUDA graphs (:mod:`triton_kit.python_models.common.cuda_graphs`,
+the same class the pytorch backend uses): one per (batch bucket, sequence bucket), rows
+padded up to the smallest batch bucket that holds them and sliced back. Texts are already
+padded to a sequence bucket by the tokenizer, so the sequence buckets are the ``bert``
+model's own; the pairs come from the sibling's ``optimization { cuda { graphs: true
+graph_spec {...} } }`` when it has one, otherwise every power-of-two batch up to
+``max_batch_size`` at every sequence bucket. Lengths with no graph run eagerly. Python 3.10.
 """
 
 from __future__ import annotations

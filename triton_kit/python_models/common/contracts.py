@@ -26,8 +26,9 @@ def family_of(model_name: str) -> str:
     return model_name.split("_")[0]
 
 
-# nmt_decoder: one Transformer decoder step over a KV cache (triton_kit/build_engines/nmt/export.py writes
-# the graph, triton_kit/build_engines/nmt/repository.py its config; the search feeds it). ``beam_index``
+# nmt_decoder: one Transformer decoder step over a KV cache
+# (triton_kit/build_engines/nmt/export.py writes the graph,
+# triton_kit/build_engines/nmt/repository.py its config; the search feeds it). ``beam_index``
 # [rows] names the ``past_kv`` row each row continues: the beam reorder runs inside the step
 # (one gather, no copy of the whole cache between steps). The RNN decoder has no such input.
 BEAM_INDEX = "beam_index"

@@ -1,9 +1,12 @@
 """The one way this project opens an ONNX Runtime session: with the options Triton serves with.
 
-The python ``onnxruntime`` backend, the NMT in-process search, the build's parity and
-accuracy checks and the benchmarks all call :func:`create_session`, so a number measured
-in-process is measured on a session configured like the served one. Python 3.10 (the
-24.10 container runs the backend there).
+Served ONNX models run in Triton's own onnxruntime backend, whose thread and execution-mode
+parameters :meth:`SessionSettings.from_parameters` reads the same way. The python models
+that run an engine in their stub (the ``bert`` encoder, the NMT search's sessions and
+candidate graph), the NMT in-process search, the build's parity and accuracy checks and the
+benchmarks all call :func:`create_session`, so a number measured in-process is measured on a
+session configured like the served one. Python 3.10 (the 24.10 container's python stub runs
+it there).
 """
 
 from __future__ import annotations

@@ -15,10 +15,11 @@ saturation; without it p95 35 ms, 0.88x and 0.96x (``benchmarks/results/resnet50
 bounds work is each model's per-request limits (image pixels, text bytes,
 ``max_beam_tokens``); a client's deadline ends its call, but Triton no longer drops a
 queued request whose deadline passed, so under overload the queue grows.
-``BOUNDED_QUEUE_POLICY`` is what ``python -m triton_kit.build_engines FAMILY --queue-policy bounded``
-writes into every dynamically batched model (``--max-queue-size`` and ``--queue-timeout-ms``
-change its numbers): for a Triton without that stall, or where rejecting fast matters more
-than latency at low load. ``tests/integration/reliability/test_overload.py`` shows what it does.
+``BOUNDED_QUEUE_POLICY`` is what
+``python -m triton_kit.build_engines FAMILY --queue-policy bounded`` writes into every
+dynamically batched model (``--max-queue-size`` and ``--queue-timeout-ms`` change its
+numbers): for a Triton without that stall, or where rejecting fast matters more than latency
+at low load. ``tests/integration/reliability/test_overload.py`` shows what it does.
 """
 
 from __future__ import annotations

@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] != "backend-config":
         print(
-            "usage: python -m triton_kit.python_models.common.tensorrt_sidecar backend-config REPOSITORY",
+            "usage: python -m triton_kit.python_models.common.tensorrt_sidecar "
+            "backend-config REPOSITORY",
             file=sys.stderr,
         )
         return 2

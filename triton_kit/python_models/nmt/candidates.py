@@ -1,12 +1,13 @@
 """Each row's best tokens inside ONNX Runtime: the CPU step model's side of the search.
 
-The numpy path (:func:`triton_kit.python_models.nmt.decode.row_candidates`) took 24-37 ms a step over
-opus-mt-en-de's 58k-token logits at 128 rows, a third of a beam-4 call at concurrency 32;
-the same log_softmax and TopK as a small ONNX graph run in C++ on the session's threads
-(10.5 ms on 2 threads; at 44 rows on 1 thread 3.8 ms with ONNX's fused LogSoftmax, 4.7 with
-it spelt out, 7.3 in numpy). The graph computes what the numpy path computes: log_softmax
-over every token (HF takes it before the processors), the banned tokens set to -inf, then
-the ``k`` best per row, ties to the lower id (TopK's rule). Python 3.10 compatible.
+The numpy path (:func:`triton_kit.python_models.nmt.decode.row_candidates`) took 24-37 ms a
+step over opus-mt-en-de's 58k-token logits at 128 rows, a third of a beam-4 call at
+concurrency 32; the same log_softmax and TopK as a small ONNX graph run in C++ on the
+session's threads (10.5 ms on 2 threads; at 44 rows on 1 thread 3.8 ms with ONNX's fused
+LogSoftmax, 4.7 with it spelt out, 7.3 in numpy). The graph computes what the numpy path
+computes: log_softmax over every token (HF takes it before the processors), the banned
+tokens set to -inf, then the ``k`` best per row, ties to the lower id (TopK's rule). Python
+3.10 compatible.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ def session(path: Path, threads: int) -> ort.InferenceSession:
 
 
 class SessionStepModel:
-    """``encode``/``step`` (see :class:`triton_kit.python_models.nmt.decode.StepModel`) over two objects
-    with ONNX Runtime's ``run(None, feeds)``: sessions, or stand-ins that call a server.
+    """``encode``/``step`` (see :class:`triton_kit.python_models.nmt.decode.StepModel`) over two
+    objects with ONNX Runtime's ``run(None, feeds)``: sessions, or stand-ins that call a server.
 
     Outputs are taken by position, in the exported graphs' order: the encoder gives
     (last_hidden_state, cross_kv), the decoder (logits, present_kv). ``reorders``: the

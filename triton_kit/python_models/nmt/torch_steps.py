@@ -31,11 +31,11 @@ def _placed(module: torch.nn.Module, device: torch.device, dtype: torch.dtype | 
 
 
 class TorchStepModel:
-    """``encode``/``step``/``take`` (see :class:`triton_kit.python_models.nmt.decode.StepModel`) over an
-    encoder module ``(input_ids, attention_mask) -> (hidden, cross_kv)`` and a decoder-step
-    module ``(input_ids, encoder_attention_mask, cross_kv, past_kv, beam_index) -> (logits,
-    present_kv)``
-    (the graphs the ONNX export traces, so both engines compute the same thing)."""
+    """``encode``/``step``/``take`` (see :class:`triton_kit.python_models.nmt.decode.StepModel`)
+    over an encoder module ``(input_ids, attention_mask) -> (hidden, cross_kv)`` and a
+    decoder-step module ``(input_ids, encoder_attention_mask, cross_kv, past_kv, beam_index) ->
+    (logits, present_kv)`` (the graphs the ONNX export traces, so both engines compute the same
+    thing)."""
 
     def __init__(
         self,

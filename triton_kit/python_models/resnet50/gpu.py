@@ -2,10 +2,10 @@
 
 Why: on a GPU host the PIL path costs CPU time per image that the GPU could spend, and
 clients that decode themselves send UINT8 HWC pixels that only need resizing. The recipe is
-:func:`triton_kit.python_models.resnet50.image.preprocess`'s (shorter side to 256 bilinear with PIL's
-antialiasing, 8-bit rounding after the resize, centre crop, ImageNet mean/std), written
-with torch so it runs wherever the tensors are. On CPU the Triton models keep PIL; this
-module runs there too, for tests. Python 3.10.
+:func:`triton_kit.python_models.resnet50.image.preprocess`'s (shorter side to 256 bilinear
+with PIL's antialiasing, 8-bit rounding after the resize, centre crop, ImageNet mean/std),
+written with torch so it runs wherever the tensors are. On CPU the Triton models keep PIL;
+this module runs there too, for tests. Python 3.10.
 """
 
 from __future__ import annotations

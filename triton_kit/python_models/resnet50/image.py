@@ -1,7 +1,8 @@
 """ResNet-50 pre- and post-processing as pure functions.
 
-The single definition of the pipeline: the Triton models (:mod:`triton_kit.python_models.resnet50.model`)
-call them, and tests and benchmarks call them in-process for the reference result.
+The single definition of the pipeline: the Triton models
+(:mod:`triton_kit.python_models.resnet50.model`) call them, and tests and benchmarks call them
+in-process for the reference result.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """ResNet-50's served python models: pre-processors (PIL, or torch on a GPU) and top-k.
 
-They call the pure functions of :mod:`triton_kit.python_models.resnet50.image`; a ``KIND_GPU`` instance
-uses :mod:`triton_kit.python_models.resnet50.gpu` instead of PIL.
+They call the pure functions of :mod:`triton_kit.python_models.resnet50.image`; a ``KIND_GPU``
+instance uses :mod:`triton_kit.python_models.resnet50.gpu` instead of PIL.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ class ImagePreprocessor(PythonModel):
     """IMAGE (encoded bytes) -> PIXELS (FP32 [3, crop, crop]).
 
     On a ``KIND_GPU`` instance (and where torchvision imports) JPEGs are decoded by nvJPEG
-    and resized/normalised by torch on that GPU (:mod:`triton_kit.python_models.resnet50.gpu`); other
-    formats are decoded by PIL there. Elsewhere the PIL path runs, unchanged.
+    and resized/normalised by torch on that GPU (:mod:`triton_kit.python_models.resnet50.gpu`);
+    other formats are decoded by PIL there. Elsewhere the PIL path runs, unchanged.
     """
 
     def initialize(self, args: dict[str, str]) -> None:

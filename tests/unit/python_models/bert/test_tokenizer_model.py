@@ -2,9 +2,9 @@
 
 The tokenizer is a real ``tokenizers`` WordPiece tokenizer over a nine-word vocabulary
 written here, so every expected token id is read off the vocabulary by hand, never
-computed by ``triton_kit.python_models.bert.text``. setup() runs as ``initialize()`` would call it, with
-a parsed parameters block (as tests/unit/python_models/resnet50/test_image.py does for the
-image models).
+computed by ``triton_kit.python_models.bert.text``. setup() runs as ``initialize()`` would
+call it, with a parsed parameters block (as tests/unit/python_models/resnet50/test_image.py
+does for the image models).
 """
 
 from __future__ import annotations

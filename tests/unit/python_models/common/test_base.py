@@ -1,4 +1,5 @@
-"""``triton_kit.python_models.common.base`` without a server: pb_utils is tests/support/pb_utils_standin.py.
+"""``triton_kit.python_models.common.base`` without a server: pb_utils is
+tests/support/pb_utils_standin.py.
 
 Expected values are worked by hand: a model that doubles ``A`` (plus an optional
 ``OFFSET``), Triton's error codes by number (INTERNAL 1, INVALID_ARG 3), the profile's

@@ -1,6 +1,6 @@
-"""``triton_kit.python_models.common.bls.infer`` through tests/support/pb_utils_standin.py: the request it
-builds (model, inputs as the called model reads them, requested outputs) and what it returns
-or raises."""
+"""``triton_kit.python_models.common.bls.infer`` through tests/support/pb_utils_standin.py: the
+request it builds (model, inputs as the called model reads them, requested outputs) and what
+it returns or raises."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""triton_kit.python_models.common.parameters and .contracts without a server (fast: mutation runs)."""
+"""triton_kit.python_models.common.parameters and .contracts without a server (fast: mutation
+runs)."""
 
 from __future__ import annotations
 

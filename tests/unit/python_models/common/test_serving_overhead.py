@@ -1,4 +1,5 @@
-"""Structure that keeps Triton's serving overhead small (issue 11); speed is in triton_kit/benchmarks/."""
+"""Structure that keeps Triton's serving overhead small (issue 11); speed is in
+triton_kit/benchmarks/."""
 
 from __future__ import annotations
 

@@ -147,7 +147,8 @@ def test_main_usage(argv: list[str], capsys) -> None:
     assert main(argv) == 2
     assert capsys.readouterr() == (
         "",
-        "usage: python -m triton_kit.python_models.common.tensorrt_sidecar backend-config REPOSITORY\n",
+        "usage: python -m triton_kit.python_models.common.tensorrt_sidecar "
+        "backend-config REPOSITORY\n",
     )
 
 

@@ -1,7 +1,8 @@
-"""The ``nmt`` model's calls to a TorchScript ``nmt_generate`` (triton_kit/python_models/nmt/generate.py):
-one BLS call per beam size with that size's rows padded together, and its padded
-``sequences`` read back as HF ids. The called model is tests/support/pb_utils_standin.py's
-handler here; tests/integration/nmt/test_torch_generate_served.py serves the real one."""
+"""The ``nmt`` model's calls to a TorchScript ``nmt_generate``
+(triton_kit/python_models/nmt/generate.py): one BLS call per beam size with that size's rows
+padded together, and its padded ``sequences`` read back as HF ids. The called model is
+tests/support/pb_utils_standin.py's handler here;
+tests/integration/nmt/test_torch_generate_served.py serves the real one."""
 
 from __future__ import annotations
 

@@ -160,7 +160,8 @@ def _served_parameters() -> dict:
 def test_the_search_model_lets_triton_prefetch(tmp_path) -> None:
     """No queue policy field on the BLS model: any of them turns off Triton's prefetching,
     and a request that arrives while an execute finishes then waits 500 ms (see
-    triton_kit/build_engines/nmt/repository.py and test_a_lone_request_does_not_wait_in_the_queue)."""
+    triton_kit/build_engines/nmt/repository.py and
+    test_a_lone_request_does_not_wait_in_the_queue)."""
     require_models("nmt")
     from triton_kit.build_engines.nmt.repository import write_bls
     from triton_kit.build_engines.options import BuildOptions
