@@ -188,6 +188,7 @@ def metrics_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonS
         metrics_port=0,
         log_file=repository.parent / "tritonserver.log",
         extra_args=["--metrics-interval-ms=500"],
+        latency_summaries=True,  # what the dashboard's quantile panels read
     )
     with TritonServer(config) as server:
         for _ in range(REQUESTS):
@@ -377,7 +378,8 @@ def values(prometheus_url: str, promql: str) -> dict[str, float]:
 @pytest.mark.slow
 @pytest.mark.parametrize("family", SUMMARY_FAMILIES)
 def test_summary_latency_quantiles_are_scraped_after_traffic(family: str, prometheus: str) -> None:
-    """The launcher turns Triton's summaries on; each quantile the dashboard reads exists."""
+    """With ``latency_summaries`` the launcher turns Triton's summaries on; each quantile the
+    dashboard reads exists."""
     promql = f'{family}{{model="echo"}}'
     samples = wait_for(lambda: query(prometheus, promql), 60, promql)
     quantiles = {s["metric"]["quantile"] for s in samples}

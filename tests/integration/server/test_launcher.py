@@ -127,3 +127,63 @@ def test_load_failures_are_parsed_from_both_log_forms() -> None:
         "| b     | 1       | UNAVAILABLE: Internal: boom |\n"
     )
     assert parse_load_failures(log) == {"a": "Invalid argument: bad dims", "b": "Internal: boom"}
+
+
+# -- latency summaries: off unless asked for (42% of ResNet-50 throughput on the H100) ------
+
+_DOUBLER_CONFIG = """
+name: "doubler"
+backend: "python"
+max_batch_size: 8
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+_DOUBLER = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy() * 2)]
+            )
+            for r in requests
+        ]
+"""
+
+
+def _metrics_after_one_request(tmp_path: Path, **overrides: object) -> str:
+    import urllib.request
+
+    import numpy as np
+    import tritonclient.http as httpclient
+
+    repository = tmp_path / "repository"
+    (repository / "doubler" / "1").mkdir(parents=True)
+    (repository / "doubler" / "config.pbtxt").write_text(_DOUBLER_CONFIG)
+    (repository / "doubler" / "1" / "model.py").write_text(_DOUBLER)
+    with TritonServer(_config(repository, tmp_path, **overrides)) as server:
+        client = httpclient.InferenceServerClient(server.http_url.removeprefix("http://"))
+        x = httpclient.InferInput("X", [1, 4], "FP32")
+        x.set_data_from_numpy(np.arange(4, dtype=np.float32)[None])
+        y = client.infer("doubler", [x]).as_numpy("Y")
+        np.testing.assert_array_equal(y, [[0, 2, 4, 6]])
+        with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
+            return reply.read().decode()
+
+
+@pytest.mark.slow
+def test_latency_summaries_are_off_by_default(tmp_path: Path) -> None:
+    """Summaries cost 42% of ResNet-50's throughput under load on the H100
+    (benchmarks/results/gpu_launcher.md); the cumulative counters stay."""
+    text = _metrics_after_one_request(tmp_path)
+    assert 'nv_inference_request_duration_us{model="doubler"' in text
+    assert "nv_inference_request_summary_us" not in text
+
+
+@pytest.mark.slow
+def test_latency_summaries_when_asked_for(tmp_path: Path) -> None:
+    text = _metrics_after_one_request(tmp_path, latency_summaries=True)
+    assert 'nv_inference_request_summary_us{model="doubler"' in text
