@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -28,6 +29,22 @@ def execution_count(grpc_url: str, model: str) -> int:
 def inference_count(grpc_url: str, model: str) -> int:
     """Rows ``model`` has run (with ``max_batch_size`` > 0, a call's batch counts each)."""
     return _statistic(grpc_url, model, "inference_count")
+
+
+def settled_counts(
+    grpc_url: str, model: str, before: tuple[int, int], rows: int, timeout_s: float = 10.0
+) -> tuple[int, int]:
+    """(execution, inference) counts of ``model`` once ``rows`` more rows are counted.
+
+    A model called through BLS answers its caller before Triton records the call's
+    statistics, so counts read right after the caller's response can lag by a call (seen
+    under load: 2 executions counted for 3)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counts = execution_count(grpc_url, model), inference_count(grpc_url, model)
+        if counts[1] - before[1] >= rows or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.05)
 
 
 @contextmanager

@@ -205,7 +205,7 @@ def locust_master(
     workdir = tmp_path_factory.mktemp("locust")
     port = free_port()
     command = [
-        sys.executable, "-m", "locust", "-f", str(ROOT / "loadtest" / "locustfile.py"),
+        sys.executable, "-m", "locust", "-f", str(ROOT / "triton_kit/loadtest/locustfile.py"),
         "--headless", "--users", "2", "--spawn-rate", "2", "--run-time", "10m",
         "--host", metrics_server.grpc_url, "--model-name", f"bert={ENSEMBLE}",
         "--prometheus-port", str(port), "--prometheus-host", "127.0.0.1",

@@ -14,7 +14,12 @@ import pytest
 import torch
 from transformers import MarianTokenizer
 
-from tests.support.batching import execution_count, first_co_batched, inference_count
+from tests.support.batching import (
+    execution_count,
+    first_co_batched,
+    inference_count,
+    settled_counts,
+)
 from tests.support.nmt_reference import rnn_reference_search
 from tests.support.nmt_requests import rows_request
 from tests.support.served_build import build_repository, serving
@@ -92,7 +97,7 @@ def test_rows_keep_their_own_beam_and_max_length(engine_server, reference) -> No
     url = engine_server.grpc_url
     before = execution_count(url, GENERATE), inference_count(url, GENERATE)
     served = rows_request(url, texts, beams, limits, model=BLS)
-    after = execution_count(url, GENERATE), inference_count(url, GENERATE)
+    after = settled_counts(url, GENERATE, before, len(texts))
     expected = [reference([t], b, m)[0] for t, b, m in zip(texts, beams, limits, strict=True)]
     assert served == expected
     assert (after[0] - before[0], after[1] - before[1]) == (3, 6)  # beams 1, 2 and 4
@@ -113,7 +118,7 @@ def test_concurrent_requests_share_one_generate_call(engine_server, reference) -
 
         with ThreadPoolExecutor(len(texts)) as pool:
             served = list(pool.map(one, texts))
-        after = execution_count(url, GENERATE), inference_count(url, GENERATE)
+        after = settled_counts(url, GENERATE, before, len(texts))
         return served, (after[0] - before[0], after[1] - before[1])
 
     served, (calls, rows) = first_co_batched(url, BLS, len(texts), send_all)

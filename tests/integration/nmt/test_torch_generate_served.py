@@ -13,7 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from tests.support.batching import execution_count, first_co_batched, inference_count
+from tests.support.batching import (
+    execution_count,
+    first_co_batched,
+    inference_count,
+    settled_counts,
+)
 from tests.support.nmt_reference import hf_translator
 from tests.support.nmt_requests import rows_request
 from tests.support.served_build import build_repository, serving
@@ -88,7 +93,7 @@ def test_rows_keep_their_own_beam_and_max_length(engine_server, reference) -> No
     url = engine_server.grpc_url
     before = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
     served = rows_request(url, texts, beams, limits)
-    after = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+    after = settled_counts(url, "nmt_generate", before, len(texts))
     expected = [reference([t], b, m)[0] for t, b, m in zip(texts, beams, limits, strict=True)]
     assert served == expected
     assert after[0] - before[0] == 3  # beams 1, 2 and 4
@@ -110,7 +115,7 @@ def test_concurrent_requests_share_one_generate_call(engine_server, reference) -
 
         with ThreadPoolExecutor(len(texts)) as pool:
             served = list(pool.map(one, texts))
-        after = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+        after = settled_counts(url, "nmt_generate", before, len(texts))
         return served, (after[0] - before[0], after[1] - before[1])
 
     served, (calls, rows) = first_co_batched(url, "nmt", len(texts), send_all)
