@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## Create .venv with every dependency (idempotent)
 
 # Each family rebuilds when the build code or the python models it serves change.
-BUILD_DEPS := $(STAMP) $(wildcard triton_kit/build_engines/*.py triton_kit/build_engines/*/*.py triton_kit/python_models/*.py triton_kit/python_models/*/*.py)
+BUILD_DEPS := $(STAMP) $(shell find triton_kit/build_engines triton_kit/python_models -name "*.py")
 
 $(REPO)/.resnet50.built: $(BUILD_DEPS)
 	$(PY) -m triton_kit.build_engines resnet50
@@ -111,7 +111,7 @@ mutation: models ## Mutation score over python_models, client, loadtest summary/
 	$(VENV)/bin/mutmut results
 
 plans-dry-run: models ## TensorRT plan of work and trtexec command for every ONNX model (no TensorRT needed)
-	$(PY) -m triton_kit.build_engines.tensorrt --precision fp16
+	$(PY) -m triton_kit.build_engines.engines.tensorrt --precision fp16
 
 MUTATION_SELECT ?=
 LOADTEST_STEPS ?= 1,2,4,8

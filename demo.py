@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from triton_kit.benchmarks.harness.measure import markdown_table
-from triton_kit.build_engines.sample_images import synthetic_images
+from triton_kit.build_engines.families.sample_images import synthetic_images
 from triton_kit.client import TritonClient
 from triton_kit.server import ServerConfig, TritonServer
 from triton_kit.server.model_backends import backend_table

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from triton_kit.build_engines.nmt.pipeline import decode_settings, limits
+from triton_kit.build_engines.families.nmt.pipeline import decode_settings, limits
 from triton_kit.python_models.nmt.decode import DecodeSettings, Job, generate
 from triton_kit.python_models.nmt.ort import OrtStepModel
 from triton_kit.python_models.nmt.text import MarianText
@@ -79,9 +79,10 @@ class InProcess:
 
 def rnn_reference_search(model, source: list[int], beam: int, max_length: int = 64):
     """HF-style beam search (length penalty 1, early_stopping False, <pad> banned, eos
-    forced at the limit) over the recurrent model (``triton_kit.build_engines.nmt.rnn_model``), one
-    sentence at a time in plain PyTorch (nothing of python_models' search). At beam 1
-    it is greedy (an EOS on top ends the sentence, HF's stop check ends the rest)."""
+    forced at the limit) over the recurrent model
+    (``triton_kit.build_engines.families.nmt.rnn.model``), one sentence at a time in plain PyTorch
+    (nothing of python_models' search). At beam 1 it is greedy (an EOS on top ends the sentence,
+    HF's stop check ends the rest)."""
     config = model.config
     pad, eos, vocab = config.pad_token_id, config.eos_token_id, config.vocab_size
     ids = torch.tensor([source])

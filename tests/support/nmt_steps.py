@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-from triton_kit.build_engines.nmt import export
+from triton_kit.build_engines.families.nmt import export
 
 Feed = tuple[torch.Tensor, torch.Tensor]  # (tokens [rows, 1], beam_index [rows])
 

@@ -43,8 +43,8 @@ def serving_files() -> list[Path]:
 
 def test_the_walk_sees_lazy_imports(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from triton_kit.build_engines.tensorrt import device\n")
-    assert imported_modules(probe) == ["triton_kit.build_engines.tensorrt"]
+    probe.write_text("def f():\n    from triton_kit.build_engines.engines.tensorrt import device\n")
+    assert imported_modules(probe) == ["triton_kit.build_engines.engines.tensorrt"]
 
 
 @pytest.mark.parametrize("path", serving_files(), ids=lambda p: str(p.relative_to(ROOT)))

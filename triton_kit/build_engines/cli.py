@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from triton_kit.build_engines.engine_step import step_of
+from triton_kit.build_engines.engines.step import step_of
 from triton_kit.build_engines.flags import add_common_arguments, build_options, parse_build_args
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.steps import BuildError
@@ -18,11 +18,14 @@ from triton_kit.build_engines.steps import BuildError
 # `--help` stays fast and a missing optional dependency only affects its family.
 FAMILIES: dict[str, tuple[str, str]] = {
     "resnet50": (
-        "triton_kit.build_engines.resnet50",
+        "triton_kit.build_engines.families.resnet50",
         "ResNet-50 image classification (ensemble resnet50)",
     ),
-    "bert": ("triton_kit.build_engines.bert", "BERT sentence embeddings (ensemble bert)"),
-    "nmt": ("triton_kit.build_engines.nmt", "Marian encoder-decoder translation (BLS model nmt)"),
+    "bert": ("triton_kit.build_engines.families.bert", "BERT sentence embeddings (ensemble bert)"),
+    "nmt": (
+        "triton_kit.build_engines.families.nmt",
+        "Marian encoder-decoder translation (BLS model nmt)",
+    ),
 }
 ALL_ORDER = ["resnet50", "bert", "nmt"]
 # Measured on CPU (benchmarks/results/bert.md): BERT's mixed-length traffic batches poorly, so two

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from triton_kit.build_engines.engine_step import DynamicAxes, step_of
+from triton_kit.build_engines.engines.step import DynamicAxes, step_of
 from triton_kit.build_engines.options import BuildOptions
-from triton_kit.build_engines.precision_step import (
+from triton_kit.build_engines.precision.step import (
     CHECK_SAMPLES,
     CalibrationSource,
     calibration_cache,

@@ -1,7 +1,7 @@
 """The command-line flags every build shares, and the one conversion into :class:`BuildOptions`.
 
 Used by ``python -m triton_kit.build_engines`` (:mod:`triton_kit.build_engines.cli`) and
-``python -m triton_kit.build_engines.tensorrt``; each default shown here is read from the
+``python -m triton_kit.build_engines.engines.tensorrt``; each default shown here is read from the
 option dataclasses.
 """
 
@@ -11,6 +11,12 @@ import argparse
 import os
 from pathlib import Path
 
+from triton_kit.build_engines.engines.registry import ENGINE_NAMES
+from triton_kit.build_engines.engines.tensorrt.options import (
+    HARDWARE_LEVELS,
+    PROFILING_VERBOSITY,
+    TensorRTOptions,
+)
 from triton_kit.build_engines.options import (
     PRECISIONS,
     QUEUE_POLICIES,
@@ -19,12 +25,6 @@ from triton_kit.build_engines.options import (
     queue_policy_name,
 )
 from triton_kit.build_engines.precision.int8 import METHODS, CalibrationSettings
-from triton_kit.build_engines.registry import ENGINE_NAMES
-from triton_kit.build_engines.tensorrt.options import (
-    HARDWARE_LEVELS,
-    PROFILING_VERBOSITY,
-    TensorRTOptions,
-)
 
 _BUILD = BuildOptions()
 _CALIBRATION = CalibrationSettings()

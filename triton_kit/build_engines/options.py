@@ -11,9 +11,9 @@ import shlex
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from triton_kit.build_engines.engines.registry import Engine
+from triton_kit.build_engines.engines.tensorrt.options import TensorRTOptions
 from triton_kit.build_engines.precision.int8 import CalibrationSettings
-from triton_kit.build_engines.registry import Engine
-from triton_kit.build_engines.tensorrt.options import TensorRTOptions
 from triton_kit.python_models.common.contracts import family_of
 from triton_kit.python_models.common.serving_policy import (
     BOUNDED_QUEUE_POLICY,

@@ -14,10 +14,10 @@ import torch
 from transformers import MarianTokenizer
 
 from triton_kit.benchmarks.nmt.run import held_out_pairs
-from triton_kit.build_engines.nmt.export import load_model
-from triton_kit.build_engines.nmt.pipeline import decode_settings
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
-from triton_kit.build_engines.torch_engine.nmt_generate import generate, generation_module
+from triton_kit.build_engines.families.nmt.export import load_model
+from triton_kit.build_engines.families.nmt.pipeline import decode_settings
+from triton_kit.build_engines.families.nmt.torchscript.generate import generate, generation_module
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.python_models.nmt.decode import Job
 
 
@@ -79,7 +79,7 @@ def built(precision: str, pairs, tokenizer, device: str) -> None:
 def bisect(device: str) -> None:
     """fp16: the loaded module's encoder and decoder step against the in-memory ones on the
     same feeds, simple executor: which part goes wrong after a save and load."""
-    from triton_kit.build_engines.torch_engine.nmt import decoder_feeds, encoder_feeds
+    from triton_kit.build_engines.families.nmt.torchscript.steps import decoder_feeds, encoder_feeds
 
     model = load_model(DEFAULT_CHECKPOINT)
     module = generation_module(model, decode_settings(model), device, torch.float16)
@@ -118,8 +118,8 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["export-step"]:
         # The same checks with the ONNX export's step (concat form) in the search: it broke
         # at fp16 with its -1e9 mask offset; it now adds mask_bias (finite in fp16).
-        from triton_kit.build_engines.nmt.export import DecoderStepGraph
-        from triton_kit.build_engines.torch_engine import nmt_generate
+        from triton_kit.build_engines.families.nmt.export import DecoderStepGraph
+        from triton_kit.build_engines.families.nmt.torchscript import generate as nmt_generate
 
         nmt_generate.MarianDecoderStep = lambda model: DecoderStepGraph(model, concat_cache=True)
         main()

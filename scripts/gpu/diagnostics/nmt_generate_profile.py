@@ -17,9 +17,9 @@ from pathlib import Path
 
 import torch
 
-from triton_kit.build_engines.nmt.export import load_model
-from triton_kit.build_engines.nmt.pipeline import decode_settings
-from triton_kit.build_engines.torch_engine.nmt_generate import generation_module
+from triton_kit.build_engines.families.nmt.export import load_model
+from triton_kit.build_engines.families.nmt.pipeline import decode_settings
+from triton_kit.build_engines.families.nmt.torchscript.generate import generation_module
 from triton_kit.python_models.nmt.decode import Job
 from triton_kit.python_models.nmt.generate import torch_generate_feeds
 
@@ -28,7 +28,7 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
 
 def _checkpoint(size: str, work: Path) -> Path:
     if size == "tiny":
-        from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+        from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 
         return DEFAULT_CHECKPOINT
     from triton_kit.benchmarks.nmt import large

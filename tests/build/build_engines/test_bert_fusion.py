@@ -9,7 +9,8 @@ import numpy as np
 import onnx
 import pytest
 
-from triton_kit.build_engines import bert, fusion
+from triton_kit.build_engines.engines import fusion
+from triton_kit.build_engines.families import bert
 from triton_kit.build_engines.repository import parse
 
 pytestmark = pytest.mark.skipif(

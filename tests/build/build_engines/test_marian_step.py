@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from tests.support.nmt_steps import agree_over_steps
-from triton_kit.build_engines.nmt import export
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
-from triton_kit.build_engines.torch_engine.marian_step import MarianDecoderStep
-from triton_kit.build_engines.torch_engine.nmt import decoder_feeds
+from triton_kit.build_engines.families.nmt import export
+from triton_kit.build_engines.families.nmt.torchscript.marian_step import MarianDecoderStep
+from triton_kit.build_engines.families.nmt.torchscript.steps import decoder_feeds
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ import torch
 from tritonclient.grpc import model_config_pb2 as mc
 
 from tests.support.nmt_steps import agree_over_steps
-from triton_kit.build_engines.nmt import export, repository
-from triton_kit.build_engines.nmt.pipeline import decode_settings, limits
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import export, repository
+from triton_kit.build_engines.families.nmt.pipeline import decode_settings, limits
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.python_models.common.contracts import (
     BEAM_INDEX,

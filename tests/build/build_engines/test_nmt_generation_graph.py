@@ -16,11 +16,11 @@ import pytest
 
 from tests.build.build_engines.test_nmt_parity import _random_checkpoint, _random_sources
 from tests.support.nmt_reference import InProcess, hf_generate
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.export import export_decoder, export_encoder
-from triton_kit.build_engines.nmt.generation_graph import SearchTokens, export_generation
-from triton_kit.build_engines.nmt.pipeline import decode_settings
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.export import export_decoder, export_encoder
+from triton_kit.build_engines.families.nmt.generation_graph import SearchTokens, export_generation
+from triton_kit.build_engines.families.nmt.pipeline import decode_settings
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.python_models.nmt.generate import translate_one
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")

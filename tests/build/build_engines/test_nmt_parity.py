@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from tests.support.nmt_reference import InProcess, hf_generate
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
-from triton_kit.build_engines.nmt.vocab import write_tokenizer
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.vocab import write_tokenizer
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 

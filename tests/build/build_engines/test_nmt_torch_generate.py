@@ -17,17 +17,17 @@ import pytest
 import torch
 
 from tests.build.build_engines.test_nmt_parity import _random_checkpoint, _random_sources
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.pipeline import decode_settings
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
-from triton_kit.build_engines.torch_engine.nmt import step_model
-from triton_kit.build_engines.torch_engine.nmt_generate import (
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.pipeline import decode_settings
+from triton_kit.build_engines.families.nmt.torchscript.generate import (
     GenerationModule,
     generate,
     generation_module,
     run_module,
     traced_steps,
 )
+from triton_kit.build_engines.families.nmt.torchscript.steps import step_model
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.python_models.nmt import decode
 from triton_kit.python_models.nmt.decode import Job
 
@@ -220,7 +220,7 @@ def test_the_build_check_fails_a_wrong_search_and_a_broken_half(number_model, ca
     """A search that differs from HF on some sentences (one more banned token: the first one
     HF generates) fails the fp32 check and passes the fp16 one, logged (near-ties may flip in
     half); one that differs on every sentence (EOS banned too) fails both."""
-    from triton_kit.build_engines.nmt.torch_search import check_against_hf
+    from triton_kit.build_engines.families.nmt.torch_search import check_against_hf
     from triton_kit.build_engines.steps import BuildError
 
     texts = _held_out(16)
@@ -257,7 +257,7 @@ def test_int8_dynamic_module_runs_quantized_linear_layers(int8_loaded, number_mo
 def test_int8_dynamic_module_agrees_with_hf(number_model, int8_loaded, beam):
     """Held-out sentences and the same words shuffled (the model is unsure there, so near-ties
     that int8 may flip): the build's threshold of them are HF fp32's ids."""
-    from triton_kit.build_engines.nmt.torch_search import MIN_AGREEMENT
+    from triton_kit.build_engines.families.nmt.torch_search import MIN_AGREEMENT
 
     texts = _held_out(16)
     rng = np.random.default_rng(7)
@@ -271,7 +271,7 @@ def test_int8_dynamic_module_agrees_with_hf(number_model, int8_loaded, beam):
 
 def test_the_build_check_passes_int8_and_fails_a_broken_int8(number_model, int8_loaded):
     """An int8 search that differs on every sentence (EOS banned) fails the int8 check."""
-    from triton_kit.build_engines.nmt.torch_search import check_against_hf
+    from triton_kit.build_engines.families.nmt.torch_search import check_against_hf
     from triton_kit.build_engines.steps import BuildError
 
     texts = _held_out(16)

@@ -66,7 +66,7 @@ def checkpoint_dir(model_repository: Path) -> Path:
 
     Served files record only a path's last two parts (no build-machine layout), so the
     default checkpoint shipped in a package is recognised by them."""
-    from triton_kit.build_engines.bert import default_checkpoint
+    from triton_kit.build_engines.families.bert import default_checkpoint
 
     source = json.loads((model_repository / "bert_model" / "build.json").read_text())
     assert source["random_weights"] == "false", "model_repository's bert has random weights"

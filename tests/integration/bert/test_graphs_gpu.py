@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from tests.integration.bert.test_bert import COSINE_MIN, SENTENCES
-from triton_kit.build_engines.bert import default_checkpoint
+from triton_kit.build_engines.families.bert import default_checkpoint
 from triton_kit.build_engines.repository import parse, render
 from triton_kit.client import TritonClient
 from triton_kit.python_models.common.base import PROFILE_DIR_ENV

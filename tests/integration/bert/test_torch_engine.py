@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from tests.integration.bert.test_bert import COSINE_MIN, SENTENCES
-from triton_kit.build_engines.bert import default_checkpoint
+from triton_kit.build_engines.families.bert import default_checkpoint
 from triton_kit.client import InvalidInputError, TritonClient
 from triton_kit.server import ServerConfig, TritonServer
 

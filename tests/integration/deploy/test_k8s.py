@@ -565,7 +565,7 @@ def test_plan_check_init_container_passes_onnx_and_stops_unverifiable_plans(
 
 
 def test_plan_check_image_has_the_code_it_runs() -> None:
-    """The init container imports server.plan_check (and through it build_engines.tensorrt)
+    """The init container imports server.plan_check (and through it build_engines.engines.tensorrt)
     from the build-engines image: its Dockerfile must copy both and its .dockerignore let
     them through."""
     script = _plan_check_script()

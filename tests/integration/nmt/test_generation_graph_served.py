@@ -13,8 +13,8 @@ import pytest
 
 from tests.support.nmt_reference import hf_generate
 from tests.support.prerequisites import PROJECT_ROOT
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.client import InvalidInputError, TritonClient
 from triton_kit.server import ServerConfig, TritonServer
 from triton_kit.server.model_backends import model_backends

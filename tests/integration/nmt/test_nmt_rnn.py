@@ -15,10 +15,15 @@ from transformers import MarianTokenizer
 
 from tests.support.nmt_reference import rnn_reference_search as reference_beam_search
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-from triton_kit.build_engines.nmt import DEFAULT_RNN_CHECKPOINT, corpus, rnn_model
-from triton_kit.build_engines.nmt.rnn_export import compare, export_decoder, export_encoder
-from triton_kit.build_engines.nmt.rnn_pipeline import decode_settings, limits, verification_ids
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
+from triton_kit.build_engines.families.nmt import DEFAULT_RNN_CHECKPOINT, corpus
+from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
+from triton_kit.build_engines.families.nmt.rnn.export import compare, export_decoder, export_encoder
+from triton_kit.build_engines.families.nmt.rnn.pipeline import (
+    decode_settings,
+    limits,
+    verification_ids,
+)
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT, encode
 from triton_kit.client import TritonClient
 from triton_kit.python_models.nmt.decode import Job, generate
 from triton_kit.python_models.nmt.ort import OrtStepModel
@@ -184,7 +189,7 @@ def test_served_configs_say_which_state_the_decoder_keeps(model) -> None:
 
 def test_tensorrt_dry_run_plans_both_graphs(tmp_path, capsys) -> None:
     """The plan of work for the served ONNX files: profiles cover rows = batch x beams."""
-    from triton_kit.build_engines.tensorrt.__main__ import main
+    from triton_kit.build_engines.engines.tensorrt.__main__ import main
 
     require_models("nmt_rnn_encoder", "nmt_rnn_decoder")
     argv = ["--output-repository", str(MODEL_REPOSITORY), "--work-dir", str(tmp_path / "b")]

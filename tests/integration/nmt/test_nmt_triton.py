@@ -17,8 +17,8 @@ import tritonclient.grpc as grpcclient
 
 from tests.support.nmt_reference import InProcess
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.client import AsyncTritonClient, InvalidInputError, TritonClient
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")

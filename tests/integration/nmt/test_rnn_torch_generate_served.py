@@ -23,8 +23,9 @@ from tests.support.batching import (
 from tests.support.nmt_reference import rnn_reference_search
 from tests.support.nmt_requests import rows_request
 from tests.support.served_build import build_repository, serving
-from triton_kit.build_engines.nmt import DEFAULT_RNN_CHECKPOINT, corpus, rnn_model
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT, encode
+from triton_kit.build_engines.families.nmt import DEFAULT_RNN_CHECKPOINT, corpus
+from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT, encode
 from triton_kit.client import InvalidInputError, TritonClient
 from triton_kit.server import TritonServer
 from triton_kit.server.model_backends import model_backends
@@ -143,7 +144,7 @@ def test_int8_dynamic_serves_the_reference_translations(tmp_path, reference) -> 
     """``--precision int8-dynamic`` (CPU: the build refuses a visible GPU): Triton's own
     pytorch backend runs the quantized linear and GRU ops; the build's share of held-out
     sentences are the fp32 reference's (int8 may flip a near-tie)."""
-    from triton_kit.build_engines.nmt.torch_search import MIN_AGREEMENT
+    from triton_kit.build_engines.families.nmt.torch_search import MIN_AGREEMENT
 
     if torch.cuda.is_available():
         pytest.skip("int8-dynamic is CPU only: the build refuses where a GPU is visible")

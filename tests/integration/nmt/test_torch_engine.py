@@ -18,8 +18,8 @@ import torch
 from tests.support.batching import execution_count
 from tests.support.nmt_reference import hf_translator
 from tests.support.served_build import build_repository, serving
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.client import InvalidInputError, TritonClient
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")

@@ -22,8 +22,8 @@ from tests.support.batching import (
 from tests.support.nmt_reference import hf_translator
 from tests.support.nmt_requests import rows_request
 from tests.support.served_build import build_repository, serving
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.client import InvalidInputError, TritonClient
 from triton_kit.server import TritonServer
 from triton_kit.server.model_backends import model_backends
@@ -151,7 +151,7 @@ def test_int8_dynamic_serves_hf_translations(tmp_path, reference) -> None:
     """``--precision int8-dynamic`` (CPU: the build refuses a visible GPU): Triton's own
     pytorch backend runs the quantized ops; the repository holds the search and ``nmt`` only;
     the build's share of held-out sentences are HF's (int8 may flip a near-tie)."""
-    from triton_kit.build_engines.nmt.torch_search import MIN_AGREEMENT
+    from triton_kit.build_engines.families.nmt.torch_search import MIN_AGREEMENT
 
     if torch.cuda.is_available():
         pytest.skip("int8-dynamic is CPU only: the build refuses where a GPU is visible")

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from tests.support.prerequisites import PROJECT_ROOT
-from triton_kit.build_engines import engines
-from triton_kit.build_engines.onnx_export import export
+from triton_kit.build_engines import serving
+from triton_kit.build_engines.engines.onnx_export import export
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.precision import CalibrationSettings, to_int8
 from triton_kit.build_engines.precision.report import session
@@ -70,7 +70,7 @@ def test_lowered_models_are_served_by_triton(tmp_path: Path) -> None:
         config = onnx_model_config(
             name, [Tensor("x", "FP32", (32,))], [Tensor("y", "FP32", (8,))], 8
         )
-        config, files = engines.serving_artifacts(name, fp32, config, args, lambda: _feeds(12, 1))
+        config, files = serving.serving_artifacts(name, fp32, config, args, lambda: _feeds(12, 1))
         write_model(repo, config, files)
         lowered[name] = files["model.onnx"]
     batch = _feeds(1, 2)[0]["x"]

@@ -17,12 +17,12 @@ import torch
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from triton_kit.build_engines.repository import Tensor, write_model
-from triton_kit.build_engines.torch_engine import (
+from triton_kit.build_engines.engines.torchscript import (
     TorchConfigOptions,
     torch_model_config,
     torch_model_files,
 )
+from triton_kit.build_engines.repository import Tensor, write_model
 from triton_kit.server import ServerConfig, TritonServer
 
 GPU = torch.cuda.is_available()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from onnx import TensorProto, helper
 
-from triton_kit.build_engines import fusion
-from triton_kit.build_engines.bert import BertOptions, add_arguments, options_from
-from triton_kit.build_engines.registry import Engine
+from triton_kit.build_engines.engines import fusion
+from triton_kit.build_engines.engines.registry import Engine
+from triton_kit.build_engines.families.bert import BertOptions, add_arguments, options_from
 
 
 def test_runs_for_fp32_onnxruntime_only() -> None:

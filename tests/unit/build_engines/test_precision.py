@@ -14,9 +14,10 @@ import onnx
 import pytest
 from onnx import TensorProto, numpy_helper
 
-from triton_kit.build_engines import engines, precision_step
+from triton_kit.build_engines import serving
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.precision import CalibrationSettings, to_fp16, to_int8
+from triton_kit.build_engines.precision import step as precision_step
 from triton_kit.build_engines.precision.int8 import FeedsReader, cache_path_for
 from triton_kit.build_engines.precision.report import (
     accuracy_report,
@@ -39,7 +40,7 @@ def _feeds(count: int, seed: int, batch: int = 2):
 def tiny_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
 
-    from triton_kit.build_engines.onnx_export import export
+    from triton_kit.build_engines.engines.onnx_export import export
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:
@@ -221,7 +222,7 @@ def test_serving_artifacts_lowers_and_reports(
     tiny_onnx: Path, tmp_path: Path, precision: str
 ) -> None:
     args = _args(tmp_path, precision)
-    config, files = engines.serving_artifacts(
+    config, files = serving.serving_artifacts(
         "tiny_model", tiny_onnx, _config(), args, lambda: _feeds(10, 4)
     )
     assert config.platform == "onnxruntime_onnx"
@@ -235,7 +236,7 @@ def test_serving_artifacts_lowers_and_reports(
 
 
 def test_serving_artifacts_fp32_serves_the_export(tiny_onnx: Path, tmp_path: Path) -> None:
-    _, files = engines.serving_artifacts(
+    _, files = serving.serving_artifacts(
         "tiny_model", tiny_onnx, _config(), _args(tmp_path, "fp32")
     )
     assert files == {"model.onnx": tiny_onnx}

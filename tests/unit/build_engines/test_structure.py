@@ -1,4 +1,5 @@
-"""The build's data flow: flags become typed options once, steps never see the Namespace.
+"""The build's shape: flags become typed options once, steps never see the Namespace; its
+three axes (families, engines, precision) in folders a newcomer can see, none too large.
 
 An ``argparse.Namespace`` reaching a build step is how defaults came to live in five places
 (``getattr(args, name, fallback)``); these walks of the source keep it at the edge.
@@ -49,9 +50,47 @@ def test_no_getattr_fallbacks_anywhere_in_the_build() -> None:
 
 
 def test_tensorrt_main_does_not_import_the_cli() -> None:
-    tree = ast.parse((BUILD / "tensorrt" / "__main__.py").read_text())
+    tree = ast.parse((BUILD / "engines" / "tensorrt" / "__main__.py").read_text())
     modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert (
         "triton_kit.build_engines.cli" not in modules
         and "triton_kit.build_engines.flags" in modules
     )
+
+
+MAX_MODULES = 16
+
+
+def test_no_folder_of_the_kit_holds_more_than_16_modules() -> None:
+    """A folder per concern, small enough to read: past 16 modules it needs subpackages."""
+    kit = ROOT / "triton_kit"
+    folders = {p.parent for p in kit.rglob("*.py") if "__pycache__" not in p.parts}
+    crowded = {
+        str(f.relative_to(ROOT)): n
+        for f in sorted(folders)
+        if (n := len(list(f.glob("*.py")))) > MAX_MODULES
+    }
+    assert crowded == {}, f"folders with more than {MAX_MODULES} modules"
+
+
+def _kit_imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {n for n in names if n.startswith("triton_kit.")}
+
+
+def test_engines_and_precision_know_no_family() -> None:
+    """The axes meet only in the families: an engine or a precision step that imported a
+    family could not serve the next one (NMT-only TorchScript lives in families/nmt/)."""
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for axis in ("engines", "precision")
+        for path in sorted((BUILD / axis).rglob("*.py"))
+        for name in sorted(_kit_imports(path))
+        if name.startswith("triton_kit.build_engines.families")
+    ]
+    assert wrong == []

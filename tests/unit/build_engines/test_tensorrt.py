@@ -18,22 +18,15 @@ from google.protobuf import text_format
 from onnx import TensorProto, helper
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_kit.build_engines import engines
-from triton_kit.build_engines.options import BuildOptions
-from triton_kit.build_engines.repository import (
-    Tensor,
-    onnx_model_config,
-    set_parameters,
-    write_model,
-)
-from triton_kit.build_engines.tensorrt.config import tensorrt_plan_config
-from triton_kit.build_engines.tensorrt.lazy import (
+from triton_kit.build_engines import serving
+from triton_kit.build_engines.engines.tensorrt.config import tensorrt_plan_config
+from triton_kit.build_engines.engines.tensorrt.lazy import (
     TensorRTUnavailable,
     import_tensorrt,
     tensorrt_available,
 )
-from triton_kit.build_engines.tensorrt.options import TensorRTOptions
-from triton_kit.build_engines.tensorrt.profiles import (
+from triton_kit.build_engines.engines.tensorrt.options import TensorRTOptions
+from triton_kit.build_engines.engines.tensorrt.profiles import (
     DimRange,
     ProfileError,
     derive_profiles,
@@ -41,7 +34,14 @@ from triton_kit.build_engines.tensorrt.profiles import (
     parse_shape_ranges,
     ranges_for,
 )
-from triton_kit.build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
+from triton_kit.build_engines.engines.tensorrt.trtexec import reproduce_script, trtexec_command
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.build_engines.repository import (
+    Tensor,
+    onnx_model_config,
+    set_parameters,
+    write_model,
+)
 from triton_kit.python_models.common.tensorrt_sidecar import Sidecar
 from triton_kit.server.errors import PlanMismatchError, ServerError
 from triton_kit.server.plan_check import check_plans, find_problems
@@ -268,8 +268,8 @@ def test_dry_run_prints_plan_and_trtexec_and_writes_nothing(
 ) -> None:
     path = family_onnx(name)
     args = _args(tmp_path, family=_family(name))
-    with pytest.raises(engines.DryRun):
-        engines.serving_artifacts(name, path, _config(name), args, calibration=lambda: [])
+    with pytest.raises(serving.DryRun):
+        serving.serving_artifacts(name, path, _config(name), args, calibration=lambda: [])
     out = capsys.readouterr().out
     assert f"plan of work for {name}: --precision int8 --engine tensorrt" in out
     assert "calibration: minmax on 32 samples" in out
@@ -288,8 +288,8 @@ def test_dry_run_prints_plan_and_trtexec_and_writes_nothing(
 def test_dry_run_before_export_uses_the_config(tmp_path: Path, capsys) -> None:
     """A family may dry-run before exporting: profiles then come from the config's dims."""
     args = _args(tmp_path, family="resnet50", precision="fp16")
-    with pytest.raises(engines.DryRun):
-        engines.serving_artifacts(
+    with pytest.raises(serving.DryRun):
+        serving.serving_artifacts(
             "resnet50_model", tmp_path / "absent.onnx", _config("resnet50_model"), args
         )
     assert "--maxShapes=pixel_values:16x3x224x224" in capsys.readouterr().out
@@ -467,7 +467,7 @@ def test_missing_tensorrt_says_how_to_get_it(tmp_path: Path, family_onnx) -> Non
     args = _args(tmp_path, dry_run=False, family="resnet50")
     path = family_onnx("resnet50_model")
     with pytest.raises(TensorRTUnavailable, match="--dry-run"):
-        engines.serving_artifacts("resnet50_model", path, _config("resnet50_model"), args, None)
+        serving.serving_artifacts("resnet50_model", path, _config("resnet50_model"), args, None)
     assert not (tmp_path / "build").exists()  # failed before any calibration
 
 
@@ -489,7 +489,7 @@ def test_real_plan_build(tmp_path: Path) -> None:
     import numpy as np
     from onnx import numpy_helper
 
-    from triton_kit.build_engines.tensorrt.builder import build_plan
+    from triton_kit.build_engines.engines.tensorrt.builder import build_plan
 
     weight = numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")
     graph = helper.make_graph(
@@ -509,9 +509,9 @@ def test_real_plan_build(tmp_path: Path) -> None:
 
 
 def test_plan_command_for_built_repository(tmp_path: Path, family_onnx, capsys) -> None:
-    """``python -m triton_kit.build_engines.tensorrt`` prints a plan per ONNX model already
+    """``python -m triton_kit.build_engines.engines.tensorrt`` prints a plan per ONNX model already
     served."""
-    from triton_kit.build_engines.tensorrt.__main__ import main
+    from triton_kit.build_engines.engines.tensorrt.__main__ import main
 
     repo = tmp_path / "repo"
     for name in ("resnet50_model", "nmt_decoder"):

@@ -30,8 +30,8 @@ from tests.unit.build_engines.test_tensorrt import (
     _profiles,
     _sidecar,
 )
-from triton_kit.build_engines.tensorrt.options import TensorRTOptions
-from triton_kit.build_engines.tensorrt.trtexec import reproduce_script, trtexec_command
+from triton_kit.build_engines.engines.tensorrt.options import TensorRTOptions
+from triton_kit.build_engines.engines.tensorrt.trtexec import reproduce_script, trtexec_command
 
 ROOT = PROJECT_ROOT
 
@@ -67,7 +67,7 @@ def test_each_profile_gets_its_index_before_its_shapes(family_onnx) -> None:
 
 
 def test_input_names_are_quoted() -> None:
-    from triton_kit.build_engines.tensorrt.profiles import Profile, ShapeRange
+    from triton_kit.build_engines.engines.tensorrt.profiles import Profile, ShapeRange
 
     profile = Profile((("input:0", ShapeRange((1, 3), (4, 3), (8, 3))),))
     command = trtexec_command(Path("m.onnx"), Path("m.plan"), [profile], TensorRTOptions())
@@ -147,7 +147,7 @@ def test_compose_passes_the_backend_config_when_the_repository_needs_it() -> Non
 
 
 def test_warmup_covers_every_profile(family_onnx) -> None:
-    from triton_kit.build_engines.tensorrt.config import tensorrt_plan_config
+    from triton_kit.build_engines.engines.tensorrt.config import tensorrt_plan_config
 
     profiles = _profiles("bert_model", family_onnx("bert_model"))
     config = tensorrt_plan_config(_config("bert_model"), profiles, TensorRTOptions(warmup=True))
@@ -211,7 +211,7 @@ class FakeTensorRT:
 
 
 def test_same_compute_capability_needs_tensorrt_10_9() -> None:
-    from triton_kit.build_engines.tensorrt.builder import PlanBuildError, builder_config
+    from triton_kit.build_engines.engines.tensorrt.builder import PlanBuildError, builder_config
 
     options = TensorRTOptions(hardware_compatibility_level="same-compute-capability")
     trt = FakeTensorRT("10.5.0.18", FakeConfig())
@@ -222,7 +222,7 @@ def test_same_compute_capability_needs_tensorrt_10_9() -> None:
 
 
 def test_timing_cache_from_another_gpu_is_rebuilt(tmp_path: Path, capsys) -> None:
-    from triton_kit.build_engines.tensorrt.builder import attach_timing_cache
+    from triton_kit.build_engines.engines.tensorrt.builder import attach_timing_cache
 
     path = tmp_path / "timing.cache"
     path.write_bytes(b"cache of an A100")
@@ -234,7 +234,7 @@ def test_timing_cache_from_another_gpu_is_rebuilt(tmp_path: Path, capsys) -> Non
 
 
 def test_dla_reports_layers_that_fall_back_to_the_gpu(capsys) -> None:
-    from triton_kit.build_engines.tensorrt.builder import use_dla
+    from triton_kit.build_engines.engines.tensorrt.builder import use_dla
 
     layers = ["conv", "softmax", "topk"]
     network = SimpleNamespace(num_layers=3, get_layer=lambda i: layers[i])
@@ -250,11 +250,11 @@ def test_dla_reports_layers_that_fall_back_to_the_gpu(capsys) -> None:
 
 def _dry_run(tmp_path: Path, name: str, family_onnx, **options: object) -> str:
     from tests.unit.build_engines.test_tensorrt import _args
-    from triton_kit.build_engines import engines
+    from triton_kit.build_engines import serving
 
     args = _args(tmp_path, family=name.split("_")[0], **options)
-    with pytest.raises(engines.DryRun):
-        engines.serving_artifacts(name, family_onnx(name), _config(name), args, lambda: [])
+    with pytest.raises(serving.DryRun):
+        serving.serving_artifacts(name, family_onnx(name), _config(name), args, lambda: [])
     return args
 
 
@@ -304,8 +304,8 @@ def test_runtime_version_comes_from_the_servers_libnvinfer(tmp_path: Path, monke
 
 def test_every_registered_engine_is_a_cli_choice_with_a_complete_step() -> None:
     from triton_kit.build_engines.cli import build_parser
-    from triton_kit.build_engines.engine_step import step_of
-    from triton_kit.build_engines.engines import Engine
+    from triton_kit.build_engines.engines.step import step_of
+    from triton_kit.build_engines.serving import Engine
 
     family = build_parser()._subparsers._group_actions[0].choices["resnet50"]
     (engine_flag,) = [a for a in family._actions if "--engine" in a.option_strings]

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_kit.build_engines.repository import Tensor
-from triton_kit.build_engines.torch_engine import (
+from triton_kit.build_engines.engines.torchscript import (
     TorchConfigOptions,
     torch_model_config,
     torch_model_files,
 )
-from triton_kit.build_engines.torch_engine.artifacts import torch_config
+from triton_kit.build_engines.engines.torchscript.artifacts import torch_config
+from triton_kit.build_engines.repository import Tensor
 
 IO = ([Tensor("x", "FP32", (4,))], [Tensor("y", "FP32", (4,))])
 
@@ -52,7 +52,7 @@ def test_graph_buckets_make_a_python_model_with_its_shim(tmp_path: Path) -> None
 def test_cuda_graphs_go_only_where_every_input_shape_is_fixed() -> None:
     """``--engine torch --cuda-graphs``: resnet50_model's fixed pixels get graph buckets;
     token ids of open length stay with Triton's own backend."""
-    from triton_kit.build_engines.torch_engine.artifacts import _add_cuda_graphs
+    from triton_kit.build_engines.engines.torchscript.artifacts import _add_cuda_graphs
 
     image = mc.ModelConfig(name="r", platform="onnxruntime_onnx", max_batch_size=8)
     image.input.add(name="pixel_values", data_type=mc.TYPE_FP32, dims=[3, 224, 224])

@@ -23,8 +23,13 @@ import numpy as np
 
 from triton_kit.benchmarks import RESULTS
 from triton_kit.benchmarks.harness.measure import markdown_table, report_header, run_sync
-from triton_kit.build_engines import fusion
-from triton_kit.build_engines.bert import CALIBRATION_TEXTS, BertOptions, example_feeds, load_source
+from triton_kit.build_engines.engines import fusion
+from triton_kit.build_engines.families.bert import (
+    CALIBRATION_TEXTS,
+    BertOptions,
+    example_feeds,
+    load_source,
+)
 from triton_kit.python_models.bert.text import DEFAULT_BUCKETS
 from triton_kit.python_models.common.ort_session import SessionSettings, create_session
 
@@ -158,7 +163,7 @@ def _report(settings, command, fused, session_settings, rows) -> str:
     return (
         f"{header}\n"
         f"all-MiniLM-L6-v2 (`{settings.work_dir}/bert/model.onnx`, the build's FP32 export) "
-        "against the same graph through `triton_kit.build_engines.fusion` "
+        "against the same graph through `triton_kit.build_engines.engines.fusion` "
         f"(opt_level {fusion.OPT_LEVEL}): "
         f"{fusion.describe(fused.counts)}; max abs diff on embeddings "
         f"{fused.max_abs_diff:.3g}. Sessions as the served `bert` opens them: "

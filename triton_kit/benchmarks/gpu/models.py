@@ -159,12 +159,12 @@ def write_torch_model(
     (Triton's own pytorch backend, N instances, no graphs)."""
     import torch
 
-    from triton_kit.build_engines.repository import Tensor, write_model
-    from triton_kit.build_engines.torch_engine import (
+    from triton_kit.build_engines.engines.torchscript import (
         TorchConfigOptions,
         torch_model_config,
         torch_model_files,
     )
+    from triton_kit.build_engines.repository import Tensor, write_model
 
     rng = np.random.default_rng(0)
     ex = tuple(torch.from_numpy(a).to(settings.device) for a in example(spec, 2, rng).values())

@@ -152,7 +152,7 @@ def size_setup(size: str, work: Path) -> tuple[Path, Path]:
 
 
 def run(options: Options) -> dict:
-    from triton_kit.build_engines.torch_engine.nmt import step_model
+    from triton_kit.build_engines.families.nmt.torchscript.steps import step_model
 
     work = Path(tempfile.mkdtemp(prefix="gpu-nmt-"))
     results: dict = {}

@@ -43,7 +43,7 @@ Step = tuple[str, Callable[[str], dict]]
 
 
 def sample_jpeg() -> bytes:
-    from triton_kit.build_engines.sample_images import synthetic_images
+    from triton_kit.build_engines.families.sample_images import synthetic_images
 
     image = next(synthetic_images(1, seed=7)).resize(IMAGE_SIZE)
     buffer = io.BytesIO()
@@ -182,8 +182,8 @@ def mixed_texts(count: int, seed: int = 0, longest: int = 200) -> list[str]:
 def prepare_minilm(repo: Path, work: Path, settings: Settings) -> dict:
     """``python -m triton_kit.build_engines bert --engine torch`` for the MiniLM shape, into
     ``repo``."""
-    from triton_kit.build_engines import bert
     from triton_kit.build_engines.cli import build_from_argv
+    from triton_kit.build_engines.families import bert
 
     argv = [
         "bert",

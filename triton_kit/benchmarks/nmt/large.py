@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 
 OPUS_MT_EN_DE_VOCAB = 58101
 MAX_LENGTH = 32  # HF max_length (start token included): 31 generated tokens per sentence

@@ -248,7 +248,7 @@ def render(
         lines.append(
             f"- torch generate ({args.torch_generate_sizes}): the build's `--engine torch "
             "--search engine`, the whole generation in one TorchScript module "
-            "(triton_kit/build_engines/torch_engine/nmt_generate.py: "
+            "(triton_kit/build_engines/families/nmt/torchscript/generate.py: "
             "HF's vectorised beam search, finished sentences leave the batch), fp32: in process "
             "one call per micro-batch, as Triton's "
             "pytorch backend runs it (optimized execution off), and served by Triton's own "

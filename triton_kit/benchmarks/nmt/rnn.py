@@ -27,8 +27,8 @@ import sentencepiece as spm
 from triton_kit.benchmarks import RESULTS
 from triton_kit.benchmarks.harness.measure import machine_description, markdown_table, report_header
 from triton_kit.benchmarks.nmt.run import MAX_BATCH, BatchFn, MicroBatcher
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.build_engines.repository import parse, render
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -16,7 +16,7 @@ in-process engines get the batching Triton's dynamic batcher gives the python mo
 (a worker gathers every queued request into one decode call). Writes benchmarks/results/nmt.md.
 
 :func:`step_model_throughput` measures the same search on any StepModel (the GPU
-benchmark's torch engine: ``triton_kit.build_engines.torch_engine.nmt.step_model``).
+benchmark's torch engine: ``triton_kit.build_engines.families.nmt.torchscript.steps.step_model``).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ from triton_kit.benchmarks.nmt.report import (
     TRITON_TORCH_INT8,
     render,
 )
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.build_engines.repository import parse
 from triton_kit.build_engines.repository import render as render_config
 
@@ -354,8 +354,8 @@ def torch_generate_engine(repository: Path, served: Served, threads: int = 1) ->
     call makes it."""
     import torch
 
-    from triton_kit.build_engines.torch_engine.config import optimized_execution
-    from triton_kit.build_engines.torch_engine.nmt_generate import generate
+    from triton_kit.build_engines.engines.torchscript.config import optimized_execution
+    from triton_kit.build_engines.families.nmt.torchscript.generate import generate
     from triton_kit.python_models.common.sibling import sibling_device
     from triton_kit.python_models.nmt.decode import Job
 
@@ -488,10 +488,10 @@ def step_model_throughput(
     """Sentences/s of the served search on ``factory()``'s StepModel at each concurrency.
 
     For the GPU benchmark: ``factory`` may return
-    ``triton_kit.build_engines.torch_engine.nmt.step_model(checkpoint, "cuda")`` (or the ORT one);
-    ``repository`` holds the ``nmt`` model whose decode settings and tokenizer to use (the
-    default model's, or ``triton_kit.benchmarks.nmt.large.build_repository``'s). Cells carry the
-    phase times (encoder, decoder per step, search per step) and exact match where the
+    ``triton_kit.build_engines.families.nmt.torchscript.steps.step_model(checkpoint, "cuda")`` (or
+    the ORT one); ``repository`` holds the ``nmt`` model whose decode settings and tokenizer to use
+    (the default model's, or ``triton_kit.benchmarks.nmt.large.build_repository``'s). Cells carry
+    the phase times (encoder, decoder per step, search per step) and exact match where the
     checkpoint has a held-out split.
     """
     served = Served.load(repository)

@@ -6,7 +6,7 @@ Run: ``.venv/bin/python -m triton_kit.benchmarks.precision``. Writes
 with the same figures.
 
 The lowered models are made by the same code as ``python -m triton_kit.build_engines <family>
---precision ...`` (``triton_kit.build_engines.precision_step.lower_precision``), from each
+--precision ...`` (``triton_kit.build_engines.precision.step.lower_precision``), from each
 family's FP32 ONNX in the build work dir, with the family's own calibration source where it
 has one. A family whose FP32 ONNX is not built yet gets a "not built" row.
 
@@ -43,7 +43,7 @@ from triton_kit.build_engines.precision.report import (
     session,
     topk_agreement,
 )
-from triton_kit.build_engines.precision_step import CalibrationSource, lower_precision
+from triton_kit.build_engines.precision.step import CalibrationSource, lower_precision
 
 ROOT = Path(__file__).resolve().parents[3]
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -129,12 +129,12 @@ class ResNet50(Case):
         return {"resnet50_model": path}
 
     def calibration(self, name: str, fp32: Mapping[str, Path]) -> CalibrationSource:
-        from triton_kit.build_engines.resnet50 import calibration_feeds
+        from triton_kit.build_engines.families.resnet50 import calibration_feeds
 
         return calibration_feeds(0)  # what the build uses (--seed 0)
 
     def _images(self) -> np.ndarray:
-        from triton_kit.build_engines.sample_images import synthetic_images
+        from triton_kit.build_engines.families.sample_images import synthetic_images
         from triton_kit.python_models.resnet50.image import preprocess
 
         images = synthetic_images(self.args.samples, seed=1234)  # not the calibration seed
@@ -189,7 +189,7 @@ class Bert(Case):
         return {"bert_model": path}
 
     def _settings(self) -> tuple[Path, int, tuple[int, ...]]:
-        from triton_kit.build_engines.bert import checkpoint_max_length, default_checkpoint
+        from triton_kit.build_engines.families.bert import checkpoint_max_length, default_checkpoint
         from triton_kit.python_models.bert.text import DEFAULT_BUCKETS, bucket_lengths
 
         checkpoint = default_checkpoint()
@@ -205,7 +205,7 @@ class Bert(Case):
     def calibration(self, name: str, fp32: Mapping[str, Path]) -> CalibrationSource:
         from types import SimpleNamespace
 
-        from triton_kit.build_engines.bert import calibration_feeds
+        from triton_kit.build_engines.families.bert import calibration_feeds
 
         tokenizer_file, max_length, buckets = self._settings()
         source = SimpleNamespace(tokenizer_file=tokenizer_file, max_length=max_length)
@@ -270,7 +270,7 @@ class Nmt(Case):
         return json.loads((self.checkpoint / "config.json").read_text())
 
     def _numbers(self, held_out: bool, count: int) -> list[int]:
-        from triton_kit.build_engines.nmt.corpus import Split
+        from triton_kit.build_engines.families.nmt.corpus import Split
 
         split = Split.load(self.checkpoint / "split.json")
         if held_out:
@@ -282,7 +282,11 @@ class Nmt(Case):
     def _decoding(self) -> tuple[object, object]:
         """The served tokenizer and decode settings, loaded once."""
         if self._decode is None:
-            from triton_kit.build_engines.nmt.pipeline import decode_settings, limits, load_model
+            from triton_kit.build_engines.families.nmt.pipeline import (
+                decode_settings,
+                limits,
+                load_model,
+            )
             from triton_kit.python_models.nmt.text import MarianText
 
             model = load_model(self.checkpoint)
@@ -303,8 +307,9 @@ class Nmt(Case):
         return [text.decode(ids) for ids in generate(steps, jobs, settings)]
 
     def calibration(self, name: str, fp32: Mapping[str, Path]) -> CalibrationSource:
-        """What the build uses: feeds captured from an FP32 beam search (build_engines.nmt)."""
-        from triton_kit.build_engines.nmt.calibration import calibration_sources
+        """What the build uses: feeds captured from an FP32 beam search
+        (build_engines.families.nmt)."""
+        from triton_kit.build_engines.families.nmt.calibration import calibration_sources
 
         text, settings = self._decoding()
         sources = calibration_sources(
@@ -317,7 +322,7 @@ class Nmt(Case):
         return sources[name]
 
     def _sources_and_references(self) -> tuple[list[str], list[str]]:
-        from triton_kit.build_engines.nmt.corpus import english, french
+        from triton_kit.build_engines.families.nmt.corpus import english, french
 
         numbers = self._numbers(True, self.args.samples)
         return [english(n) for n in numbers], [french(n) for n in numbers]

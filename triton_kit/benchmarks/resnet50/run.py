@@ -31,7 +31,7 @@ from triton_kit.benchmarks.harness.measure import (
     write_keeping_discussion,
 )
 from triton_kit.benchmarks.harness.model_alone import Comparison, ServedOnnx
-from triton_kit.build_engines.sample_images import synthetic_images
+from triton_kit.build_engines.families.sample_images import synthetic_images
 from triton_kit.python_models.resnet50.image import preprocess
 from triton_kit.server import ServerConfig, TritonServer
 

@@ -56,8 +56,8 @@ def encoder_session_settings(params: ModelParameters) -> SessionSettings:
     """The in-stub encoder's session, from the model's parameters as the native backend reads
     them (threads, ``session.*`` entries); one intra- and one inter-op thread where a config
     built before says nothing. The build gives this one stub the whole thread budget with
-    ONNX Runtime's default spinning (triton_kit/build_engines/bert.py ``embedding_topology``
-    says why)."""
+    ONNX Runtime's default spinning (triton_kit/build_engines/families/bert.py
+    ``embedding_topology`` says why)."""
     values = {"intra_op_thread_count": "1", "inter_op_thread_count": "1", **params.as_dict()}
     return SessionSettings.from_parameters(values)
 

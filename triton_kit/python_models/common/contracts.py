@@ -27,10 +27,11 @@ def family_of(model_name: str) -> str:
 
 
 # nmt_decoder: one Transformer decoder step over a KV cache
-# (triton_kit/build_engines/nmt/export.py writes the graph,
-# triton_kit/build_engines/nmt/repository.py its config; the search feeds it). ``beam_index``
-# [rows] names the ``past_kv`` row each row continues: the beam reorder runs inside the step
-# (one gather, no copy of the whole cache between steps). The RNN decoder has no such input.
+# (triton_kit/build_engines/families/nmt/export.py writes the graph,
+# triton_kit/build_engines/families/nmt/repository.py its config; the search feeds it).
+# ``beam_index`` [rows] names the ``past_kv`` row each row continues: the beam reorder runs inside
+# the step (one gather, no copy of the whole cache between steps). The RNN decoder has no such
+# input.
 BEAM_INDEX = "beam_index"
 NMT_DECODER_INPUTS = ("input_ids", "encoder_attention_mask", "cross_kv", "past_kv", BEAM_INDEX)
 NMT_DECODER_OUTPUTS = ("logits", "present_kv")

@@ -199,8 +199,9 @@ class NmtModel(PythonModel):
         """Answers each request as its sentences finish, while the search goes on.
 
         Its client's next request then arrives while this call still runs: the config must
-        let Triton prefetch it (no queue policy, triton_kit/build_engines/nmt/repository.py), or the
-        dynamic batcher waits 500 ms before scheduling it.
+        let Triton prefetch it (no queue policy,
+        triton_kit/build_engines/families/nmt/repository.py), or the dynamic batcher waits 500 ms
+        before scheduling it.
         """
         start = time.perf_counter()
         jobs: list[Job] = []

@@ -26,8 +26,8 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer BERT with random weights, mean-pooled and traced as the torch engine does."""
     from transformers import BertConfig, BertModel
 
-    from triton_kit.build_engines.bert import mean_pooled_encoder
-    from triton_kit.build_engines.torch_engine import script_module
+    from triton_kit.build_engines.engines.torchscript import script_module
+    from triton_kit.build_engines.families.bert import mean_pooled_encoder
 
     torch.manual_seed(0)
     config = BertConfig(

@@ -14,8 +14,8 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
+from triton_kit.build_engines.engines.torchscript import TorchConfigOptions, torch_model_config
 from triton_kit.build_engines.repository import Tensor, write_model
-from triton_kit.build_engines.torch_engine import TorchConfigOptions, torch_model_config
 from triton_kit.python_models.bert.torch_encoder import graph_pairs, sibling_config
 from triton_kit.python_models.common.cuda_graphs import (
     batch_buckets,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.support.prerequisites import MODEL_REPOSITORY
-from triton_kit.build_engines.bert import default_checkpoint
+from triton_kit.build_engines.families.bert import default_checkpoint
 from triton_kit.python_models.bert.text import (
     TextLimits,
     bucket_for,

@@ -20,7 +20,7 @@ import pytest
 
 from tests.support import pb_utils_standin as standin
 from tests.support.pb_utils_standin import error_of, outputs, request
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.python_models.common.base import PROFILE_DIR_ENV, InvalidInput
 from triton_kit.python_models.nmt import model as nmt
 from triton_kit.python_models.nmt.model import (

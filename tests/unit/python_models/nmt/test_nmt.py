@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-from triton_kit.build_engines.nmt import corpus
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt import corpus
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.build_engines.repository import parse
 from triton_kit.python_models.common.base import InvalidInput
 from triton_kit.python_models.common.parameters import ModelParameters
@@ -160,10 +160,10 @@ def _served_parameters() -> dict:
 def test_the_search_model_lets_triton_prefetch(tmp_path) -> None:
     """No queue policy field on the BLS model: any of them turns off Triton's prefetching,
     and a request that arrives while an execute finishes then waits 500 ms (see
-    triton_kit/build_engines/nmt/repository.py and
+    triton_kit/build_engines/families/nmt/repository.py and
     test_a_lone_request_does_not_wait_in_the_queue)."""
     require_models("nmt")
-    from triton_kit.build_engines.nmt.repository import write_bls
+    from triton_kit.build_engines.families.nmt.repository import write_bls
     from triton_kit.build_engines.options import BuildOptions
 
     parameters = ModelParameters.from_config({"parameters": _served_parameters()})

@@ -17,7 +17,7 @@ import onnxruntime as ort
 import pytest
 
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-from triton_kit.build_engines.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.python_models.nmt.ort import OrtStepModel, SessionStepModel, _run_bound, session
 from triton_kit.python_models.nmt.text import TARGET_VOCAB, MarianText
 

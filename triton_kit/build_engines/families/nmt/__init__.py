@@ -1,0 +1,102 @@
+"""NMT (Marian): export encoder + KV-cache decoder ONNX, verify them, write nmt models.
+
+Any local Marian checkpoint directory works (``--checkpoint DIR``, with its
+``source.spm``, ``target.spm`` and ``vocab.json``); the default is the project's
+own English→French number model in assets/nmt-en-fr-numbers, which ``--train``
+rebuilds from scratch (seeded). Writes ``nmt_encoder``, ``nmt_decoder`` (ONNX
+Runtime) and ``nmt`` (python BLS running the beam search) into the repository.
+``--architecture rnn`` builds the recurrent model (assets/nmt-rnn-en-fr-numbers) as
+``nmt_rnn`` instead, served by the same search.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from triton_kit.build_engines.families.nmt.options import (
+    ARCHITECTURES,
+    DEFAULT_MAX_BEAM_SIZE,
+    DEFAULT_RNN_CHECKPOINT,
+    SEARCHES,
+    NmtOptions,
+)
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+
+if TYPE_CHECKING:
+    from triton_kit.build_engines.options import BuildOptions
+
+__all__ = [
+    "ARCHITECTURES",
+    "DEFAULT_MAX_BEAM_SIZE",
+    "DEFAULT_RNN_CHECKPOINT",
+    "NmtOptions",
+    "add_arguments",
+    "build",
+    "options_from",
+]
+
+_DEFAULTS = NmtOptions()
+
+
+def options_from(args: argparse.Namespace) -> NmtOptions:
+    return NmtOptions(
+        architecture=args.architecture,
+        checkpoint=args.checkpoint,
+        train=args.train,
+        train_steps=args.train_steps,
+        max_beam_size=args.max_beam_size,
+        verify_sentences=args.verify_sentences,
+        search=args.search,
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--architecture",
+        choices=ARCHITECTURES,
+        default=_DEFAULTS.architecture,
+        help="transformer: Marian (writes nmt); rnn: GRU encoder-decoder with attention "
+        "(writes nmt_rnn, served by the same search)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=_DEFAULTS.checkpoint,
+        help="checkpoint directory (default: the committed number model of --architecture; "
+        f"transformer: {DEFAULT_CHECKPOINT.name}, rnn: {DEFAULT_RNN_CHECKPOINT.name})",
+    )
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="retrain the default number model into --checkpoint first (seeded; slow on CPU)",
+    )
+    parser.add_argument(
+        "--train-steps", type=int, default=_DEFAULTS.train_steps, help="override training steps"
+    )
+    parser.add_argument("--max-beam-size", type=int, default=_DEFAULTS.max_beam_size)
+    parser.add_argument(
+        "--search",
+        choices=SEARCHES,
+        default=_DEFAULTS.search,
+        help="engine: the whole search inside the engine (writes nmt_generate: ONNX Runtime's "
+        "BeamSearch with --engine onnxruntime at fp32 or int8-dynamic, TorchScript with "
+        "--engine torch at fp32, fp16 or int8-dynamic (CPU); else python; --architecture rnn: "
+        "nmt_rnn_generate, TorchScript, --engine torch at fp32 or int8-dynamic (CPU)); "
+        "python: the numpy search over the encoder/decoder step models",
+    )
+    parser.add_argument(
+        "--verify-sentences",
+        type=int,
+        default=_DEFAULTS.verify_sentences,
+        help="sentences for the ONNX-vs-PyTorch check",
+    )
+
+
+def build(options: BuildOptions, model_options: NmtOptions) -> None:
+    if model_options.architecture == "rnn":
+        from triton_kit.build_engines.families.nmt.rnn.pipeline import run
+    else:
+        from triton_kit.build_engines.families.nmt.pipeline import run
+    run(options, model_options)

