@@ -49,6 +49,7 @@ from triton_kit.benchmarks.harness.measure import (
     report_header,
     write_keeping_discussion,
 )
+from triton_kit.benchmarks.harness.memory import ProcessMemory, memory_lines, server_tree_rss
 from triton_kit.benchmarks.harness.model_alone import Comparison, ServedOnnx
 from triton_kit.build_engines.repository import parse, write_model
 from triton_kit.python_models.bert.model import encoder_session_settings
@@ -530,7 +531,7 @@ def find(cells: list[Cell], engine: str, model: str, traffic: str, concurrency: 
 
 
 def ms(cell: Cell) -> str:
-    return f"{cell.throughput:.1f} | {cell.percentile(50):.0f} | {cell.percentile(99):.0f}"
+    return f"{cell.throughput:.1f} | {cell.percentile(50):.2f} | {cell.percentile(99):.0f}"
 
 
 def model_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
@@ -553,6 +554,8 @@ def model_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
                 f"| {local.cpu_ms:.1f} | {served.cpu_ms:.1f} | {local.cpu_ms / served.cpu_ms:.2f}x "
                 f"| {served.batch or 0:.1f} |"
             )
+    if "mixed" not in model.traffic:
+        return [*lines, ""]
     lines += [
         "",
         f"Bucketing vs padding to the maximum length, mixed traffic, both served by Triton "
@@ -580,7 +583,8 @@ def floor_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
         return []
     lines = [
         f"Where the served time goes. `{model.floor}` is a served python model that does no "
-        f"work (triton_kit/benchmarks/harness/floor_model.py), with `{model.name}`'s interface and batcher, "
+        "work (triton_kit/benchmarks/harness/floor_model.py), "
+        f"with `{model.name}`'s interface and batcher, "
         "measured in the same cells by the same client. Unexplained p50 = Triton p50 - "
         "in-process p50 - floor p50. p50 ceiling (concurrency 1) = in-process p50 / "
         "(in-process p50 + floor p50). The in-process batcher takes every client each round, "
@@ -652,6 +656,19 @@ def perf_analyzer_section(cells: list[Cell], model: ModelUnderTest) -> list[str]
     return [*lines, ""]
 
 
+def memory_section(memory: list[ProcessMemory]) -> list[str]:
+    return [
+        "## Resident memory of the server after the cells",
+        "",
+        "RSS of tritonserver and each python-backend stub (psutil over the server's process "
+        "tree), read once every cell had run; the repository also holds the benchmark's "
+        "own variants (`_maxpad`, the floor model).",
+        "",
+        *memory_lines(memory),
+        "",
+    ]
+
+
 def verdict(ratio: float, target: float) -> str:
     return "met" if ratio >= target else "NOT met"
 
@@ -665,6 +682,8 @@ def summary(cells: list[Cell], models: list[ModelUnderTest]) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for model in models:
+        if "mixed" not in model.traffic:
+            continue
         top = max(model.concurrency)
         served = find(cells, "triton", model.name, "mixed", top)
         local = find(cells, "in-process", model.name, "mixed", top)
@@ -736,10 +755,16 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
 
 
 def write_report(
-    path: Path, setup: Setup, cells: list[Cell], models: list[ModelUnderTest], load, encoder
+    path: Path,
+    setup: Setup,
+    cells: list[Cell],
+    models: list[ModelUnderTest],
+    load,
+    encoder,
+    memory: list[ProcessMemory],
 ) -> None:
     """``encoder``: (ServedOnnx, comparisons, seconds) of the encoder-alone cells, or None."""
-    lines = header(setup, models, load) + summary(cells, models)
+    lines = header(setup, models, load) + summary(cells, models) + memory_section(memory)
     if encoder:
         lines += encoder_section(*encoder)
     for model in models:
@@ -776,6 +801,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="bert-base concurrencies (default: 1 8; 8 already saturates 2 cores, and 32 "
         "closed-loop bert-base requests take minutes to drain)",
     )
+    parser.add_argument(
+        "--traffic",
+        nargs="+",
+        choices=list(TRAFFIC),
+        default=list(TRAFFIC),
+        help="MiniLM traffic (default: all; the bucketing rows need mixed)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        nargs="+",
+        type=int,
+        default=list(CONCURRENCY),
+        help="MiniLM concurrencies (default: %(default)s)",
+    )
     parser.add_argument("--skip-base", action="store_true", help="MiniLM only (quicker)")
     parser.add_argument(
         "--encoder-seconds", type=float, default=3.0, help=f"per cell and engine, {ENCODER} alone"
@@ -796,7 +835,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args(argv)
     label = minilm_label(args.model_repository)
-    models = [ModelUnderTest("bert", label, args.seconds, floor="bert_floor")]
+    traffic = tuple(t for t in TRAFFIC if t in args.traffic)
+    concurrency = tuple(sorted(set(args.concurrency)))
+    models = [ModelUnderTest("bert", label, args.seconds, traffic, concurrency, "bert_floor")]
     if not args.skip_base:
         label = "bert-base shape (RANDOM WEIGHTS, max length 256)"
         traffic = tuple(t for t in TRAFFIC if t in args.base_traffic)
@@ -819,8 +860,10 @@ def main(argv: list[str] | None = None) -> int:
             encoder = (served, rows, args.encoder_seconds)
         for model in models:
             cells += model_cells(server, model, setups[model.name], pools, args.work_dir)
+        assert server._process is not None
+        memory = server_tree_rss(server._process.pid)  # warm: every bucket has run
     load = (machine, os.getloadavg()[0])
-    write_report(args.output, setups["bert"], cells, models, load, encoder)
+    write_report(args.output, setups["bert"], cells, models, load, encoder, memory)
     return 0
 
 
