@@ -176,8 +176,8 @@ def test_serving_image_carries_the_stop_path() -> None:
     dockerfile = (DOCKER_DIR / "triton.Dockerfile").read_text()
     assert "COPY docker/drain-on-stop.sh /opt/triton-kit/docker/drain-on-stop.sh" in dockerfile
     assert (
-        "COPY triton_kit/server/drain.py triton_kit/server/security.py /opt/triton-kit/triton_kit/server/"
-        in dockerfile
+        "COPY triton_kit/server/drain.py triton_kit/server/security.py "
+        "/opt/triton-kit/triton_kit/server/" in dockerfile
     )
     assert _imports(ROOT / "triton_kit/server/drain.py", lazy=True) == {"triton_kit/server"}
     assert _imports(ROOT / "triton_kit/server/security.py", lazy=True) == set()
@@ -213,7 +213,8 @@ def test_cpu_profile_needs_no_gpu_and_answers_as_triton(resolved: dict[str, Any]
 def test_build_commands_parse_with_the_real_cli(
     resolved: dict[str, Any], name: str, engine: str
 ) -> None:
-    """The one-shot services' arguments are accepted by `python -m triton_kit.build_engines` itself."""
+    """The one-shot services' arguments are accepted by `python -m triton_kit.build_engines`
+    itself."""
     from triton_kit.build_engines.cli import build_parser
 
     command = resolved["services"][name]["command"]
@@ -370,9 +371,10 @@ IMAGES = [
         "requirements-triton.txt",
         {
             "triton_python_backend_utils": "the python backend",
-            # Optional GPU paths with fallbacks (24.10's python backend has no torch): `bert`
-            # calls bert_model through BLS, the image pre-processors decode with PIL.
-            "torch": "optional: python_models.bert.model/_torch_recipe fall back without it",
+            # Paths used only where torch is installed (24.10's python backend has none): the
+            # image pre-processors' GPU decode (PIL without it), nmt's TorchScript steps and the
+            # CUDA-graph python model, which --engine torch builds write for a GPU host.
+            "torch": "optional: GPU pre-processing, nmt --engine torch, CUDA-graph models",
             "torchvision": "optional: nvJPEG decode only where it imports",
         },
         served=("triton_kit/python_models",),

@@ -1,4 +1,4 @@
-"""BERT embeddings: in-process ONNX Runtime vs the Triton-served ``bert`` ensemble.
+"""BERT embeddings: in-process ONNX Runtime vs the Triton-served ``bert``.
 
 Run as ``python -m triton_kit.benchmarks.bert``; writes ``benchmarks/results/bert.md``. Needs
 ``python -m triton_kit.build_engines bert`` first (the MiniLM in model_repository/); the
@@ -52,10 +52,8 @@ from triton_kit.benchmarks.harness.measure import (
 from triton_kit.benchmarks.harness.memory import ProcessMemory, memory_lines, server_tree_rss
 from triton_kit.benchmarks.harness.model_alone import Comparison, ServedOnnx
 from triton_kit.build_engines.repository import parse, write_model
-from triton_kit.python_models.bert.model import encoder_session_settings
 from triton_kit.python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, tokenize
 from triton_kit.python_models.common.ort_session import SessionSettings, create_session
-from triton_kit.python_models.common.parameters import ModelParameters
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 TRAFFIC = {"short": (8, 16), "medium": (60, 68), "mixed": (4, 256)}
@@ -172,8 +170,8 @@ class Setup:
     tokenizer: Any
     buckets: tuple[int, ...]
     onnx: Path
-    instances: int  # of the served one-model, one in-process session each
-    session: SessionSettings  # the served one-model's encoder session, used in-process too
+    instances: int  # of the served encoder model, one in-process session each
+    session: SessionSettings  # the served encoder's session options, used in-process too
 
     @property
     def threads(self) -> int:
@@ -359,19 +357,17 @@ def minilm_label(repository: Path) -> str:
 
 # -- running ---------------------------------------------------------------------------------
 def model_setup(repo: Path, name: str) -> Setup:
+    """Tokenizer and buckets of ``<name>``; the ONNX file, instances and session options of
+    ``<name>_model``, the encoder Triton's onnxruntime backend serves and ``<name>`` calls."""
     pre = parse((repo / f"{name}_preprocess" / "config.pbtxt").read_text())
     max_length = int(pre.parameters["max_length"].string_value)
     buckets = [int(b) for b in pre.parameters["buckets"].string_value.split(",")]
     tokenizer = load_tokenizer(repo / f"{name}_preprocess" / "1" / "tokenizer.json", max_length)
-    served = parse((repo / name / "config.pbtxt").read_text())  # the one-model under test
-    parameters = {key: value.string_value for key, value in served.parameters.items()}
+    encoder = ServedOnnx.read(repo, f"{name}_model")
     return Setup(
-        tokenizer,
-        bucket_lengths(buckets, max_length),
-        repo / f"{name}_model" / "1" / "model.onnx",
-        sum(group.count for group in served.instance_group) or 1,
-        encoder_session_settings(ModelParameters(parameters)),
-    )
+        tokenizer, bucket_lengths(buckets, max_length), encoder.onnx, encoder.instances,
+        encoder.settings,
+    )  # fmt: skip
 
 
 def model_cells(
@@ -710,8 +706,9 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
             "are noisy: compare the ratios, whose two sides were measured back to back",
             machine=load[0],
         ),
-        f"- ONNX Runtime CPU, FP32. The text-in `bert` model runs the encoder's ONNX file in its "
-        f"own python stub (not through `{ENCODER}`): {setup.instances} instance(s) x "
+        f"- ONNX Runtime CPU, FP32. The text-in `bert` model tokenises in its python stub and "
+        f"calls `{ENCODER}` through BLS, one call per length bucket; `{ENCODER}` runs in "
+        f"Triton's own onnxruntime backend: {setup.instances} instance(s) x "
         f"{setup.threads} intra-op thread(s) (session config "
         f"{dict(setup.session.config_entries)}); "
         f"in-process uses the same: {setup.instances} session(s), same options, each driven by "
@@ -725,9 +722,9 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
         "tokenizes them with the same function as the Triton model "
         "(python_models.bert.text), runs one "
         "session call per length bucket, and a text's latency is the time to its bucket's result.",
-        "- Triton: the `bert` python model (tokenizer and the `bert_model` ONNX file run "
-        "in-process, one encoder call per length bucket of each execute call; dynamic batching "
-        "with no queue delay), closed-loop workers with the SDK's AsyncTritonClient over gRPC, "
+        "- Triton: the `bert` python model (tokenizer in the stub, one BLS call to `bert_model` "
+        "per length bucket of each execute call; dynamic batching with no queue delay in both), "
+        "closed-loop workers with the SDK's AsyncTritonClient over gRPC, "
         "one request per text, client on the same 2 cores. Encoder mean batch = inferences / "
         "executions of the served model "
         "during the cell (Prometheus metrics).",
