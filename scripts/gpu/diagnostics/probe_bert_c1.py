@@ -6,6 +6,8 @@ two cores, or the encoder running slower inside the stub. This serves ``bert`` a
 model with the server pinned to two cores, then times sequential requests from a client
 process pinned to those same cores or to a third one (a remote client's situation), and
 reads the stub's own encoder time (``TRITON_KIT_PROFILE_DIR``) beside the in-process one.
+Since issue 31 the stub holds no encoder: its encoder phase is the BLS call to ``bert_model``
+(``encoder_bls``), which Triton's own backend runs.
 
 Usage (scripts/gpu/bench.sh): python -m scripts.gpu.diagnostics.probe_bert_c1 REPO OUT
 """

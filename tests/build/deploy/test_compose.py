@@ -372,9 +372,10 @@ IMAGES = [
         "requirements-triton.txt",
         {
             "triton_python_backend_utils": "the python backend",
-            # Optional GPU paths with fallbacks (24.10's python backend has no torch): `bert`
-            # calls bert_model through BLS, the image pre-processors decode with PIL.
-            "torch": "optional: python_models.bert.model/_torch_recipe fall back without it",
+            # Paths used only where torch is installed (24.10's python backend has none): the
+            # image pre-processors' GPU decode (PIL without it), nmt's TorchScript steps and the
+            # CUDA-graph python model, which --engine torch builds write for a GPU host.
+            "torch": "optional: GPU pre-processing, nmt --engine torch, CUDA-graph models",
             "torchvision": "optional: nvJPEG decode only where it imports",
         },
         served=("triton_kit/python_models",),

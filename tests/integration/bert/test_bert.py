@@ -123,9 +123,8 @@ async def test_async_embeddings_match_sentence_transformers(
 
 
 def test_ensemble_through_the_onnxruntime_backend_matches(server_url: str, reference: Any) -> None:
-    """``bert_ensemble`` runs ``bert_model`` in Triton's own onnxruntime backend (``bert``
-    runs the same file in its stub): the same embeddings, fused graph (the build's default)
-    or not."""
+    """``bert_ensemble`` runs ``bert_model`` in Triton's own onnxruntime backend, as ``bert``
+    does through BLS: the same embeddings, fused graph (the build's default) or not."""
     require_models("bert_ensemble")
     with TritonClient(server_url, timeout=120, models={"embed": "bert_ensemble"}) as client:
         served = client.embed(SENTENCES)

@@ -1,7 +1,8 @@
 """BERT built with ``--engine torch``: served embeddings match the ONNX path (issue 10).
 
 The build writes TorchScript ``bert_model/1/model.pt`` (``pytorch_libtorch``) and no ONNX
-file into the repository; the ``bert`` python model then runs that TorchScript in-process.
+file into the repository; Triton's own pytorch backend serves it, and the ``bert`` python
+model calls it through BLS.
 The reference is the build's verified ONNX run by ONNX Runtime here, one text at a time at
 its exact length (no buckets, no padding), tokenised with ``tokenizers`` directly.
 """
@@ -83,7 +84,8 @@ def test_repository_serves_torchscript_not_onnx(built: tuple[Path, Path]) -> Non
 def test_served_embeddings_match_the_onnx_path(
     server: str, built: tuple[Path, Path], model: str
 ) -> None:
-    """``bert`` runs model.pt in its own stub; ``bert_ensemble`` goes through the backend."""
+    """Both reach model.pt in Triton's pytorch backend: ``bert`` through BLS, one call per
+    length bucket; ``bert_ensemble`` as its second step."""
     wanted = onnx_reference(built[1], TEXTS)
     with TritonClient(server, timeout=120, models={"embed": model}) as client:
         served = client.embed(TEXTS)

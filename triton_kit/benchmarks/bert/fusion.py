@@ -1,8 +1,9 @@
 """ONNX Runtime's transformer fusions: the fused BERT graph against the unfused one, in process.
 
 Both graphs of the same build run in this process with the session options the served
-``bert`` uses (read from ``<repository>/bert/config.pbtxt``: its intra/inter-op threads and
-``session.*`` entries, ORT_ENABLE_ALL), at a few batch sizes and the bucket lengths, every
+encoder uses (read from ``<repository>/bert_model/config.pbtxt``, which Triton's onnxruntime
+backend runs for ``bert``: its intra/inter-op threads and ``session.*`` entries,
+ORT_ENABLE_ALL), at a few batch sizes and the bucket lengths, every
 row full length (no padding). Fused and unfused alternate within each cell over rounds, so
 load drift on a shared machine hits both alike. The fused graph is made here from the
 build's unfused export (``<work-dir>/bert/model.onnx``) by the build's own step, and checked
@@ -71,14 +72,11 @@ def parse_args(argv: list[str] | None = None) -> Settings:
 
 
 def served_settings(repository: Path) -> SessionSettings:
-    """The served ``bert``'s in-stub session settings, as python_models.bert.model reads them."""
-    from triton_kit.build_engines.repository import parse
-    from triton_kit.python_models.bert.model import encoder_session_settings
-    from triton_kit.python_models.common.parameters import ModelParameters
+    """``bert_model``'s session options, as Triton's onnxruntime backend reads them from its
+    config (the ``bert`` stub only calls it through BLS)."""
+    from triton_kit.benchmarks.harness.model_alone import ServedOnnx
 
-    config = parse((repository / "bert" / "config.pbtxt").read_text())
-    values = {key: value.string_value for key, value in config.parameters.items()}
-    return encoder_session_settings(ModelParameters(values))
+    return ServedOnnx.read(repository, "bert_model").settings
 
 
 def feeds(batch: int, length: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -166,7 +164,7 @@ def _report(settings, command, fused, session_settings, rows) -> str:
         "against the same graph through `triton_kit.build_engines.engines.fusion` "
         f"(opt_level {fusion.OPT_LEVEL}): "
         f"{fusion.describe(fused.counts)}; max abs diff on embeddings "
-        f"{fused.max_abs_diff:.3g}. Sessions as the served `bert` opens them: "
+        f"{fused.max_abs_diff:.3g}. Sessions as the served `bert_model` runs them: "
         f"{session_settings.intra_op_threads} intra-op, {session_settings.inter_op_threads} "
         f"inter-op threads, ORT_ENABLE_ALL, CPU provider. Rows full length (no padding); "
         f"median of {settings.rounds} rounds x {settings.seconds} s per graph and cell.\n\n"

@@ -1,4 +1,4 @@
-"""BERT embeddings: in-process ONNX Runtime vs the Triton-served ``bert`` ensemble.
+"""BERT embeddings: in-process ONNX Runtime vs the Triton-served ``bert``.
 
 Run as ``python -m triton_kit.benchmarks.bert``; writes ``benchmarks/results/bert.md``. Needs
 ``python -m triton_kit.build_engines bert`` first (the MiniLM in model_repository/); the
@@ -49,12 +49,11 @@ from triton_kit.benchmarks.harness.measure import (
     report_header,
     write_keeping_discussion,
 )
+from triton_kit.benchmarks.harness.memory import ProcessMemory, memory_lines, server_tree_rss
 from triton_kit.benchmarks.harness.model_alone import Comparison, ServedOnnx
 from triton_kit.build_engines.repository import parse, write_model
-from triton_kit.python_models.bert.model import encoder_session_settings
 from triton_kit.python_models.bert.text import bucket_lengths, load_tokenizer, token_ids, tokenize
 from triton_kit.python_models.common.ort_session import SessionSettings, create_session
-from triton_kit.python_models.common.parameters import ModelParameters
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 TRAFFIC = {"short": (8, 16), "medium": (60, 68), "mixed": (4, 256)}
@@ -171,8 +170,8 @@ class Setup:
     tokenizer: Any
     buckets: tuple[int, ...]
     onnx: Path
-    instances: int  # of the served one-model, one in-process session each
-    session: SessionSettings  # the served one-model's encoder session, used in-process too
+    instances: int  # of the served encoder model, one in-process session each
+    session: SessionSettings  # the served encoder's session options, used in-process too
 
     @property
     def threads(self) -> int:
@@ -358,19 +357,17 @@ def minilm_label(repository: Path) -> str:
 
 # -- running ---------------------------------------------------------------------------------
 def model_setup(repo: Path, name: str) -> Setup:
+    """Tokenizer and buckets of ``<name>``; the ONNX file, instances and session options of
+    ``<name>_model``, the encoder Triton's onnxruntime backend serves and ``<name>`` calls."""
     pre = parse((repo / f"{name}_preprocess" / "config.pbtxt").read_text())
     max_length = int(pre.parameters["max_length"].string_value)
     buckets = [int(b) for b in pre.parameters["buckets"].string_value.split(",")]
     tokenizer = load_tokenizer(repo / f"{name}_preprocess" / "1" / "tokenizer.json", max_length)
-    served = parse((repo / name / "config.pbtxt").read_text())  # the one-model under test
-    parameters = {key: value.string_value for key, value in served.parameters.items()}
+    encoder = ServedOnnx.read(repo, f"{name}_model")
     return Setup(
-        tokenizer,
-        bucket_lengths(buckets, max_length),
-        repo / f"{name}_model" / "1" / "model.onnx",
-        sum(group.count for group in served.instance_group) or 1,
-        encoder_session_settings(ModelParameters(parameters)),
-    )
+        tokenizer, bucket_lengths(buckets, max_length), encoder.onnx, encoder.instances,
+        encoder.settings,
+    )  # fmt: skip
 
 
 def model_cells(
@@ -530,7 +527,7 @@ def find(cells: list[Cell], engine: str, model: str, traffic: str, concurrency: 
 
 
 def ms(cell: Cell) -> str:
-    return f"{cell.throughput:.1f} | {cell.percentile(50):.0f} | {cell.percentile(99):.0f}"
+    return f"{cell.throughput:.1f} | {cell.percentile(50):.2f} | {cell.percentile(99):.0f}"
 
 
 def model_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
@@ -553,6 +550,8 @@ def model_section(cells: list[Cell], model: ModelUnderTest) -> list[str]:
                 f"| {local.cpu_ms:.1f} | {served.cpu_ms:.1f} | {local.cpu_ms / served.cpu_ms:.2f}x "
                 f"| {served.batch or 0:.1f} |"
             )
+    if "mixed" not in model.traffic:
+        return [*lines, ""]
     lines += [
         "",
         f"Bucketing vs padding to the maximum length, mixed traffic, both served by Triton "
@@ -653,6 +652,19 @@ def perf_analyzer_section(cells: list[Cell], model: ModelUnderTest) -> list[str]
     return [*lines, ""]
 
 
+def memory_section(memory: list[ProcessMemory]) -> list[str]:
+    return [
+        "## Resident memory of the server after the cells",
+        "",
+        "RSS of tritonserver and each python-backend stub (psutil over the server's process "
+        "tree), read once every cell had run; the repository also holds the benchmark's "
+        "own variants (`_maxpad`, the floor model).",
+        "",
+        *memory_lines(memory),
+        "",
+    ]
+
+
 def verdict(ratio: float, target: float) -> str:
     return "met" if ratio >= target else "NOT met"
 
@@ -666,6 +678,8 @@ def summary(cells: list[Cell], models: list[ModelUnderTest]) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for model in models:
+        if "mixed" not in model.traffic:
+            continue
         top = max(model.concurrency)
         served = find(cells, "triton", model.name, "mixed", top)
         local = find(cells, "in-process", model.name, "mixed", top)
@@ -692,8 +706,9 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
             "are noisy: compare the ratios, whose two sides were measured back to back",
             machine=load[0],
         ),
-        f"- ONNX Runtime CPU, FP32. The text-in `bert` model runs the encoder's ONNX file in its "
-        f"own python stub (not through `{ENCODER}`): {setup.instances} instance(s) x "
+        f"- ONNX Runtime CPU, FP32. The text-in `bert` model tokenises in its python stub and "
+        f"calls `{ENCODER}` through BLS, one call per length bucket; `{ENCODER}` runs in "
+        f"Triton's own onnxruntime backend: {setup.instances} instance(s) x "
         f"{setup.threads} intra-op thread(s) (session config "
         f"{dict(setup.session.config_entries)}); "
         f"in-process uses the same: {setup.instances} session(s), same options, each driven by "
@@ -707,9 +722,9 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
         "tokenizes them with the same function as the Triton model "
         "(python_models.bert.text), runs one "
         "session call per length bucket, and a text's latency is the time to its bucket's result.",
-        "- Triton: the `bert` python model (tokenizer and the `bert_model` ONNX file run "
-        "in-process, one encoder call per length bucket of each execute call; dynamic batching "
-        "with no queue delay), closed-loop workers with the SDK's AsyncTritonClient over gRPC, "
+        "- Triton: the `bert` python model (tokenizer in the stub, one BLS call to `bert_model` "
+        "per length bucket of each execute call; dynamic batching with no queue delay in both), "
+        "closed-loop workers with the SDK's AsyncTritonClient over gRPC, "
         "one request per text, client on the same 2 cores. Encoder mean batch = inferences / "
         "executions of the served model "
         "during the cell (Prometheus metrics).",
@@ -737,10 +752,16 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
 
 
 def write_report(
-    path: Path, setup: Setup, cells: list[Cell], models: list[ModelUnderTest], load, encoder
+    path: Path,
+    setup: Setup,
+    cells: list[Cell],
+    models: list[ModelUnderTest],
+    load,
+    encoder,
+    memory: list[ProcessMemory],
 ) -> None:
     """``encoder``: (ServedOnnx, comparisons, seconds) of the encoder-alone cells, or None."""
-    lines = header(setup, models, load) + summary(cells, models)
+    lines = header(setup, models, load) + summary(cells, models) + memory_section(memory)
     if encoder:
         lines += encoder_section(*encoder)
     for model in models:
@@ -777,6 +798,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="bert-base concurrencies (default: 1 8; 8 already saturates 2 cores, and 32 "
         "closed-loop bert-base requests take minutes to drain)",
     )
+    parser.add_argument(
+        "--traffic",
+        nargs="+",
+        choices=list(TRAFFIC),
+        default=list(TRAFFIC),
+        help="MiniLM traffic (default: all; the bucketing rows need mixed)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        nargs="+",
+        type=int,
+        default=list(CONCURRENCY),
+        help="MiniLM concurrencies (default: %(default)s)",
+    )
     parser.add_argument("--skip-base", action="store_true", help="MiniLM only (quicker)")
     parser.add_argument(
         "--encoder-seconds", type=float, default=3.0, help=f"per cell and engine, {ENCODER} alone"
@@ -797,7 +832,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args(argv)
     label = minilm_label(args.model_repository)
-    models = [ModelUnderTest("bert", label, args.seconds, floor="bert_floor")]
+    traffic = tuple(t for t in TRAFFIC if t in args.traffic)
+    concurrency = tuple(sorted(set(args.concurrency)))
+    models = [ModelUnderTest("bert", label, args.seconds, traffic, concurrency, "bert_floor")]
     if not args.skip_base:
         label = "bert-base shape (RANDOM WEIGHTS, max length 256)"
         traffic = tuple(t for t in TRAFFIC if t in args.base_traffic)
@@ -820,8 +857,10 @@ def main(argv: list[str] | None = None) -> int:
             encoder = (served, rows, args.encoder_seconds)
         for model in models:
             cells += model_cells(server, model, setups[model.name], pools, args.work_dir)
+        assert server._process is not None
+        memory = server_tree_rss(server._process.pid)  # warm: every bucket has run
     load = (machine, os.getloadavg()[0])
-    write_report(args.output, setups["bert"], cells, models, load, encoder)
+    write_report(args.output, setups["bert"], cells, models, load, encoder, memory)
     return 0
 
 

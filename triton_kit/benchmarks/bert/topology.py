@@ -1,18 +1,22 @@
-"""How the one-model ``bert`` spreads its thread budget: N single-thread stubs or one stub.
+"""How ``bert_model`` spreads the thread budget: N single-thread instances or one instance.
 
-Serves the built MiniLM ``bert`` (tokenizer and ONNX Runtime encoder in one python-backend
-stub) in three topologies of the same 2-thread budget, one server each, alternating over
-rounds so that load drift hits all alike:
+Serves the built MiniLM ``bert`` (the tokenizer in a python-backend stub, which calls
+``bert_model`` through BLS; Triton's own onnxruntime backend runs the encoder) with
+``bert_model`` in three topologies of the same 2-thread budget, one server each,
+alternating over rounds so that load drift hits all alike. (Until issue 31 the encoder ran
+in the ``bert`` stub and these topologies were the stub's; benchmarks/results/
+bert_topology.md was measured then.)
 
-- ``2 x 1``: two instances with one intra-op thread each (the build's default before);
+- ``2 x 1``: two instances with one intra-op thread each;
 - ``1 x 2 spinning``: one instance, two threads, ONNX Runtime's default spinning pool (the
-  build's default now);
+  build's default);
 - ``1 x 2``: one instance, two threads that sleep when idle
   (``session.intra_op.allow_spinning: "0"``).
 
 Texts (``--traffic``: short 8-16 tokens by default, medium 60-68, mixed 4-256) from the
 SDK's AsyncTritonClient at concurrency 1, 8 and 32; the
-stub's own encoder time per call comes from its ``ExecuteProfile``. The baseline, measured in
+encoder time per call (the stub's BLS call, round trip included) comes from the stub's
+``ExecuteProfile``. The baseline, measured in
 the same run: the same ONNX file in one single-thread session in this process, one text at a
 time, warm.
 Writes benchmarks/results/bert_topology.md. Run ``python -m triton_kit.build_engines bert`` first.
@@ -64,12 +68,12 @@ TOPOLOGIES = (
 
 
 def write_repository(source: Path, target: Path, topology: Topology) -> Path:
-    """``source``'s bert models with the one-model's instances and session rewritten."""
+    """``source``'s bert models with ``bert_model``'s instances and session rewritten."""
     from triton_kit.build_engines.repository import parse, render, set_instances, set_parameters
 
     for name in MODELS:
         shutil.copytree(source / name, target / name)
-    path = target / "bert" / "config.pbtxt"
+    path = target / "bert_model" / "config.pbtxt"
     config = parse(path.read_text())
     set_instances(config, topology.instances)
     if ALLOW_SPINNING in config.parameters:
@@ -87,7 +91,7 @@ def encoder_ms(profile_dir: Path) -> float:
     seconds, executes = 0.0, 0
     for path in profile_dir.glob("bert-*.json"):
         summary = json.loads(path.read_text())
-        seconds += summary["ms_per_execute"].get("encoder_run", 0.0) * summary["executes"]
+        seconds += summary["ms_per_execute"].get("encoder_bls", 0.0) * summary["executes"]
         executes += summary["executes"]
     return seconds / executes if executes else float("nan")
 
@@ -192,7 +196,7 @@ def render_report(args, machine: str, measured, encoders, baseline) -> str:
     return "\n".join(
         [
             report_header(
-                "BERT one-model topology: N single-thread stubs or one stub with N threads",
+                "BERT encoder topology: N single-thread instances or one with N threads",
                 command=f"python -m triton_kit.benchmarks.bert.topology --traffic {args.traffic} "
                 f"--rounds {args.rounds} --seconds {args.seconds:g}",
                 load=f"{args.traffic} texts, {args.rounds} rounds of {args.seconds:g} s per cell; "
@@ -203,7 +207,8 @@ def render_report(args, machine: str, measured, encoders, baseline) -> str:
             __doc__.split("\n\n", 1)[1].strip(),
             "",
             "Latencies pooled over rounds, req/s the mean over rounds. `encoder ms per call`:",
-            "the stub's `session.run` per execute (ExecuteProfile), all concurrencies together;",
+            "the stub's BLS call to bert_model per execute (ExecuteProfile), all concurrencies",
+            "together;",
             "for the baseline, the same call in this process.",
             "",
             table,

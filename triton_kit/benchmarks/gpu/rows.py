@@ -6,7 +6,8 @@
 - ``shm``: the UINT8 inputs inline vs through system vs CUDA shared memory.
 - ``minilm``: all-MiniLM-L6-v2 (its shape; random weights unless the checkpoint is
   installed) built by ``python -m triton_kit.build_engines bert --engine torch`` and served by the
-  ``bert`` python model (tokenizer + TorchScript encoder in one stub) on mixed lengths,
+  ``bert`` python model (tokenizer in its stub, one BLS call per length bucket to
+  ``bert_model``, the TorchScript that Triton's pytorch backend runs) on mixed lengths,
   vs the same tokenise/bucket/encode in-process; plus its two-model ensemble.
 
 Each ``prepare_*`` writes models into the repository before the server starts; each
@@ -218,6 +219,24 @@ def minilm_batches(settings: Settings) -> tuple[int, ...]:
     return (1, 8) if settings.smoke else (1, 64)
 
 
+def eager_torchscript(path: Path, device: str):
+    """feeds -> embeddings through the TorchScript file that ``bert_model`` serves, eagerly,
+    one CPU thread (what Triton's pytorch backend runs, without the serving path)."""
+    import torch
+
+    if device == "cpu":
+        torch.set_num_threads(1)
+    module = torch.jit.load(str(path), map_location=device).eval()
+    names = ("input_ids", "attention_mask")
+
+    def encode(feeds) -> np.ndarray:
+        with torch.inference_mode():
+            inputs = [torch.from_numpy(np.ascontiguousarray(feeds[n])).to(device) for n in names]
+            return module(*inputs).float().cpu().numpy()
+
+    return encode
+
+
 def minilm_in_process(repo: Path, settings: Settings) -> dict:
     """What one ``bert`` execute does, without Triton: tokenise, bucket, encode per bucket."""
     from triton_kit.python_models.bert.text import (
@@ -228,14 +247,11 @@ def minilm_in_process(repo: Path, settings: Settings) -> dict:
         pad_rows,
         token_ids,
     )
-    from triton_kit.python_models.bert.torch_encoder import torch_encoder
     from triton_kit.python_models.common.sibling import sibling_device
 
     version = repo / MINILM / "1"
     device = sibling_device(version, f"{MINILM}_model")
-    encoder = torch_encoder(
-        repo / f"{MINILM}_model" / "1" / "model.pt", device, ("input_ids", "attention_mask"), 1
-    )
+    encoder = eager_torchscript(repo / f"{MINILM}_model" / "1" / "model.pt", device)
     tokenizer = load_tokenizer(version / "tokenizer.json", max_length(settings))
     buckets = bucket_lengths(DEFAULT_BUCKETS, max_length(settings))
     texts = minilm_texts(settings)

@@ -46,6 +46,7 @@ from triton_kit.python_models.bert.text import (
     token_ids,
     tokenize,
 )
+from triton_kit.python_models.common.serving_policy import DEFAULT_QUEUE_POLICY
 
 FAMILY = "bert"
 DEFAULT_MAX_BATCH = 32
@@ -173,8 +174,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--queue-delay-us",
         type=int,
         default=_DEFAULTS.queue_delay_us,
-        help="dynamic batcher max queue delay (microseconds) of every bert model; 0 (default): "
-        "an idle instance never waits, requests that queued while it was busy form its batch",
+        help="dynamic batcher max queue delay (microseconds) of the models clients call "
+        "(<name> and <name>_preprocess; <name>_model never waits: its caller sends whole "
+        "batches); 0 (default): an idle instance never waits, requests that queued while it "
+        "was busy form its batch",
     )
     group.add_argument(
         "--fusion",
@@ -447,43 +450,68 @@ def embedding_model(
     model_options: BertOptions,
     notes: dict[str, str],
 ) -> tuple[Any, dict[str, Any]]:
-    """The served ``<name>``: tokenizer and encoder in one python model (python_models.bert.model).
-
-    It runs ``<name>_model``'s own ONNX file in-process, or calls that model through BLS
-    when it serves no ONNX file (a TensorRT plan).
-    """
+    """The served ``<name>``: the tokenizer in a python model (python_models.bert.model) that
+    calls ``<name>_model`` through BLS, one call per length bucket of each execute."""
     config, files = preprocess_model(name, source, buckets, max_batch, options, model_options)
     config.name = name
     del config.output[:]
     add_outputs(config, [Tensor("EMBEDDING", "FP32", (source.hidden,))])
-    instances, session = embedding_topology(options)
-    set_instances(config, instances)
-    set_parameters(config, {**notes, "encoder_model": f"{name}_model", **session})
+    set_instances(config, embedding_topology(options).stub_instances)
+    encoder = {"encoder_model": f"{name}_model", "encoder_max_batch_size": max_batch}
+    set_parameters(config, {**notes, **encoder})
     return config, {
         **files,
         "model.py": python_shim("triton_kit.python_models.bert.model.BertEmbeddingModel"),
     }
 
 
-def embedding_topology(options: BuildOptions) -> tuple[int, dict[str, object]]:
-    """Instances and session parameters of the one-model ``<name>``.
+@dataclass(frozen=True)
+class Topology:
+    """How many ``<name>`` stubs and ``<name>_model`` instances, and the encoder's threads."""
 
-    With ONNX Runtime the encoder runs inside the stub: ONE instance gets the whole thread
-    budget (instances x threads). With N single-thread stubs Triton hands a lone client's
-    requests to them in turn, and each encoder call then runs on caches the other stub's
-    weights evicted (MiniLM, 16 tokens: 4.4 vs 3.1 ms a call). On a quiet 2-core machine one
-    stub with 2 threads served short texts 1.0-2.0x faster than 2 x 1 and equalled it on mixed
-    lengths at saturation (benchmarks/results/bert_topology.md). ONNX Runtime's pool threads keep
-    their default (spinning); on hosts shared with other work, the ``bert`` parameter
-    ``session.intra_op.allow_spinning: "0"`` lets them sleep. Other engines keep N
-    instances: there the GPU or a BLS call does the work, and several stubs keep several
-    batches in flight.
+    stub_instances: int
+    encoder_instances: int
+    encoder_threads: int
+
+
+def embedding_topology(options: BuildOptions) -> Topology:
+    """Where the thread budget (instances x threads) goes: to the encoder's backend.
+
+    The ``<name>`` stub only tokenises and pads, then waits on its BLS call, so its threads
+    would idle; the encoder (``<name>_model``) does the work. With ONNX Runtime on the CPU
+    the encoder is ONE instance with every thread: with N single-thread sessions Triton hands
+    a lone client's calls to them in turn, each on caches the other's weights evicted
+    (MiniLM, 16 tokens: 4.4 vs 3.1 ms a call, benchmarks/results/bert_topology.md, measured
+    when the session ran in the stub), and one stub in front keeps every execute's texts in
+    one batch per bucket. Other engines (torch, TensorRT) keep N instances of both: there the
+    GPU does the work, and N stubs keep N batches in flight.
     """
     assert options.instances and options.threads, "with_family_defaults fills them"
     if options.engine is not Engine.ONNXRUNTIME:
-        return options.instances, {"intra_op_thread_count": options.threads}
-    threads = options.instances * options.threads
-    return 1, {"intra_op_thread_count": threads, "inter_op_thread_count": 1}
+        return Topology(options.instances, options.instances, options.threads)
+    return Topology(1, 1, options.instances * options.threads)
+
+
+def encoder_config(name: str, source: Source, max_batch: int, options: BuildOptions) -> Any:
+    """``<name>_model``: token ids in, embedding out, in Triton's own backend.
+
+    Its dynamic batcher never waits (no queue delay) and has no bounded queue whatever the
+    flags say: its caller, the ``<name>`` stub, sends whole batches and blocks on each, so a
+    delay would only add to every call, and Triton 2.51 stalls a lone call behind any queue
+    policy (DESIGN.md: the batcher's 500 ms poll). The bound is the front door's: ``<name>``
+    and ``<name>_preprocess`` carry it.
+    """
+    topology = embedding_topology(options)
+    return onnx_model_config(
+        f"{name}_model",
+        [Tensor("input_ids", "INT64", (-1,)), Tensor("attention_mask", "INT64", (-1,))],
+        [Tensor("EMBEDDING", "FP32", (source.hidden,))],
+        max_batch,
+        instances=topology.encoder_instances,
+        threads=topology.encoder_threads,
+        dynamic_batching_delay_us=0,
+        queue=DEFAULT_QUEUE_POLICY,  # off: no bound, prefetching kept
+    )
 
 
 def write_repository(
@@ -499,18 +527,8 @@ def write_repository(
     repo = options.output_repository
     name = model_options.name
     max_batch = options.max_batch_size or DEFAULT_MAX_BATCH
-    tokens = [Tensor("input_ids", "INT64", (-1,)), Tensor("attention_mask", "INT64", (-1,))]
     embedding = Tensor("EMBEDDING", "FP32", (source.hidden,))
-    model_config = onnx_model_config(
-        f"{name}_model",
-        tokens,
-        [embedding],
-        max_batch,
-        instances=options.instances,
-        threads=options.threads,
-        dynamic_batching_delay_us=model_options.queue_delay_us,
-        queue=options.queue,
-    )
+    model_config = encoder_config(name, source, max_batch, options)
     notes = provenance(source, diff, buckets, fused)
     set_parameters(model_config, notes)
     # The precision/engine hook first: a dry run stops here, before anything is written.

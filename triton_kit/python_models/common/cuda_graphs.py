@@ -1,4 +1,4 @@
-"""CUDA graphs per input shape: one definition for the pytorch backend and the bert encoder.
+"""CUDA graphs per input shape, for the CUDA-graph python model (``torchscript``).
 
 Why: a transformer or a ResNet at small batches is launch-bound on the GPU (eager
 ResNet-50 took ~8 ms for 5-9 images on the H100); one graph replay launches the whole

@@ -1,7 +1,7 @@
 """Find the file that a sibling model of the same repository serves, and its device.
 
-Why: a python model that runs a graph in-process (``bert`` tokenises and encodes,
-``nmt`` searches) saves a Triton round trip per call, and reading the sibling's
+Why: a python model that runs a graph in-process (``nmt``'s search over its encoder and
+decoder steps) saves a Triton round trip per call, and reading the sibling's
 own file keeps ONE artefact per graph in the repository. When the sibling serves
 something else (a TensorRT plan on a GPU host), there is no ONNX file and the
 caller falls back to calling the sibling model through BLS.

@@ -1,24 +1,28 @@
-"""The one-model ``bert`` runs its ONNX Runtime encoder in ONE stub with the whole thread budget.
+"""The built ``bert`` gives its thread budget to the encoder's backend, not to the stub.
 
-Why (benchmarks/results/bert_topology.md): with N single-thread instances Triton hands a lone
-client's requests to the stubs in turn, and each stub's encoder then runs on caches the
-other stub's weights have evicted: a 16-token MiniLM call took 4.4 ms against 3.1 ms in one
-stub, and short texts were served at 0.5x a warm in-process session against 1.0x with one
-2-thread stub. ``bert_model`` (the ensemble's encoder, served by the native backend in the
-container) keeps N single-thread instances.
+Why (issue 31): the ``bert`` stub only tokenises and pads, then calls ``bert_model`` through
+BLS; Triton's own onnxruntime backend runs the encoder. So ``bert_model`` is ONE instance
+with every thread (N single-thread sessions on a lone client's calls run on each other's
+evicted caches: benchmarks/results/bert_topology.md), and its batcher never waits and has
+no bounded queue (a BLS call from an idle stub must not wait for a queue delay, nor for
+Triton 2.51's 500 ms poll that any queue policy brings). Read from the built
+model_repository (``make models``) with Triton's schema; the budget expected here is the
+build's default (2 instances x the cores split between them), restated.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_kit.python_models.common.ort_session import SessionSettings
-from triton_kit.python_models.common.parameters import ModelParameters
+from triton_kit.build_engines.bert import embedding_topology
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.build_engines.registry import Engine
 
-SPINNING = "session.intra_op.allow_spinning"
+SESSION_KEYS = ("intra_op_thread_count", "inter_op_thread_count")
 
 
 def _config(repository: Path, name: str) -> mc.ModelConfig:
@@ -26,32 +30,39 @@ def _config(repository: Path, name: str) -> mc.ModelConfig:
     return text_format.Parse(path.read_text(), mc.ModelConfig())
 
 
-def _threads(config: mc.ModelConfig) -> int:
-    return int(config.parameters["intra_op_thread_count"].string_value)
+def test_the_encoder_backend_holds_every_thread_in_one_instance(model_repository: Path) -> None:
+    encoder = _config(model_repository, "bert_model")
+    assert encoder.platform == "onnxruntime_onnx" and not encoder.backend.startswith("python")
+    assert [group.count for group in encoder.instance_group] == [1]
+    cores = os.cpu_count() or 1
+    budget = 2 * max(1, cores // 2)  # 2 instances x the cores split between them
+    assert encoder.parameters["intra_op_thread_count"].string_value == str(budget)
+    assert encoder.parameters["inter_op_thread_count"].string_value == "1"
 
 
-def test_the_embedding_model_is_one_stub_with_every_encoder_thread(model_repository: Path) -> None:
-    bert, encoder = _config(model_repository, "bert"), _config(model_repository, "bert_model")
-    budget = sum(group.count for group in encoder.instance_group) * _threads(encoder)
+def test_the_stub_is_one_instance_that_holds_no_session(model_repository: Path) -> None:
+    bert = _config(model_repository, "bert")
+    assert bert.backend == "python"
     assert [group.count for group in bert.instance_group] == [1]
-    assert _threads(bert) == budget
-    assert bert.parameters["inter_op_thread_count"].string_value == "1"
-    assert SPINNING not in bert.parameters, "ONNX Runtime's default (spinning) measured best"
+    assert not [key for key in bert.parameters if key in SESSION_KEYS or key.startswith("session.")]
+    assert bert.parameters["encoder_model"].string_value == "bert_model"
+    encoder = _config(model_repository, "bert_model")
+    assert bert.parameters["encoder_max_batch_size"].string_value == str(encoder.max_batch_size)
 
 
-def test_the_encoder_session_takes_its_settings_from_the_parameters() -> None:
-    from triton_kit.python_models.bert.model import encoder_session_settings
+def test_the_encoder_batcher_never_waits(model_repository: Path) -> None:
+    batching = _config(model_repository, "bert_model").dynamic_batching
+    assert batching.max_queue_delay_microseconds == 0
+    assert not batching.HasField("default_queue_policy")
+    assert not batching.preferred_batch_size
 
-    params = ModelParameters(
-        {"intra_op_thread_count": "2", "inter_op_thread_count": "1", SPINNING: "0", "x": "y"}
+
+def test_other_engines_keep_n_instances_of_both() -> None:
+    options = BuildOptions(family="bert", instances=3, threads=2)
+    assert embedding_topology(options).encoder_instances == 1
+    assert embedding_topology(options).encoder_threads == 6
+    assert embedding_topology(options).stub_instances == 1
+    torch = embedding_topology(
+        BuildOptions(family="bert", engine=Engine.TORCH, instances=3, threads=2)
     )
-    assert encoder_session_settings(params) == SessionSettings(2, 1, False, {SPINNING: "0"})
-
-
-def test_a_repository_built_before_keeps_one_thread_per_stub() -> None:
-    """Configs without the session parameters (older builds) still open one thread, as before."""
-    from triton_kit.python_models.bert.model import encoder_session_settings
-
-    settings = encoder_session_settings(ModelParameters({"encoder_model": "bert_model"}))
-    assert (settings.intra_op_threads, settings.inter_op_threads) == (1, 1)
-    assert dict(settings.config_entries) == {}
+    assert (torch.stub_instances, torch.encoder_instances, torch.encoder_threads) == (3, 3, 2)
