@@ -18,9 +18,9 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_kit.build_engines.bert import embedding_topology
+from triton_kit.build_engines.engines.registry import Engine
+from triton_kit.build_engines.families.bert import embedding_topology
 from triton_kit.build_engines.options import BuildOptions
-from triton_kit.build_engines.registry import Engine
 
 SESSION_KEYS = ("intra_op_thread_count", "inter_op_thread_count")
 
