@@ -10,7 +10,6 @@ import numpy as np
 from triton_kit.client.codecs import Call
 from triton_kit.client.errors import ClientClosedError, ConfigurationError, TritonClientError
 from triton_kit.client.options import (
-    DEFAULT_MODELS,  # noqa: F401  (the family -> method map, read from here by test_contracts)
     MODEL_KEYS,
     TLS,
     ClientOptions,

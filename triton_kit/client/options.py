@@ -11,7 +11,11 @@ from triton_kit.client.errors import ConfigurationError
 from triton_kit.client.types import Timeout
 
 SharedMemoryKind = Literal["system", "cuda"]
+# The ONE table of which model each SDK method calls by default; the load test's users and the
+# tests read it from here.
 DEFAULT_MODELS = {"classify": "resnet50", "embed": "bert", "translate": "nmt"}
+# The same table by model family (a family is named after its entry model).
+FAMILY_METHODS = {model: method for method, model in DEFAULT_MODELS.items()}
 # Models for another input form of a method: classify() sends decoded images (numpy uint8
 # RGB arrays, PIL images) as pixels to this one. Configured with models= like the others.
 INPUT_VARIANT_MODELS = {"classify_uint8": "resnet50_uint8"}

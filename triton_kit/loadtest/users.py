@@ -31,6 +31,7 @@ from locust import User, constant, events, task  # noqa: E402
 from locust.exception import LocustError  # noqa: E402
 
 from triton_kit.client import Timeout, TritonClient  # noqa: E402
+from triton_kit.client.options import FAMILY_METHODS  # noqa: E402
 from triton_kit.client.transport import Endpoint  # noqa: E402
 from triton_kit.loadtest import corpora  # noqa: E402
 from triton_kit.loadtest.options import Weights, parse_pairs  # noqa: E402
@@ -79,8 +80,8 @@ class TritonUser(User):
         return host
 
     def on_start(self) -> None:
-        sdk_names = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
-        models = {sdk_names[self.family]: self.model} if self.family in sdk_names else {}
+        method = FAMILY_METHODS.get(self.family)
+        models = {method: self.model} if method else {}
         # No SDK retries: a load test counts every refused or overloaded request.
         self.client = TritonClient(
             self.url, timeout=self.timeout, models=models, retry=0, client_factory=self._factory()

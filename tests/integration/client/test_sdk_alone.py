@@ -31,7 +31,8 @@ from tests.integration.resnet50.test_resnet50 import assert_matches_reference
 from tests.support.images import case_bytes
 from tests.support.prerequisites import PROJECT_ROOT
 from triton_kit.client import Classification, Prediction
-from triton_kit.python_models.common.contracts import FAMILY_METHODS, family_of
+from triton_kit.client.options import FAMILY_METHODS
+from triton_kit.python_models.common.contracts import family_of
 from triton_kit.server import TritonServer
 from triton_kit.server.drain import Drainer, entry_models
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from triton_kit.build_engines.repository import Tensor, onnx_model_config
-from triton_kit.client.base import DEFAULT_MODELS
+from triton_kit.client.options import DEFAULT_MODELS, FAMILY_METHODS
 from triton_kit.python_models.common import contracts
 from triton_kit.python_models.common.ort_session import SessionSettings, session_options
 
 
-def test_client_copy_of_the_family_methods_matches() -> None:
-    """The client stays standalone, so it keeps its own copy (method -> default model)."""
-    assert {method: family for family, method in contracts.FAMILY_METHODS.items()} == DEFAULT_MODELS
+def test_the_sdk_table_names_every_family_once() -> None:
+    """Which method calls which model lives only in the SDK; served code needs none of it."""
+    assert DEFAULT_MODELS == {"classify": "resnet50", "embed": "bert", "translate": "nmt"}
+    assert FAMILY_METHODS == {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
+    assert not hasattr(contracts, "FAMILY_METHODS")
+    assert {contracts.family_of(model) for model in DEFAULT_MODELS.values()} == set(FAMILY_METHODS)
 
 
 def test_family_of_model_names() -> None:

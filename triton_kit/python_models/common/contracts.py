@@ -1,7 +1,9 @@
 """Names and defaults that the build, the served models and the client must agree on.
 
 Defined once here, on the server side. ``triton_kit/client/`` must stay installable on its own, so
-it keeps a copy; ``tests/unit/client/test_contracts.py`` checks that the copy matches.
+it keeps a copy of what it needs; ``tests/unit/client/test_contracts.py`` checks that the copy
+matches. Which SDK method calls which model is the SDK's own table
+(``triton_kit.client.options.DEFAULT_MODELS``): nothing served needs it.
 """
 
 from __future__ import annotations
@@ -12,9 +14,6 @@ CLASS_IDS = "CLASS_IDS"
 SCORES = "SCORES"
 LABELS = "LABELS"
 CLASSIFY_OUTPUTS = (CLASS_IDS, SCORES, LABELS)
-
-# Which client SDK method serves which model family (client.base.DEFAULT_MODELS inverts it).
-FAMILY_METHODS = {"resnet50": "classify", "bert": "embed", "nmt": "translate"}
 
 
 # The longest text (UTF-8 bytes) a request may carry, for bert and nmt alike.

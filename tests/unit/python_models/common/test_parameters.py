@@ -102,11 +102,6 @@ def test_contract_names() -> None:
         "LABELS",
     )
     assert contracts.CLASSIFY_OUTPUTS == ("CLASS_IDS", "SCORES", "LABELS")
-    assert contracts.FAMILY_METHODS == {
-        "resnet50": "classify",
-        "bert": "embed",
-        "nmt": "translate",
-    }
 
 
 @pytest.mark.parametrize(
