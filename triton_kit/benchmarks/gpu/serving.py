@@ -196,6 +196,7 @@ def run(options: Options) -> dict:
     from triton_kit.server import ServerConfig, TritonServer
 
     options.out.mkdir(parents=True, exist_ok=True)
+    logs = Path(tempfile.mkdtemp(prefix="gpu-serving-logs-"))
     results: dict = {"env": environment(options), "options": describe(options)}
 
     def step(name: str, fn: Callable[[], object]) -> None:
@@ -215,7 +216,7 @@ def run(options: Options) -> dict:
 
     def bare() -> dict:
         rows = {}
-        with BareServer(repo, options.out / "bare-tritonserver.log") as server:
+        with BareServer(repo, logs / "bare-tritonserver.log") as server:
             for batching in options.grid:
                 rows[batching.name] = measure(
                     server.grpc_url, batching.name, options.concurrency, options
@@ -231,7 +232,7 @@ def run(options: Options) -> dict:
     def launched(summaries: bool) -> dict:
         config = ServerConfig(
             model_repository=repo, http_port=0, grpc_port=0, metrics_port=0,
-            log_file=options.out / f"kit-launcher-summaries-{summaries}.log",
+            log_file=logs / f"kit-launcher-summaries-{summaries}.log",
             latency_summaries=summaries,
         )  # fmt: skip
         with TritonServer(config) as server:
@@ -239,15 +240,17 @@ def run(options: Options) -> dict:
 
     step("launcher", lambda: launched(False))
     step("launcher_summaries", lambda: launched(True))
-    step("bare_again", lambda: _bare_again(repo, best, options))
+    step("bare_again", lambda: _bare_again(repo, best, options, logs))
     (options.out / "serving.md").write_text(markdown(results))
+    # One file for every server log: a lent machine returns only a few files.
+    subprocess.run(["tar", "-C", str(logs), "-cJf", str(options.out / "server-logs.tar.xz"), "."])
     return results
 
 
-def _bare_again(repo: Path, model: str, options: Options) -> dict:
+def _bare_again(repo: Path, model: str, options: Options, logs: Path) -> dict:
     """The bare server once more after the launcher rows: the drift between the two bare
     measurements bounds what the launcher comparison can claim."""
-    with BareServer(repo, options.out / "bare-tritonserver-2.log") as server:
+    with BareServer(repo, logs / "bare-tritonserver-2.log") as server:
         return {model: measure(server.grpc_url, model, options.concurrency, options)}
 
 
