@@ -24,6 +24,7 @@ import argparse
 import json
 import platform
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -70,6 +71,11 @@ class Options:
     max_batch: int = 256
     smoke: bool = False
     grid: tuple[Batching, ...] = DEFAULT_GRID
+    launcher: bool = True  # the launcher rows (and the second bare row)
+    engines: bool = False  # also the compiled engines in process (benchmarks.gpu.engines)
+    # perf_analyzer's stability (%): at c256 the p99 of a saturated queue swings more than 20%
+    # between windows (three rows of the first H100 run never settled).
+    stability: int = 50
 
     @property
     def settings(self) -> Settings:
@@ -88,13 +94,35 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument(
         "--smoke", action="store_true", help="CPU, tiny ResNet, 2 configs: checks the code"
     )
+    parser.add_argument(
+        "--grid",
+        help="served configs as iN_qD[_pref] (instances, queue delay in us, preferred sizes "
+        "64,128,256), comma-separated (default: "
+        + ",".join(b.name[9:] for b in DEFAULT_GRID)
+        + ")",
+    )
+    parser.add_argument("--no-launcher", action="store_true", help="skip the launcher rows")
+    parser.add_argument(
+        "--engines", action="store_true", help="also torch.compile and AOTInductor in process"
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         return Options(
             args.out, seconds=min(args.seconds, 1.0), concurrency=4, max_batch=8, smoke=True,
             grid=SMOKE_GRID,
         )  # fmt: skip
-    return Options(args.out, seconds=args.seconds)
+    grid = tuple(parse_batching(s) for s in args.grid.split(",")) if args.grid else DEFAULT_GRID
+    return Options(
+        args.out, seconds=args.seconds, grid=grid, launcher=not args.no_launcher,
+        engines=args.engines,
+    )  # fmt: skip
+
+
+def parse_batching(text: str) -> Batching:
+    """``i8_q2000_pref`` -> Batching(8, 2000, (64, 128, 256))."""
+    parts = text.split("_")
+    preferred = (64, 128, 256) if parts[2:] == ["pref"] else ()
+    return Batching(int(parts[0][1:]), int(parts[1][1:]), preferred)
 
 
 def spec(options: Options) -> Spec:
@@ -187,7 +215,9 @@ class BareServer:
 
 def measure(url: str, model: str, concurrency: int, options: Options) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
-        return perf_analyzer.run(url, model, concurrency, options.seconds, Path(scratch))
+        return perf_analyzer.run(
+            url, model, concurrency, options.seconds, Path(scratch), stability=options.stability
+        )
 
 
 def run(options: Options) -> dict:
@@ -238,9 +268,12 @@ def run(options: Options) -> dict:
         with TritonServer(config) as server:
             return {best: measure(server.grpc_url, best, options.concurrency, options)}
 
-    step("launcher", lambda: launched(False))
-    step("launcher_summaries", lambda: launched(True))
-    step("bare_again", lambda: _bare_again(repo, best, options, logs))
+    if options.launcher:
+        step("launcher", lambda: launched(False))
+        step("launcher_summaries", lambda: launched(True))
+        step("bare_again", lambda: _bare_again(repo, best, options, logs))
+    if options.engines:
+        step("engines", lambda: _engines(options))
     (options.out / "serving.md").write_text(markdown(results))
     # One file for every server log: a lent machine returns only a few files.
     subprocess.run(["tar", "-C", str(logs), "-cJf", str(options.out / "server-logs.tar.xz"), "."])
@@ -252,6 +285,18 @@ def _bare_again(repo: Path, model: str, options: Options, logs: Path) -> dict:
     measurements bounds what the launcher comparison can claim."""
     with BareServer(repo, logs / "bare-tritonserver-2.log") as server:
         return {model: measure(server.grpc_url, model, options.concurrency, options)}
+
+
+def _engines(options: Options) -> dict:
+    """In a child process: a compiled engine's crash must not lose the served rows."""
+    done = subprocess.run(
+        [sys.executable, "-m", "triton_kit.benchmarks.gpu.engines", "--out", str(options.out),
+         "--batches", "256"],
+        capture_output=True, text=True, timeout=330,
+    )  # fmt: skip
+    path = options.out / "engines.json"
+    found = json.loads(path.read_text()) if path.exists() else {}
+    return {**found, "returncode": done.returncode, "tail": (done.stdout + done.stderr)[-1500:]}
 
 
 def environment(options: Options) -> dict:
