@@ -63,6 +63,7 @@ def profile(plan: Plan, options: TuneOptions, out: Path, tools: Tools) -> Path:
         tools.perf_analyzer,
         measurement,
         options.slo_p99_ms,
+        options.min_throughput,
     )
     config.write(body, model_run)
     total = (plan.space.variant_count + 1) * len(plan.space.concurrency)

@@ -1,4 +1,4 @@
-"""``python -m triton_kit.loadtest tune`` options: parsed once into :class:`TuneOptions` (defaults here)."""
+"""``python -m triton_kit.loadtest tune`` options, parsed once into :class:`TuneOptions`."""
 
 from __future__ import annotations
 
@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-throughput",
         type=float,
         default=0.0,
-        help="Also require this many inferences/s (default 0: none).",
+        help="Also require this many inferences/s (default 0: none); passed to Model "
+        "Analyzer as its perf_throughput constraint and applied by the kit's own choice.",
     )
     p.add_argument("--apply", action="store_true", help="Write the chosen fields (diff first).")
     p.add_argument("--out", type=Path, help="Report folder (default reports/tune/<UTC time>); "
