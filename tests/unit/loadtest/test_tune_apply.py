@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_kit.build_engines import tuned
 from triton_kit.build_engines.repository import Tensor, onnx_model_config, render, write_model
 from triton_kit.loadtest.tune import apply
+from triton_kit.loadtest.tune.errors import TuneError
 
 PATHS = ("instance_group", "dynamic_batching.max_queue_delay_microseconds")
 
@@ -93,3 +95,36 @@ def test_choosing_the_config_as_built_changes_nothing(tmp_path: Path) -> None:
     same = tmp_path / "default.pbtxt"
     same.write_text(render(built_config()))
     assert apply.plan(model_dir, same, PATHS, "run 1").diff == ""
+
+
+def _two_changes(tmp_path: Path) -> list[apply.Change]:
+    """Two models with a planned change each, in a real repository folder."""
+    changes = []
+    for name in ("first_model", "second_model"):
+        config = built_config()
+        config.name = name
+        model_dir = write_model(tmp_path / "repo", config)
+        variant = variant_of(config, tmp_path / name)
+        changes.append(apply.plan(model_dir, variant, PATHS, "run 1"))
+    return changes
+
+
+def test_a_failure_applying_the_second_model_leaves_none_applied(tmp_path: Path) -> None:
+    changes = _two_changes(tmp_path)
+    before = {c.model_dir: (c.model_dir / "config.pbtxt").read_bytes() for c in changes}
+    # a real failure: the second model's tuned.json cannot be written (a folder is in its way)
+    (changes[1].model_dir / tuned.TUNED_FILE).mkdir()
+    with pytest.raises(TuneError, match="nothing applied"):
+        apply.write_all(changes)
+    for change in changes:
+        assert (change.model_dir / "config.pbtxt").read_bytes() == before[change.model_dir]
+    assert not (changes[0].model_dir / tuned.TUNED_FILE).exists()
+    assert sorted(p.name for p in changes[0].model_dir.iterdir()) == ["1", "config.pbtxt"]
+
+
+def test_write_all_applies_every_change(tmp_path: Path) -> None:
+    changes = _two_changes(tmp_path)
+    apply.write_all(changes)
+    for change in changes:
+        assert (change.model_dir / "config.pbtxt").read_text() == change.after
+        assert tuned.read(change.model_dir) is not None

@@ -59,8 +59,9 @@ def test_ranges_given_replace_the_derived_ones_and_add_their_fields() -> None:
         "dynamic_batching.max_queue_delay_microseconds",
         "dynamic_batching.preferred_batch_size",
     )
+    # a python model: it stays on the CPU on a GPU host (test_tune_config covers engines)
     params = search.model_config_parameters()
-    assert params["instance_group"] == [{"kind": "KIND_GPU", "count": [2]}]
+    assert params["instance_group"] == [{"kind": "KIND_CPU", "count": [2]}]
     assert params["max_batch_size"] == [8, 16]
     assert params["dynamic_batching"]["preferred_batch_size"] == [[4]]
     assert search.variant_count == 2

@@ -8,10 +8,11 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_kit.loadtest.tune import apply, config, environment, inputs, report, run, space, summary
@@ -63,6 +64,7 @@ def profile(plan: Plan, options: TuneOptions, out: Path, tools: Tools) -> Path:
         tools.perf_analyzer,
         measurement,
         options.slo_p99_ms,
+        options.min_throughput,
     )
     config.write(body, model_run)
     total = (plan.space.variant_count + 1) * len(plan.space.concurrency)
@@ -72,7 +74,11 @@ def profile(plan: Plan, options: TuneOptions, out: Path, tools: Tools) -> Path:
     return model_run.csv
 
 
-def model_report(plan: Plan, options: TuneOptions, out: Path) -> report.ModelReport:
+def model_report(
+    plan: Plan, options: TuneOptions, out: Path
+) -> tuple[report.ModelReport, apply.Change | None]:
+    """The model's report, and with --apply the change it plans (written only after every
+    report exists)."""
     model = plan.space.model
     model_run = config.ModelRun(out / model)
     results = summary.summarise(
@@ -95,24 +101,29 @@ def model_report(plan: Plan, options: TuneOptions, out: Path) -> report.ModelRep
         for r in result.configs
     }
     shown = {k: str(v.relative_to(out)) for k, v in links.items() if v.exists()}
-    applied = maybe_apply(result, plan, options, out) if options.apply else ""
-    return report.ModelReport(result, fields, shown, applied)
+    change, applied = plan_apply(result, plan, options, out) if options.apply else (None, "")
+    return report.ModelReport(result, fields, shown, applied), change
 
 
-def maybe_apply(result: summary.ModelSummary, plan: Plan, options: TuneOptions, out: Path) -> str:
-    """Diff, then write the chosen fields; returns the line the report shows."""
+def plan_apply(
+    result: summary.ModelSummary, plan: Plan, options: TuneOptions, out: Path
+) -> tuple[apply.Change | None, str]:
+    """Diff the chosen fields without writing them; returns the change and the report's line.
+    An invalid chosen config stops the run before anything is written."""
     chosen = result.chosen
     if chosen is None:
-        return "--apply: nothing applied (no config within the limits)"
+        return None, "--apply: nothing applied (no config within the limits)"
     model_dir = options.model_repository / result.model
     variant = config.ModelRun(out / result.model).variants / chosen.config / "config.pbtxt"
     source = str(out.relative_to(PROJECT_ROOT)) if out.is_relative_to(PROJECT_ROOT) else out.name
-    change = apply.plan(model_dir, variant, plan.space.paths, source=f"loadtest tune: {source}")
+    try:
+        change = apply.plan(model_dir, variant, plan.space.paths, f"loadtest tune: {source}")
+    except (OSError, text_format.ParseError) as exc:
+        raise TuneError(f"--apply: {result.model}'s chosen config {variant}: {exc}") from exc
     if not change.diff:
-        return "--apply: the chosen config is the one served; nothing to change"
+        return None, "--apply: the chosen config is the one served; nothing to change"
     print(change.diff, end="", flush=True)
-    apply.write(change)
-    return (
+    return change, (
         f"--apply: wrote {', '.join(plan.space.paths)} of {chosen.config} into "
         f"{model_dir / 'config.pbtxt'} (recorded in tuned.json; a rebuild keeps them)"
     )
@@ -155,11 +166,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         for plan in plans:
             profile(plan, options, out, tools)
-        reports = [model_report(plan, options, out) for plan in plans]
+        planned = [model_report(plan, options, out) for plan in plans]
     except TuneError as exc:
         print(f"tune: {exc}", file=sys.stderr)
         return 2
+    reports = [rep for rep, _ in planned]
     page = report.write(out, reports, header(options, argv))
+    try:
+        apply.write_all([change for _, change in planned if change is not None])
+    except TuneError as exc:
+        failed = [replace(rep, applied=str(exc)) if rep.applied else rep for rep in reports]
+        report.write(out, failed, header(options, argv))
+        print(f"tune: {exc}; report: {page}", file=sys.stderr)
+        return 2
     for rep in reports:
         chosen = rep.summary.chosen
         line = rep.summary.failure() or f"{rep.summary.model}: chose {chosen and chosen.config}"

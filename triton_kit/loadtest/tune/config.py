@@ -80,9 +80,10 @@ def profile_config(
     perf_analyzer: Path,
     measurement: Measurement,
     slo_p99_ms: float,
+    min_throughput: float = 0.0,
 ) -> dict:
-    """The YAML as a dict; the constraint mirrors the SLO so Model Analyzer's own reports
-    mark the same configs as the kit's summary does."""
+    """The YAML as a dict; the constraints mirror the SLO and --min-throughput so Model
+    Analyzer's own reports mark the same configs as the kit's summary does."""
     http, grpc, metrics = _ports(run)
     pa_flags = {
         "measurement-mode": "time_windows",
@@ -121,8 +122,16 @@ def profile_config(
                 "model_config_parameters": space.model_config_parameters(),
             }
         },
-        "constraints": {"perf_latency_p99": {"max": max(1, round(slo_p99_ms))}},
+        "constraints": constraints(slo_p99_ms, min_throughput),
     }
+
+
+def constraints(slo_p99_ms: float, min_throughput: float) -> dict:
+    """Model Analyzer's global ``constraints``; 0 throughput means no floor, as in the CLI."""
+    limits: dict = {"perf_latency_p99": {"max": max(1, round(slo_p99_ms))}}
+    if min_throughput:
+        limits["perf_throughput"] = {"min": min_throughput}
+    return limits
 
 
 def _ports(run: ModelRun) -> tuple[int, int, int]:

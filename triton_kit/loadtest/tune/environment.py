@@ -53,7 +53,7 @@ def _run(command: list[str], what: str) -> None:
 
 
 def gpu_present() -> bool:
-    """Whether nvidia-smi lists a GPU (Model Analyzer then profiles KIND_GPU instances)."""
+    """Whether nvidia-smi lists a GPU: engines then get KIND_GPU (:func:`space.instance_kind`)."""
     try:
         listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):

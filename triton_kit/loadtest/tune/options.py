@@ -1,5 +1,4 @@
-"""``python -m triton_kit.loadtest tune`` options: parsed once into :class:`TuneOptions`
-(defaults here)."""
+"""``python -m triton_kit.loadtest tune`` options, parsed once into :class:`TuneOptions`."""
 
 from __future__ import annotations
 
@@ -32,7 +31,9 @@ Writes reports/tune/<UTC time>/: summary.md and index.html (chosen config, runne
 each other config lost, throughput-vs-p99 plot per model), and per model Model Analyzer's
 own CSV, summary and detailed reports. --apply then writes the chosen fields into
 model_repository/ (diff first; nothing else changes) and records them in tuned.json beside
-the model, so `python -m triton_kit.build_engines` keeps them on a rebuild.
+the model, so `python -m triton_kit.build_engines` keeps them on a rebuild. --apply writes
+nothing until every model is profiled, its chosen config parses and the report exists, and
+then applies all models or none: a failure puts back every file it had written.
 
 Model Analyzer lives in its own venv (build/model-analyzer-venv, created on first use from
 PyPI); perf_analyzer comes from scripts/install-perf-analyzer.sh. A run is resumable: run
@@ -112,9 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-throughput",
         type=float,
         default=0.0,
-        help="Also require this many inferences/s (default 0: none).",
+        help="Also require this many inferences/s (default 0: none); passed to Model "
+        "Analyzer as its perf_throughput constraint and applied by the kit's own choice.",
     )
-    p.add_argument("--apply", action="store_true", help="Write the chosen fields (diff first).")
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="After the report, write every model's chosen fields (diff first; all or none).",
+    )
     p.add_argument("--out", type=Path, help="Report folder (default reports/tune/<UTC time>); "
                    "an interrupted run's folder resumes it.")  # fmt: skip
     p.add_argument(

@@ -88,7 +88,7 @@ def derive(config: mc.ModelConfig, options: TuneOptions, cores: int, gpu: bool) 
     current = config.instance_group[0].count if config.instance_group else 1
     instances = options.instances or _upto(min(cores, MAX_DEFAULT_INSTANCES), current)
     concurrency = options.concurrency or tuple(sorted({1, cores, 4 * cores}))
-    kind = "KIND_GPU" if gpu else "KIND_CPU"
+    kind = instance_kind(config, gpu)
     if config.max_batch_size == 0:  # no batching: only the instance count applies
         return SearchSpace(config.name, kind, instances, concurrency=concurrency)
     delay = config.dynamic_batching.max_queue_delay_microseconds
@@ -102,6 +102,18 @@ def derive(config: mc.ModelConfig, options: TuneOptions, cores: int, gpu: bool) 
         preferred_batch_sizes=options.preferred_batch_sizes or (),
         concurrency=concurrency,
     )
+
+
+def instance_kind(config: mc.ModelConfig, gpu: bool) -> str:
+    """The kind Model Analyzer sweeps, from the model's own config: python models do the
+    CPU work (tokenise, decode, pad) and stay KIND_CPU unless their config asks for a GPU;
+    an engine moves to KIND_GPU where there is one, since the repository is built on CPU."""
+    if not gpu:
+        return "KIND_CPU"
+    kinds = {mc.ModelInstanceGroup.Kind.Name(group.kind) for group in config.instance_group}
+    if "KIND_GPU" in kinds or config.backend != "python":
+        return "KIND_GPU"
+    return "KIND_CPU"
 
 
 def _upto(limit: int, current: int) -> tuple[int, ...]:
