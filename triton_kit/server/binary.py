@@ -60,7 +60,8 @@ def find_installation() -> TritonInstallation:
         return TritonInstallation(root / "bin" / "tritonserver", root / "backends", libs, True)
     raise BinaryNotFoundError(
         "no tritonserver found: set TRITONSERVER=/path/to/tritonserver, put it on PATH, "
-        "or `pip install nvidia-pytriton` (bundles the binary; `make setup` does this)"
+        "or install the kit's serve extra, `pip install 'triton-kit[serve]'` (its nvidia-pytriton "
+        "bundles the binary; `make setup` does this)"
     )
 
 
