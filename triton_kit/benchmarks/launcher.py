@@ -140,7 +140,10 @@ def serve_and_measure(command: list[str], env: dict, http: int, grpc: int, optio
 
 def measure(url: str, model: str, concurrency: int, seconds: float, out: Path) -> dict:
     """perf_analyzer, once more with a doubled window and looser stability if it did not
-    settle (a shared host's noise is not the launcher's cost)."""
+    settle (a shared host's noise is not the launcher's cost). A first untimed window pays
+    the model's first-use costs (allocator growth, library plans) at the batch sizes the
+    batcher forms."""
+    perf_analyzer.run(url, model, concurrency, 1.0, out, stability=100)
     row = perf_analyzer.run(url, model, concurrency, seconds, out, stability=20)
     if "error" in row:
         row = perf_analyzer.run(url, model, concurrency, 2 * seconds, out, stability=50)
