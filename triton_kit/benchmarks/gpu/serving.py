@@ -29,7 +29,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from triton_kit.benchmarks.gpu.families import BUCKETS
@@ -52,6 +52,18 @@ class Variant:
     preferred: tuple[int, ...] = ()
     channels_last: bool = False
     cuda_graphs: bool = False
+    frozen: bool = False
+    compiled: bool = False  # the CompiledModel python model on model.pt2
+
+    @property
+    def engine(self) -> str:
+        if self.compiled:
+            return "exported_cl"
+        return (
+            "torchscript"
+            + ("_cl" if self.channels_last else "")
+            + ("_frozen" if self.frozen else "")
+        )
 
 
 def variants(smoke: bool) -> tuple[Variant, ...]:
@@ -61,9 +73,11 @@ def variants(smoke: bool) -> tuple[Variant, ...]:
     grid += [Variant(f"native_i{n}_d2000p", n, 2000, PREFERRED) for n in (1, 2, 4)]
     grid += [
         Variant("native_cl_i4_d2000p", 4, 2000, PREFERRED, channels_last=True),
-        Variant("native_cl_i2_d2000p", 2, 2000, PREFERRED, channels_last=True),
         Variant("graphs_cl_i2_d2000p", 2, 2000, PREFERRED, channels_last=True, cuda_graphs=True),
-        Variant("graphs_cl_i4_d2000p", 4, 2000, PREFERRED, channels_last=True, cuda_graphs=True),
+        Variant("native_clf_i4_d2000p", 4, 2000, PREFERRED, channels_last=True, frozen=True),
+        Variant("native_clf_i2_d2000p", 2, 2000, PREFERRED, channels_last=True, frozen=True),
+        Variant("graphs_clf_i2_d2000p", 2, 2000, PREFERRED, True, True, frozen=True),
+        Variant("compiled_i2_d2000p", 2, 2000, PREFERRED, True, True, compiled=True),
     ]
     return tuple(grid)
 
@@ -75,6 +89,7 @@ class Options:
     smoke: bool
     compile_mode: str
     steps: tuple[str, ...]
+    variants: tuple[str, ...] = ()  # served variants by name; () for all
 
     @property
     def settings(self) -> Settings:
@@ -98,9 +113,11 @@ def parse(argv: list[str] | None) -> Options:
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     parser.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
     parser.add_argument("--steps", default=",".join(STEPS))
+    parser.add_argument("--variants", default="", help="served variants by name (default all)")
     args = parser.parse_args(argv)
     steps = tuple(s for s in args.steps.split(",") if s)
-    return Options(args.out, args.seconds, args.smoke, args.compile_mode, steps)
+    names = tuple(v for v in args.variants.split(",") if v)
+    return Options(args.out, args.seconds, args.smoke, args.compile_mode, steps, names)
 
 
 class Results:
@@ -125,8 +142,9 @@ class Results:
         return value
 
 
-def traced(module, settings: Settings, channels_last: bool):
-    """TorchScript of the module (channels_last weights survive tracing and saving)."""
+def traced(module, settings: Settings, channels_last: bool, frozen: bool = False):
+    """TorchScript of the module (channels_last weights survive tracing and saving);
+    ``frozen``: torch.jit.freeze folds batch norms into the convolutions."""
     import numpy as np
     import torch
 
@@ -135,7 +153,8 @@ def traced(module, settings: Settings, channels_last: bool):
     arrays = example(RESNET, 2, np.random.default_rng(0))
     ex = tuple(torch.from_numpy(a).to(settings.device) for a in arrays.values())
     with torch.no_grad():
-        return torch.jit.trace(module, ex, check_trace=False)
+        script = torch.jit.trace(module, ex, check_trace=False)
+    return torch.jit.freeze(script.eval()) if frozen else script
 
 
 def engines(modules: dict, settings: Settings, batches: tuple[int, ...]) -> dict:
@@ -149,7 +168,12 @@ def engines(modules: dict, settings: Settings, batches: tuple[int, ...]) -> dict
 
 
 def write_variant(repo: Path, variant: Variant, model_pt: Path, settings: Settings) -> None:
-    from triton_kit.build_engines.repository import Tensor, enable_dynamic_batching, write_model
+    from triton_kit.build_engines.repository import (
+        Tensor,
+        enable_dynamic_batching,
+        python_shim,
+        write_model,
+    )
     from triton_kit.build_engines.torch_engine import (
         TorchConfigOptions,
         torch_model_config,
@@ -168,7 +192,33 @@ def write_variant(repo: Path, variant: Variant, model_pt: Path, settings: Settin
     outputs = [Tensor("logits", "FP32", (1000,))]
     config = torch_model_config(variant.name, inputs, outputs, options)
     enable_dynamic_batching(config, variant.queue_delay_us, variant.preferred)
-    write_model(repo, config, torch_model_files(model_pt, options))
+    files = torch_model_files(model_pt, options)
+    if variant.compiled:
+        del config.optimization.cuda.graph_spec[:]
+        for batch in COMPILED_BUCKETS:  # one compile each: fewer buckets, shorter start
+            spec = config.optimization.cuda.graph_spec.add(batch_size=batch)
+            spec.input["image"].dim.extend(RESNET.inputs["image"][1])
+        config.parameters["torch_compile_mode"].string_value = "default"
+        files = {"model.pt2": model_pt, "model.py": python_shim(COMPILED_MODEL)}
+    write_model(repo, config, files)
+
+
+COMPILED_MODEL = "triton_kit.python_models.common.compiled.CompiledModel"
+COMPILED_BUCKETS = (1, 16, 64, 128, 256)
+
+
+def export(module, settings: Settings) -> Path:
+    """torch.export of the channels_last module with a dynamic batch (CompiledModel's input)."""
+    import torch
+
+    module = module.to(memory_format=torch.channels_last)
+    x = torch.randint(0, 256, (4, 224, 224, 3), dtype=torch.uint8, device=settings.device)
+    batch = torch.export.Dim("batch", min=1, max=256)
+    with torch.no_grad():
+        program = torch.export.export(module, (x,), dynamic_shapes=({0: batch},))
+    path = Path(tempfile.mkdtemp(prefix="exported-")) / "model.pt2"
+    torch.export.save(program, str(path))
+    return path
 
 
 def served(repo: Path, names: list[str], options: Options) -> dict:
@@ -178,6 +228,7 @@ def served(repo: Path, names: list[str], options: Options) -> dict:
     config = ServerConfig(
         model_repository=repo, http_port=0, grpc_port=0, metrics_port=0,
         log_file=options.out / "serving-tritonserver.log",
+        startup_timeout_s=480.0,  # the compiled model compiles one graph per bucket
     )  # fmt: skip
     rows: dict = {}
     partial = options.out / "serving-served-partial.json"  # a run cut short keeps its rows
@@ -190,7 +241,8 @@ def served(repo: Path, names: list[str], options: Options) -> dict:
             print(name, json.dumps(rows[f"{name}_c{options.concurrency}"]), flush=True)
             partial.write_text(json.dumps(rows, indent=2) + "\n")
         for name in names:
-            if name in ("native_i1_d2000p", "native_cl_i2_d2000p", "graphs_cl_i2_d2000p"):
+            if name in ("native_i1_d2000p", "native_clf_i2_d2000p", "graphs_clf_i2_d2000p",
+                        "compiled_i2_d2000p"):  # fmt: skip
                 rows[f"{name}_c1"] = measure(url, name, 1, options.seconds, options.out)
     return rows
 
@@ -265,29 +317,36 @@ def run(options: Options) -> dict:
     batches = (1, 2) if options.smoke else (1, 64, 256)
     module = resnet50_uint8(settings).to(settings.device).eval()
     scripts = {"torchscript": traced(module, settings, False),
-               "torchscript_cl": traced(module, settings, True)}  # fmt: skip
+               "torchscript_cl": traced(module, settings, True),
+               "torchscript_cl_frozen": traced(module, settings, True, frozen=True)}  # fmt: skip
     if "engines" in options.steps:
         results.step("engines", lambda: engines(scripts, settings, batches))
+    if "compiled" in options.steps and settings.gpu:  # before serving: the GPU is ours alone
+        results.step("compiled", lambda: compiled(module, settings, "default", batches))
     repo = Path(tempfile.mkdtemp(prefix="serving-repo-"))
     paths = {}
     for label, script in scripts.items():
         paths[label] = Path(tempfile.mkdtemp(prefix=f"{label}-")) / "model.pt"
         script.save(str(paths[label]))
-    del scripts
+    scripts.clear()
     gc.collect()
     if settings.gpu:
         torch.cuda.empty_cache()
-    grid = variants(options.smoke)
+    grid = tuple(
+        v for v in variants(options.smoke) if v.name in options.variants or not options.variants
+    )
+    if settings.gpu and any(v.compiled for v in grid):
+        paths["exported_cl"] = export(module, settings)
     for v in grid:
-        write_variant(repo, v, paths["torchscript_cl" if v.channels_last else "torchscript"],
-                      settings)  # fmt: skip
+        write_variant(repo, v, paths[v.engine], settings)
     if "launcher" in options.steps:
         results.step("launcher", lambda: launcher_row(repo, grid, options))
     if "served" in options.steps:
         results.step("served", lambda: served(repo, [v.name for v in grid], options))
     if "compiled" in options.steps and settings.gpu:
-        results.step("compiled", lambda: compiled(module, settings, options.compile_mode, batches))
-    del module
+        results.step(
+            "compiled_autotune", lambda: compiled(module, settings, options.compile_mode, (256,))
+        )
     gc.collect()
     if "aoti" in options.steps and settings.gpu:
         torch.cuda.empty_cache()
@@ -323,16 +382,18 @@ def summary(data: dict) -> dict:
     for label, rows in (data.get("engines") or {}).items():
         for key, row in rows.items():
             brief[f"{label}_{key}"] = round(row["items_per_s"])
-    for key, row in (data.get("compiled") or {}).items():
-        if isinstance(row, dict):
-            brief[f"compiled_{key}"] = round(row["items_per_s"])
+    for step in ("compiled", "compiled_autotune"):
+        for key, row in (data.get(step) or {}).items():
+            if isinstance(row, dict):
+                brief[f"{step}_{key}"] = round(row["items_per_s"])
     launcher_data = data.get("launcher") or {}
-    brief["launcher"] = launcher_data.get("median_items_per_s"), launcher_data.get(
-        "launcher_over_bare"
+    brief["launcher"] = (
+        launcher_data.get("median_items_per_s"),
+        launcher_data.get("launcher_over_bare"),
     )
     for key, row in (data.get("served") or {}).items():
         brief[key] = (round(row["items_per_s"]), round(row["p50"], 2)) if "p50" in row else row
-    brief["errors"] = list((data.get("errors") or {}))
+    brief["errors"] = list(data.get("errors") or {})
     return brief
 
 
