@@ -177,7 +177,7 @@ def _metrics_after_one_request(tmp_path: Path, **overrides: object) -> str:
 @pytest.mark.slow
 def test_latency_summaries_are_off_by_default(tmp_path: Path) -> None:
     """Summaries cost 42% of ResNet-50's throughput under load on the H100
-    (benchmarks/results/gpu_launcher.md); the cumulative counters stay."""
+    (issue 30; 0.63x in benchmarks/results/gpu_serving.md); the cumulative counters stay."""
     text = _metrics_after_one_request(tmp_path)
     assert 'nv_inference_request_duration_us{model="doubler"' in text
     assert "nv_inference_request_summary_us" not in text

@@ -1,403 +1,401 @@
-"""ResNet-50 served on one GPU against the same engine in process, in ONE run (issue 30).
+"""Issue 30 in one GPU run: the engine in process, the launcher row, and served batching.
 
-    python -m triton_kit.benchmarks.gpu.serving --out OUT_DIR            # the lent H100
-    python -m triton_kit.benchmarks.gpu.serving --out OUT_DIR --smoke    # CPU, tiny model
+    python -m triton_kit.benchmarks.gpu.serving --out OUT [--seconds 2] [--smoke]
 
-Three questions, each answered with a baseline measured in the same run:
+Steps, in order of what matters most (``serving.json`` is rewritten after each, so a run
+cut short keeps what it measured):
 
-- **batching**: one-image requests at concurrency 256 (perf_analyzer) against Triton's own
-  pytorch backend under several instance counts, queue delays and preferred batch sizes,
-  each a model of its own in one bare ``tritonserver``; the ratio is to the best in-process
-  throughput of the same TorchScript (eager, and CUDA graph);
-- **launcher**: the kit's launcher (``python -m triton_kit.server serve``'s defaults) against
-  that bare ``tritonserver`` (same binary, backends, environment and repository; only the
-  kit's flags differ), and the launcher with ``--latency-summaries``;
-- **batch 1**: one request at a time (perf_analyzer, concurrency 1) against eager batch 1 in
-  process: the p50 the serving path adds.
-
-RANDOM weights (speed only). Writes serving.json (after every step) and serving.md.
+1. ``engines``: ResNet-50 FP16 (UINT8 NHWC input, random weights) in process at batch
+   1/64/256: eager TorchScript, the same under a CUDA graph, channels_last TorchScript
+   (eager and graph).
+2. ``launcher``: the kit's launcher against a bare tritonserver, one model, c256
+   (triton_kit.benchmarks.launcher).
+3. ``served``: one-image requests at c256 through perf_analyzer, Triton's own pytorch
+   backend at 1/2/4 instances x (queue delay 100 us | 2000 us with preferred 64/128/256),
+   channels_last TorchScript, and the CUDA-graph python model; batch 1 at c1.
+4. ``compiled``: torch.compile (``--compile-mode``; channels_last) in process.
+5. ``aoti``: an AOTInductor package built and loaded in a child process under
+   faulthandler (static batch), its output and exit status recorded.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
-import platform
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from triton_kit.benchmarks.gpu.models import Spec, resnet50_uint8
+from triton_kit.benchmarks.gpu.families import BUCKETS
+from triton_kit.benchmarks.gpu.load import in_process
+from triton_kit.benchmarks.gpu.models import Spec, example, resnet50_uint8
 from triton_kit.benchmarks.gpu.settings import Settings
-from triton_kit.benchmarks.harness import perf_analyzer
-from triton_kit.benchmarks.harness.measure import git_revision
+from triton_kit.benchmarks.launcher import measure
+
+RESNET = Spec("resnet50_u8", {"image": ("UINT8", (224, 224, 3))}, ("logits", 1000), BUCKETS, 4)
+PREFERRED = (64, 128, 256)
 
 
 @dataclass(frozen=True)
-class Batching:
+class Variant:
     """One served configuration of the same TorchScript."""
 
+    name: str
     instances: int
     queue_delay_us: int
     preferred: tuple[int, ...] = ()
+    channels_last: bool = False
+    cuda_graphs: bool = False
+    frozen: bool = False
+    compiled: bool = False  # the CompiledModel python model on model.pt2
 
     @property
-    def name(self) -> str:
-        pref = "_pref" if self.preferred else ""
-        return f"resnet50_i{self.instances}_q{self.queue_delay_us}{pref}"
+    def engine(self) -> str:
+        if self.compiled:
+            return "exported_cl"
+        return (
+            "torchscript"
+            + ("_cl" if self.channels_last else "")
+            + ("_frozen" if self.frozen else "")
+        )
 
 
-# The kit's GPU default before this run, issue 30's best bare row, and around them.
-DEFAULT_GRID = (
-    Batching(4, 100),
-    Batching(2, 2000, (64, 128, 256)),
-    Batching(4, 2000, (64, 128, 256)),
-    Batching(4, 500, (64, 128, 256)),
-    Batching(8, 2000, (64, 128, 256)),
-    Batching(4, 5000, (128, 256)),
-)
-SMOKE_GRID = (Batching(1, 100), Batching(2, 500, (2, 4)))
+def variants(smoke: bool) -> tuple[Variant, ...]:
+    if smoke:
+        return (Variant("native_i1_d100", 1, 100), Variant("native_i1_d2000p", 1, 2000, PREFERRED))
+    grid = [Variant("native_i4_d100", 4, 100)]  # the build's old default batching
+    grid += [Variant(f"native_i{n}_d2000p", n, 2000, PREFERRED) for n in (1, 2, 4)]
+    grid += [
+        Variant("native_cl_i4_d2000p", 4, 2000, PREFERRED, channels_last=True),
+        Variant("graphs_cl_i2_d2000p", 2, 2000, PREFERRED, channels_last=True, cuda_graphs=True),
+        Variant("native_clf_i4_d2000p", 4, 2000, PREFERRED, channels_last=True, frozen=True),
+        Variant("native_clf_i2_d2000p", 2, 2000, PREFERRED, channels_last=True, frozen=True),
+        Variant("graphs_clf_i2_d2000p", 2, 2000, PREFERRED, True, True, frozen=True),
+        Variant("compiled_i2_d2000p", 2, 2000, PREFERRED, True, True, compiled=True),
+    ]
+    return tuple(grid)
 
 
 @dataclass(frozen=True)
 class Options:
     out: Path
-    seconds: float = 4.0
-    concurrency: int = 256
-    max_batch: int = 256
-    smoke: bool = False
-    grid: tuple[Batching, ...] = DEFAULT_GRID
-    launcher: bool = True  # the launcher rows (and the second bare row)
-    engines: bool = False  # also the compiled engines in process (benchmarks.gpu.engines)
-    # perf_analyzer's stability (%): at c256 the p99 of a saturated queue swings more than 20%
-    # between windows (three rows of the first H100 run never settled).
-    stability: int = 50
+    seconds: float
+    smoke: bool
+    compile_mode: str
+    steps: tuple[str, ...]
+    variants: tuple[str, ...] = ()  # served variants by name; () for all
 
     @property
     def settings(self) -> Settings:
-        device = "cpu" if self.smoke else "cuda"
-        return Settings(out=self.out, device=device, seconds=self.seconds, smoke=self.smoke)
-
-
-def parse(argv: list[str] | None = None) -> Options:
-    parser = argparse.ArgumentParser(
-        prog="python -m triton_kit.benchmarks.gpu.serving",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--out", type=Path, required=True, help="where serving.md/json go")
-    parser.add_argument("--seconds", type=float, default=Options.seconds, help="per window")
-    parser.add_argument(
-        "--smoke", action="store_true", help="CPU, tiny ResNet, 2 configs: checks the code"
-    )
-    parser.add_argument(
-        "--grid",
-        help="served configs as iN_qD[_pref] (instances, queue delay in us, preferred sizes "
-        "64,128,256), comma-separated (default: "
-        + ",".join(b.name[9:] for b in DEFAULT_GRID)
-        + ")",
-    )
-    parser.add_argument("--no-launcher", action="store_true", help="skip the launcher rows")
-    parser.add_argument(
-        "--engines", action="store_true", help="also torch.compile and AOTInductor in process"
-    )
-    args = parser.parse_args(argv)
-    if args.smoke:
-        return Options(
-            args.out, seconds=min(args.seconds, 1.0), concurrency=4, max_batch=8, smoke=True,
-            grid=SMOKE_GRID,
+        return Settings(
+            out=self.out, device="cpu" if self.smoke else "cuda", seconds=self.seconds,
+            smoke=self.smoke, processes=2 if self.smoke else 8,
         )  # fmt: skip
-    grid = tuple(parse_batching(s) for s in args.grid.split(",")) if args.grid else DEFAULT_GRID
-    return Options(
-        args.out, seconds=args.seconds, grid=grid, launcher=not args.no_launcher,
-        engines=args.engines,
-    )  # fmt: skip
+
+    @property
+    def concurrency(self) -> int:
+        return 2 if self.smoke else 256
 
 
-def parse_batching(text: str) -> Batching:
-    """``i8_q2000_pref`` -> Batching(8, 2000, (64, 128, 256))."""
-    parts = text.split("_")
-    preferred = (64, 128, 256) if parts[2:] == ["pref"] else ()
-    return Batching(int(parts[0][1:]), int(parts[1][1:]), preferred)
+STEPS = ("engines", "launcher", "served", "compiled", "aoti")
 
 
-def spec(options: Options) -> Spec:
-    buckets = (1, 64, options.max_batch) if not options.smoke else (1, 4, options.max_batch)
-    return Spec("resnet50", {"image": ("UINT8", (224, 224, 3))}, ("logits", 1000), buckets, 1)
+def parse(argv: list[str] | None) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
+    parser.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+    parser.add_argument("--steps", default=",".join(STEPS))
+    parser.add_argument("--variants", default="", help="served variants by name (default all)")
+    args = parser.parse_args(argv)
+    steps = tuple(s for s in args.steps.split(",") if s)
+    names = tuple(v for v in args.variants.split(",") if v)
+    return Options(args.out, args.seconds, args.smoke, args.compile_mode, steps, names)
 
 
-def write_repository(repo: Path, module, options: Options) -> None:
-    """Each Batching as a model of Triton's pytorch backend over one TorchScript file."""
+class Results:
+    """serving.json, rewritten after every step; a failing step keeps its traceback."""
+
+    def __init__(self, out: Path, env: dict) -> None:
+        self.path = out / "serving.json"
+        self.data: dict = {"env": env}
+        self.started = time.perf_counter()
+
+    def step(self, name: str, fn: Callable[[], object]) -> object:
+        print(f"== {name} ({time.perf_counter() - self.started:.0f} s)", flush=True)
+        try:
+            value = fn()
+            self.data[name] = value
+        except Exception:
+            value = None
+            self.data.setdefault("errors", {})[name] = traceback.format_exc()
+            print(self.data["errors"][name], flush=True)
+        self.data["elapsed_s"] = round(time.perf_counter() - self.started)
+        self.path.write_text(json.dumps(self.data, indent=2) + "\n")
+        return value
+
+
+def traced(module, settings: Settings, channels_last: bool, frozen: bool = False):
+    """TorchScript of the module (channels_last weights survive tracing and saving);
+    ``frozen``: torch.jit.freeze folds batch norms into the convolutions."""
     import numpy as np
     import torch
 
-    from triton_kit.benchmarks.gpu.models import example
+    if channels_last:
+        module = module.to(memory_format=torch.channels_last)
+    arrays = example(RESNET, 2, np.random.default_rng(0))
+    ex = tuple(torch.from_numpy(a).to(settings.device) for a in arrays.values())
+    with torch.no_grad():
+        script = torch.jit.trace(module, ex, check_trace=False)
+    return torch.jit.freeze(script.eval()) if frozen else script
+
+
+def engines(modules: dict, settings: Settings, batches: tuple[int, ...]) -> dict:
+    import torch
+
+    rows = {}
+    with torch.jit.optimized_execution(False):  # as the native backend runs it
+        for label, module in modules.items():
+            rows[label] = in_process(module, RESNET, batches, settings)
+    return rows
+
+
+def write_variant(repo: Path, variant: Variant, model_pt: Path, settings: Settings) -> None:
     from triton_kit.build_engines.engines.torchscript import (
         TorchConfigOptions,
         torch_model_config,
         torch_model_files,
     )
-    from triton_kit.build_engines.repository import Tensor, enable_dynamic_batching, write_model
-
-    settings, model_spec = options.settings, spec(options)
-    rng = np.random.default_rng(0)
-    ex = tuple(
-        torch.from_numpy(a).to(settings.device) for a in example(model_spec, 2, rng).values()
+    from triton_kit.build_engines.repository import (
+        Tensor,
+        enable_dynamic_batching,
+        python_shim,
+        write_model,
     )
-    with torch.no_grad():
-        traced = torch.jit.trace(module, ex, check_trace=False)
-    model_pt = Path(tempfile.mkdtemp(prefix="gpu-serving-pt-")) / "model.pt"
-    traced.save(str(model_pt))
-    base = TorchConfigOptions(
-        max_batch_size=options.max_batch, gpu=settings.gpu,
+
+    options = TorchConfigOptions(
+        max_batch_size=256,
+        gpu=settings.gpu,
+        instances=variant.instances,
         precision="fp16" if settings.half else "fp32",
-    )  # fmt: skip
-    inputs = [Tensor("image", "UINT8", (224, 224, 3))]
+        graph_batch_sizes=BUCKETS if variant.cuda_graphs and settings.gpu else (),
+        graph_dims={n: d for n, (_, d) in RESNET.inputs.items()},
+    )
+    inputs = [Tensor(n, t, d) for n, (t, d) in RESNET.inputs.items()]
     outputs = [Tensor("logits", "FP32", (1000,))]
-    for batching in options.grid:
-        variant = replace(base, instances=batching.instances)
-        config = torch_model_config(batching.name, inputs, outputs, variant)
-        enable_dynamic_batching(config, batching.queue_delay_us, batching.preferred)
-        write_model(repo, config, torch_model_files(model_pt, variant))
+    config = torch_model_config(variant.name, inputs, outputs, options)
+    enable_dynamic_batching(config, variant.queue_delay_us, variant.preferred)
+    files = torch_model_files(model_pt, options)
+    if variant.compiled:
+        del config.optimization.cuda.graph_spec[:]
+        for batch in COMPILED_BUCKETS:  # one compile each: fewer buckets, shorter start
+            spec = config.optimization.cuda.graph_spec.add(batch_size=batch)
+            spec.input["image"].dim.extend(RESNET.inputs["image"][1])
+        config.parameters["torch_compile_mode"].string_value = "default"
+        files = {"model.pt2": model_pt, "model.py": python_shim(COMPILED_MODEL)}
+    write_model(repo, config, files)
 
 
-def in_process(module, options: Options) -> dict:
-    from triton_kit.benchmarks.gpu.load import in_process as timed
-
-    return timed(module, spec(options), spec(options).buckets, options.settings)
+COMPILED_MODEL = "triton_kit.python_models.common.compiled.CompiledModel"
+COMPILED_BUCKETS = (1, 16, 64, 128, 256)
 
 
-class BareServer:
-    """The binary, backends and environment the launcher would use, and only the flags a
-    user would type: repository, backend directory, ports."""
+def export(module, settings: Settings) -> Path:
+    """torch.export of the channels_last module with a dynamic batch (CompiledModel's input)."""
+    import torch
 
-    def __init__(self, repo: Path, log: Path) -> None:
-        self.repo, self.log = repo, log
+    module = module.to(memory_format=torch.channels_last)
+    x = torch.randint(0, 256, (4, 224, 224, 3), dtype=torch.uint8, device=settings.device)
+    batch = torch.export.Dim("batch", min=1, max=256)
+    with torch.no_grad():
+        program = torch.export.export(module, (x,), dynamic_shapes=({0: batch},))
+    path = Path(tempfile.mkdtemp(prefix="exported-")) / "model.pt2"
+    torch.export.save(program, str(path))
+    return path
 
-    def __enter__(self) -> BareServer:
-        from triton_kit.server.binary import (
-            assemble_backend_dir,
-            find_installation,
-            server_environment,
-        )
-        from triton_kit.server.launcher import free_ports, wait_ready
 
-        installation = find_installation()
-        self.workdir = Path(tempfile.mkdtemp(prefix="bare-triton-"))
-        backends = assemble_backend_dir(installation, self.workdir / "backends")
-        http, grpc, metrics = free_ports(3)
-        self.http_url, self.grpc_url = f"http://127.0.0.1:{http}", f"grpc://127.0.0.1:{grpc}"
-        command = [
-            str(installation.binary), f"--model-repository={self.repo}",
-            f"--backend-directory={backends}", f"--http-port={http}", f"--grpc-port={grpc}",
-            f"--metrics-port={metrics}",
-        ]  # fmt: skip
-        self.process = subprocess.Popen(
-            command, stdout=self.log.open("wb"), stderr=subprocess.STDOUT,
-            env=server_environment(installation),
-        )  # fmt: skip
-        if not wait_ready(self.http_url, 600):
-            self.__exit__()
-            raise RuntimeError(f"bare tritonserver not ready; see {self.log}")
-        return self
+def served(repo: Path, names: list[str], options: Options) -> dict:
+    """Every variant at c256, then batch 1 at c1 for the best native and the graphs."""
+    from triton_kit.server.launcher import ServerConfig, TritonServer
 
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
+    config = ServerConfig(
+        model_repository=repo, http_port=0, grpc_port=0, metrics_port=0,
+        log_file=options.out / "serving-tritonserver.log",
+        startup_timeout_s=480.0,  # the compiled model compiles one graph per bucket
+    )  # fmt: skip
+    rows: dict = {}
+    partial = options.out / "serving-served-partial.json"  # a run cut short keeps its rows
+    with TritonServer(config) as server:
+        url = server.grpc_url.removeprefix("grpc://")
+        for name in names:
+            rows[f"{name}_c{options.concurrency}"] = measure(
+                url, name, options.concurrency, options.seconds, options.out
+            )
+            print(name, json.dumps(rows[f"{name}_c{options.concurrency}"]), flush=True)
+            partial.write_text(json.dumps(rows, indent=2) + "\n")
+        for name in names:
+            if name in ("native_i1_d2000p", "native_clf_i2_d2000p", "graphs_clf_i2_d2000p",
+                        "compiled_i2_d2000p"):  # fmt: skip
+                rows[f"{name}_c1"] = measure(url, name, 1, options.seconds, options.out)
+    return rows
+
+
+def compiled(module, settings: Settings, mode: str, batches: tuple[int, ...]) -> dict:
+    """torch.compile (channels_last, static shapes per batch) timed eager and under a graph."""
+    import torch
+
+    module = module.to(memory_format=torch.channels_last)
+    start = time.perf_counter()
+    fn = torch.compile(module, mode=mode, dynamic=False)
+    rows = in_process(fn, RESNET, batches, settings)
+    rows["compile_and_time_s"] = round(time.perf_counter() - start, 1)
+    rows["mode"] = mode
+    return rows
+
+
+AOTI_PROBE = r"""
+import faulthandler, sys, time, torch
+faulthandler.enable()
+sys.path.insert(0, sys.argv[3])
+from triton_kit.benchmarks.gpu.models import resnet50_uint8
+from triton_kit.benchmarks.gpu.settings import Settings
+from pathlib import Path
+stage = sys.argv[1]; path = sys.argv[2]
+s = Settings(out=Path("."), device="cuda")
+if stage == "build":
+    m = resnet50_uint8(s).cuda().eval().to(memory_format=torch.channels_last)
+    x = torch.randint(0, 256, (8, 224, 224, 3), dtype=torch.uint8, device="cuda")
+    t = time.time()
+    with torch.no_grad():
+        ep = torch.export.export(m, (x,))
+        p = torch._inductor.aoti_compile_and_package(ep, package_path=path)
+    print("built", p, round(time.time() - t, 1), "s", flush=True)
+torch.cuda.init()
+print("loading after cuda init", flush=True)
+runner = torch._inductor.aoti_load_package(path)
+print("loaded", type(runner).__name__, flush=True)
+x = torch.randint(0, 256, (8, 224, 224, 3), dtype=torch.uint8, device="cuda")
+y = runner(x)
+torch.cuda.synchronize()
+print("ran", tuple(y.shape), flush=True)
+"""
+
+
+def aoti(out: Path) -> dict:
+    """Build then load (same process), and load alone (fresh process), under faulthandler."""
+    package = Path(tempfile.mkdtemp(prefix="aoti-")) / "resnet50.pt2"
+    root = str(Path(__file__).resolve().parents[3])
+    rows = {}
+    for stage in ("build", "load"):
         try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-
-def measure(url: str, model: str, concurrency: int, options: Options) -> dict:
-    with tempfile.TemporaryDirectory() as scratch:
-        return perf_analyzer.run(
-            url, model, concurrency, options.seconds, Path(scratch), stability=options.stability
-        )
+            done = subprocess.run(
+                [sys.executable, "-X", "faulthandler", "-c", AOTI_PROBE, stage, str(package), root],
+                capture_output=True, text=True, timeout=240,
+            )  # fmt: skip
+            rows[stage] = {"rc": done.returncode, "stdout": done.stdout[-3000:],
+                           "stderr": done.stderr[-6000:]}  # fmt: skip
+        except subprocess.TimeoutExpired as exc:
+            rows[stage] = {"rc": "timeout", "stdout": str(exc.stdout)[-3000:]}
+    (out / "aoti-probe.log").write_text(json.dumps(rows, indent=2))
+    return rows
 
 
 def run(options: Options) -> dict:
     import torch
 
-    from triton_kit.server import ServerConfig, TritonServer
+    from triton_kit.benchmarks.gpu.run import environment
 
-    options.out.mkdir(parents=True, exist_ok=True)
-    logs = Path(tempfile.mkdtemp(prefix="gpu-serving-logs-"))
-    results: dict = {"env": environment(options), "options": describe(options)}
-
-    def step(name: str, fn: Callable[[], object]) -> None:
-        start = time.perf_counter()
-        try:
-            results[name] = fn()
-        except Exception as exc:  # a failed step is recorded, the run goes on
-            results[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
-        print(f"[{name}] {time.perf_counter() - start:.1f} s", flush=True)
-        (options.out / "serving.json").write_text(json.dumps(results, indent=1))
-
-    module = resnet50_uint8(options.settings).to(options.settings.device)
-    repo = Path(tempfile.mkdtemp(prefix="gpu-serving-repo-"))
-    with torch.no_grad():
-        step("in_process", lambda: in_process(module, options))
-        step("repository", lambda: write_repository(repo, module, options) or {"path": str(repo)})
-
-    def bare() -> dict:
-        rows = {}
-        with BareServer(repo, logs / "bare-tritonserver.log") as server:
-            for batching in options.grid:
-                rows[batching.name] = measure(
-                    server.grpc_url, batching.name, options.concurrency, options
-                )
-            best = max(rows, key=lambda n: rows[n].get("items_per_s", 0))
-            rows["best"] = best
-            rows["bs1_" + best] = measure(server.grpc_url, best, 1, options)
-        return rows
-
-    step("bare", bare)
-    best = results["bare"].get("best", options.grid[0].name)
-
-    def launched(summaries: bool) -> dict:
-        config = ServerConfig(
-            model_repository=repo, http_port=0, grpc_port=0, metrics_port=0,
-            log_file=logs / f"kit-launcher-summaries-{summaries}.log",
-            latency_summaries=summaries,
-        )  # fmt: skip
-        with TritonServer(config) as server:
-            return {best: measure(server.grpc_url, best, options.concurrency, options)}
-
-    if options.launcher:
-        step("launcher", lambda: launched(False))
-        step("launcher_summaries", lambda: launched(True))
-        step("bare_again", lambda: _bare_again(repo, best, options, logs))
-    if options.engines:
-        step("engines", lambda: _engines(options))
-    (options.out / "serving.md").write_text(markdown(results))
-    # One file for every server log: a lent machine returns only a few files.
-    subprocess.run(["tar", "-C", str(logs), "-cJf", str(options.out / "server-logs.tar.xz"), "."])
-    return results
-
-
-def _bare_again(repo: Path, model: str, options: Options, logs: Path) -> dict:
-    """The bare server once more after the launcher rows: the drift between the two bare
-    measurements bounds what the launcher comparison can claim."""
-    with BareServer(repo, logs / "bare-tritonserver-2.log") as server:
-        return {model: measure(server.grpc_url, model, options.concurrency, options)}
-
-
-def _engines(options: Options) -> dict:
-    """In a child process: a compiled engine's crash must not lose the served rows."""
-    done = subprocess.run(
-        [sys.executable, "-m", "triton_kit.benchmarks.gpu.engines", "--out", str(options.out),
-         "--batches", "256"],
-        capture_output=True, text=True, timeout=330,
-    )  # fmt: skip
-    path = options.out / "engines.json"
-    found = json.loads(path.read_text()) if path.exists() else {}
-    return {**found, "returncode": done.returncode, "tail": (done.stdout + done.stderr)[-1500:]}
-
-
-def environment(options: Options) -> dict:
-    import torch
-
-    gpu = torch.cuda.get_device_name(0) if options.settings.gpu else "cpu"
-    return {
-        "machine": f"{gpu}; {platform.processor() or platform.machine()}",
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "commit": git_revision(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-    }
-
-
-def describe(options: Options) -> dict:
-    return {
-        "seconds": options.seconds,
-        "concurrency": options.concurrency,
-        "max_batch": options.max_batch,
-        "grid": [b.name for b in options.grid],
-        "perf_analyzer": "one image a request, gRPC, random UINT8 224x224x3",
-    }
-
-
-def _cell(row: dict) -> str:
-    if "items_per_s" not in row:
-        return f"| - | - | - | - | {str(row.get('error') or row.get('skipped'))[:80]} |"
-    server = row.get("server")
-    split = (
-        f"queue {server['queue_ms']:.1f} ms, infer {server['compute_infer_ms']:.1f} ms"
-        if server
-        else ""
+    settings = options.settings
+    results = Results(options.out, environment(settings))
+    batches = (1, 2) if options.smoke else (1, 64, 256)
+    module = resnet50_uint8(settings).to(settings.device).eval()
+    scripts = {"torchscript": traced(module, settings, False),
+               "torchscript_cl": traced(module, settings, True),
+               "torchscript_cl_frozen": traced(module, settings, True, frozen=True)}  # fmt: skip
+    if "engines" in options.steps:
+        results.step("engines", lambda: engines(scripts, settings, batches))
+    if "compiled" in options.steps and settings.gpu:  # before serving: the GPU is ours alone
+        results.step("compiled", lambda: compiled(module, settings, "default", batches))
+    repo = Path(tempfile.mkdtemp(prefix="serving-repo-"))
+    paths = {}
+    for label, script in scripts.items():
+        paths[label] = Path(tempfile.mkdtemp(prefix=f"{label}-")) / "model.pt"
+        script.save(str(paths[label]))
+    scripts.clear()
+    gc.collect()
+    if settings.gpu:
+        torch.cuda.empty_cache()
+    grid = tuple(
+        v for v in variants(options.smoke) if v.name in options.variants or not options.variants
     )
-    return (
-        f"| {row['p50']:.2f} | {row['p95']:.2f} | {row['p99']:.2f} "
-        f"| {row['items_per_s']:,.0f} | {split} |"
-    )
-
-
-def markdown(results: dict) -> str:
-    """The report: one run, its header, every row with its ratio to a baseline of the run."""
-    env, opts = results["env"], results["options"]
-    engine = results.get("in_process", {})
-    best_engine = max((r["items_per_s"] for r in engine.values() if "items_per_s" in r), default=0)
-    lines = [
-        "# ResNet-50 served on the GPU against the same engine in process",
-        "",
-        "| run |  |",
-        "|---|---|",
-        f"| machine | {env['machine']}; Python {env['python']}, torch {env['torch']} |",
-        "| command | `python -m triton_kit.benchmarks.gpu.serving --out OUT` |",
-        f"| load | {opts['perf_analyzer']}; concurrency {opts['concurrency']}; "
-        f"{opts['seconds']} s windows until stable |",
-        f"| date | {env['date']} |",
-        f"| commit | `{env['commit']}` |",
-        "",
-        "FP16 TorchScript, random weights. In process: host input and output copies included.",
-        "",
-        "| path | p50 ms | p95 ms | p99 ms | img/s | Triton's split |",
-        "|---|---|---|---|---|---|",
-    ]
-    lines += [f"| in process {name} {_cell(row)}" for name, row in engine.items()]
-    for section in ("bare", "launcher", "launcher_summaries", "bare_again"):
-        for name, row in results.get(section, {}).items():
-            if isinstance(row, dict):
-                lines.append(f"| {section} {name} {_cell(row)}")
-    lines += ["", *ratios(results, best_engine)]
-    return "\n".join(lines) + "\n"
-
-
-def ratios(results: dict, best_engine: float) -> list[str]:
-    bare = results.get("bare", {})
-    best = bare.get("best")
-    out = []
-    if best and best_engine:
-        rate = bare[best].get("items_per_s", 0)
-        out.append(f"- best served ({best}) / best in process: {rate / best_engine:.2f}x")
-    for section in ("launcher", "launcher_summaries", "bare_again"):
-        row = results.get(section, {}).get(best, {})
-        if best and "items_per_s" in row and bare.get(best, {}).get("items_per_s"):
-            out.append(
-                f"- {section} / bare ({best}): "
-                f"{row['items_per_s'] / bare[best]['items_per_s']:.2f}x"
-            )
-    single = bare.get(f"bs1_{best}", {})
-    eager1 = results.get("in_process", {}).get("eager_bs1", {})
-    if "p50" in single and "p50" in eager1:
-        out.append(
-            f"- batch 1: served p50 {single['p50']:.2f} ms - in-process eager p50 "
-            f"{eager1['p50']:.2f} ms = {single['p50'] - eager1['p50']:+.2f} ms"
+    if settings.gpu and any(v.compiled for v in grid):
+        paths["exported_cl"] = export(module, settings)
+    for v in grid:
+        write_variant(repo, v, paths[v.engine], settings)
+    if "launcher" in options.steps:
+        results.step("launcher", lambda: launcher_row(repo, grid, options))
+    if "served" in options.steps:
+        results.step("served", lambda: served(repo, [v.name for v in grid], options))
+    if "compiled" in options.steps and settings.gpu:
+        results.step(
+            "compiled_autotune", lambda: compiled(module, settings, options.compile_mode, (256,))
         )
-    return out
+    gc.collect()
+    if "aoti" in options.steps and settings.gpu:
+        torch.cuda.empty_cache()
+        results.step("aoti", lambda: aoti(options.out))
+    return results.data
+
+
+def launcher_row(repo: Path, grid: tuple[Variant, ...], options: Options) -> dict:
+    """One model alone in its repository (the launcher's --load-model=* loads every model)."""
+    import shutil
+
+    from triton_kit.benchmarks import launcher
+
+    chosen = next((v for v in grid if v.name == "native_i4_d2000p"), grid[-1])
+    alone = Path(tempfile.mkdtemp(prefix="launcher-row-"))
+    shutil.copytree(repo / chosen.name, alone / chosen.name)
+    return launcher.compare(
+        launcher.Options(options.out, alone, chosen.name, options.concurrency, options.seconds, 2)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
-    run(options)
-    print((options.out / "serving.md").read_text())
+    options.out.mkdir(parents=True, exist_ok=True)
+    data = run(options)
+    print(json.dumps(summary(data), indent=1), flush=True)
     return 0
 
 
+def summary(data: dict) -> dict:
+    """The figures that go in the report's table, for the reply's tail."""
+    brief: dict = {}
+    for label, rows in (data.get("engines") or {}).items():
+        for key, row in rows.items():
+            brief[f"{label}_{key}"] = round(row["items_per_s"])
+    for step in ("compiled", "compiled_autotune"):
+        for key, row in (data.get(step) or {}).items():
+            if isinstance(row, dict):
+                brief[f"{step}_{key}"] = round(row["items_per_s"])
+    launcher_data = data.get("launcher") or {}
+    brief["launcher"] = (
+        launcher_data.get("median_items_per_s"),
+        launcher_data.get("launcher_over_bare"),
+    )
+    for key, row in (data.get("served") or {}).items():
+        brief[key] = (round(row["items_per_s"]), round(row["p50"], 2)) if "p50" in row else row
+    brief["errors"] = list(data.get("errors") or {})
+    return brief
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

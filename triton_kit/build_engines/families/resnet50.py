@@ -18,6 +18,10 @@ import numpy as np
 
 from triton_kit.build_engines.engines import onnx_export
 from triton_kit.build_engines.engines.registry import Engine
+from triton_kit.build_engines.engines.torchscript.config import (
+    GPU_RESNET_BATCHING,
+    apply_gpu_batching,
+)
 from triton_kit.build_engines.families import random_init
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.repository import (
@@ -247,6 +251,8 @@ def write_repository(
         calibration_feeds(model_options.seed),
         torch_source=_torch_source(source),  # --engine torch (issue 10)
     )
+    if _native_gpu(model_config) and model_options.queue_delay_us == _DEFAULTS.queue_delay_us:
+        apply_gpu_batching(model_config, GPU_RESNET_BATCHING)  # issue 30's H100 grid
     write_model(repo, model_config, files)
     for pre_config, pre_files in preprocess_models(options, max_batch, pixels):
         write_model(repo, pre_config, pre_files)
@@ -326,6 +332,14 @@ def preprocess_models(
             (config, {"model.py": python_shim(f"triton_kit.python_models.resnet50.model.{cls}")})
         )
     return models
+
+
+def _native_gpu(config) -> bool:
+    """Served by Triton's own pytorch backend on GPU instances (a GPU torch build)."""
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    kinds = {group.kind for group in config.instance_group}
+    return config.platform == "pytorch_libtorch" and kinds == {mc.ModelInstanceGroup.KIND_GPU}
 
 
 def _gpu_preprocessing(options: BuildOptions) -> bool:

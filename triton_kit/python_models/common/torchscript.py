@@ -44,8 +44,7 @@ class TorchScriptModel(PythonModel):
 
     def setup(self) -> None:
         torch.backends.cudnn.benchmark = False
-        filename = torchscript_filename(self.model_config)
-        path = self.version_dir / filename
+        path = self.version_dir / self.module_filename()
         if not path.exists():
             raise FileNotFoundError(
                 f"{path} not found; build it with `python -m triton_kit.build_engines`"
@@ -53,7 +52,7 @@ class TorchScriptModel(PythonModel):
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
             torch.set_num_threads(1)  # only host copies run on the CPU; instances share cores
-        self.module = torch.jit.load(str(path), map_location=self.device).eval()
+        self.module = self.load_module(path)
         self.output_names = list(self.output_dtypes)
         self.input_dtypes = {
             spec["name"]: _TORCH_DTYPES[spec["data_type"]] for spec in self.model_config["input"]
@@ -62,6 +61,13 @@ class TorchScriptModel(PythonModel):
         if self.device.type == "cuda" and graphs_enabled(self.model_config):
             for shapes in graph_shapes(self.model_config):
                 self.graphs[graph_key(shapes)] = CudaGraph(self._forward, shapes, self.input_dtypes)
+
+    def module_filename(self) -> str:
+        return torchscript_filename(self.model_config)
+
+    def load_module(self, path):
+        """The callable the graphs capture (subclasses load other formats)."""
+        return torch.jit.load(str(path), map_location=self.device).eval()
 
     def _forward(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
         result = self.module(*(inputs[name] for name in self.input_names))

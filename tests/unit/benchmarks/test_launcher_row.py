@@ -1,0 +1,47 @@
+"""The launcher row's pieces that need no server: what the bare command passes, and how
+rounds become a ratio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from triton_kit.benchmarks import launcher
+
+
+def test_bare_command_passes_only_repository_backends_and_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Installation:
+        binary = Path("/opt/tritonserver")
+
+    monkeypatch.setattr("triton_kit.server.binary.find_installation", lambda: Installation)
+    command = launcher.bare_command(tmp_path, tmp_path / "b", [1, 2, 3])
+    assert command[0] == "/opt/tritonserver"
+    assert sorted(arg.split("=")[0] for arg in command[1:]) == [
+        "--backend-directory", "--grpc-port", "--http-port", "--metrics-port",
+        "--model-repository",
+    ]  # fmt: skip
+
+
+def test_launcher_command_keeps_the_default_flags(tmp_path: Path) -> None:
+    command = launcher.launcher_command(tmp_path, [1, 2, 3], tmp_path / "log")
+    assert command[1:4] == ["-m", "triton_kit.server", "serve"]
+    assert "--latency-summaries" not in command
+
+
+def test_ratio_is_of_medians_and_absent_without_a_good_round() -> None:
+    rows = {
+        "bare": [{"items_per_s": 100.0}, {"items_per_s": 120.0}, {"error": "x"}],
+        "launcher": [{"items_per_s": 99.0}, {"items_per_s": 121.0}],
+    }
+    summary = launcher.summarise(rows)
+    assert summary["median_items_per_s"] == {"bare": 110.0, "launcher": 110.0}
+    assert summary["launcher_over_bare"] == pytest.approx(1.0)
+    assert (
+        launcher.summarise({"bare": [{"error": "x"}], "launcher": rows["launcher"]})[
+            "launcher_over_bare"
+        ]
+        is None
+    )

@@ -1,0 +1,204 @@
+"""The kit's launcher against a bare ``tritonserver``: what the launch flags cost (DESIGN.md).
+
+One repository, one model, one load (perf_analyzer, one-item requests at a concurrency),
+served in turn by
+
+* **bare**: the same binary with only ``--model-repository``, ``--backend-directory`` (the
+  same assembled backends) and ports, as a Triton user would start it;
+* **launcher**: ``python -m triton_kit.server serve`` with its default flags.
+
+Rounds alternate (bare, launcher, bare, launcher, ...) so drift on a shared host falls on
+both; the ratio is launcher / bare of the medians. Usable on CPU with a tiny python model::
+
+    python -m triton_kit.benchmarks.launcher --out OUT --tiny
+    python -m triton_kit.benchmarks.launcher --out OUT --repository REPO --model NAME -c 256
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton_kit.benchmarks.harness import perf_analyzer
+
+TINY_MODEL = '''"""A CPU stand-in for the launcher row: the python-backend path, almost no work."""
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
+            y = pb_utils.Tensor("y", (x.astype(np.float32) * 2).sum(axis=1, keepdims=True))
+            out.append(pb_utils.InferenceResponse([y]))
+        return out
+'''
+TINY_CONFIG = """name: "tiny"
+backend: "python"
+max_batch_size: 64
+input { name: "x" data_type: TYPE_FP32 dims: [16] }
+output { name: "y" data_type: TYPE_FP32 dims: [1] }
+instance_group { count: 1 kind: KIND_CPU }
+dynamic_batching { max_queue_delay_microseconds: 100 }
+"""
+
+
+@dataclass(frozen=True)
+class Options:
+    out: Path
+    repository: Path
+    model: str
+    concurrency: int
+    seconds: float
+    rounds: int
+
+
+def parse(argv: list[str] | None) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--repository", type=Path, help="model repository (default: --tiny's)")
+    parser.add_argument("--model", default="tiny")
+    parser.add_argument("-c", "--concurrency", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=2.0, help="perf_analyzer window")
+    parser.add_argument("--rounds", type=int, default=2, help="bare/launcher pairs")
+    parser.add_argument("--tiny", action="store_true", help="write and serve the tiny model")
+    args = parser.parse_args(argv)
+    repository = args.repository
+    if args.tiny or repository is None:
+        repository = write_tiny(Path(tempfile.mkdtemp(prefix="launcher-repo-")))
+    return Options(args.out, repository, args.model, args.concurrency, args.seconds, args.rounds)
+
+
+def write_tiny(repo: Path) -> Path:
+    (repo / "tiny" / "1").mkdir(parents=True, exist_ok=True)
+    (repo / "tiny" / "1" / "model.py").write_text(TINY_MODEL)
+    (repo / "tiny" / "config.pbtxt").write_text(TINY_CONFIG)
+    return repo
+
+
+def bare_command(repository: Path, backends: Path, ports: list[int]) -> list[str]:
+    """What a Triton user types: the repository, the backends, the ports, nothing else."""
+    from triton_kit.server.binary import find_installation
+
+    http, grpc, metrics = ports
+    return [
+        str(find_installation().binary),
+        f"--model-repository={repository.resolve()}",
+        f"--backend-directory={backends}",
+        f"--http-port={http}",
+        f"--grpc-port={grpc}",
+        f"--metrics-port={metrics}",
+    ]
+
+
+def launcher_command(repository: Path, ports: list[int], log: Path) -> list[str]:
+    """The kit's launcher with its default flags (only the ports and log are chosen)."""
+    http, grpc, metrics = ports
+    return [
+        sys.executable, "-m", "triton_kit.server", "serve",
+        "--model-repository", str(repository.resolve()),
+        "--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics),
+        "--log-file", str(log),
+    ]  # fmt: skip
+
+
+def serve_and_measure(command: list[str], env: dict, http: int, grpc: int, options: Options,
+                      log: Path) -> dict:  # fmt: skip
+    """Start one server, wait until ready, run perf_analyzer once, stop it (SIGTERM)."""
+    from triton_kit.server.launcher import wait_ready
+
+    with open(log, "ab") as sink:
+        process = subprocess.Popen(
+            command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        if not wait_ready(f"http://127.0.0.1:{http}", 300.0):
+            return {"error": f"not ready; see {log.name}"}
+        return measure(f"127.0.0.1:{grpc}", options.model, options.concurrency,
+                       options.seconds, options.out)  # fmt: skip
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def measure(url: str, model: str, concurrency: int, seconds: float, out: Path) -> dict:
+    """perf_analyzer, once more with a doubled window and looser stability if it did not
+    settle (a shared host's noise is not the launcher's cost). A first untimed window pays
+    the model's first-use costs (allocator growth, library plans) at the batch sizes the
+    batcher forms."""
+    perf_analyzer.run(url, model, concurrency, 1.0, out, stability=100)
+    row = perf_analyzer.run(url, model, concurrency, seconds, out, stability=20)
+    if "error" in row:
+        row = perf_analyzer.run(url, model, concurrency, 2 * seconds, out, stability=50)
+        row["retried"] = True
+    return row
+
+
+def compare(options: Options) -> dict:
+    """Alternating rounds; the ratio of median throughputs, launcher / bare."""
+    from triton_kit.server.binary import (
+        assemble_backend_dir,
+        find_installation,
+        server_environment,
+    )
+    from triton_kit.server.launcher import free_ports
+
+    installation = find_installation()
+    backends = assemble_backend_dir(installation, Path(tempfile.mkdtemp(prefix="bare-")) / "b")
+    env = server_environment(installation)
+    rows: dict[str, list[dict]] = {"bare": [], "launcher": []}
+    for _ in range(options.rounds):
+        for kind in ("bare", "launcher"):
+            ports = free_ports(3)
+            log = options.out / f"launcher-row-{kind}-server.log"
+            command = (
+                bare_command(options.repository, backends, ports)
+                if kind == "bare"
+                else launcher_command(options.repository, ports, log)
+            )
+            run_env = env if kind == "bare" else dict(os.environ)
+            rows[kind].append(serve_and_measure(command, run_env, ports[0], ports[1],
+                                                options, log))  # fmt: skip
+            print(kind, json.dumps(rows[kind][-1]), flush=True)
+    return {"model": options.model, "concurrency": options.concurrency, **summarise(rows)}
+
+
+def summarise(rows: dict[str, list[dict]]) -> dict:
+    """Medians per kind and launcher/bare; a kind with no good round gives no ratio."""
+    medians = {}
+    for kind, runs in rows.items():
+        rates = [r["items_per_s"] for r in runs if "items_per_s" in r]
+        medians[kind] = statistics.median(rates) if rates else None
+    ratio = (
+        medians["launcher"] / medians["bare"] if medians["bare"] and medians["launcher"] else None
+    )
+    return {"runs": rows, "median_items_per_s": medians, "launcher_over_bare": ratio}
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse(argv)
+    options.out.mkdir(parents=True, exist_ok=True)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    result = {"date": started, **compare(options)}
+    (options.out / "launcher_row.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: result[k] for k in ("median_items_per_s", "launcher_over_bare")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
