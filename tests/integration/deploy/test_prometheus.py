@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.doubler import DOUBLER_MODEL, doubler_config
 from tests.support.prerequisites import PROJECT_ROOT, require_tool
 from triton_kit.server import ServerConfig, TritonServer, free_port
 
@@ -53,28 +54,8 @@ GPU_METRICS = frozenset(
 )
 _METRIC_NAME = re.compile(r"\bnv_[a-z0-9_]+\b")
 
-TINY_CONFIG = f"""
-name: "{MODEL}"
-backend: "python"
-max_batch_size: 8
-input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-dynamic_batching {{ }}
-instance_group [ {{ kind: KIND_CPU count: 1 }} ]
-"""
-TINY_MODEL = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy() * 2)]
-            )
-            for r in requests
-        ]
-"""
+TINY_CONFIG = doubler_config(MODEL)
+TINY_MODEL = DOUBLER_MODEL
 
 
 # Text in, a constant 4-float embedding out (BertUser's contract), behind a one-step ensemble:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.doubler import write_doubler
 from tests.support.prerequisites import PROJECT_ROOT
 from triton_kit.build_engines.repository import Tensor, onnx_model_config, write_model
 from triton_kit.server import (
@@ -131,28 +132,6 @@ def test_load_failures_are_parsed_from_both_log_forms() -> None:
 
 # -- latency summaries: off unless asked for (42% of ResNet-50 throughput on the H100) ------
 
-_DOUBLER_CONFIG = """
-name: "doubler"
-backend: "python"
-max_batch_size: 8
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
-instance_group [ { kind: KIND_CPU count: 1 } ]
-"""
-_DOUBLER = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy() * 2)]
-            )
-            for r in requests
-        ]
-"""
-
 
 def _metrics_after_one_request(tmp_path: Path, **overrides: object) -> str:
     import urllib.request
@@ -161,9 +140,7 @@ def _metrics_after_one_request(tmp_path: Path, **overrides: object) -> str:
     import tritonclient.http as httpclient
 
     repository = tmp_path / "repository"
-    (repository / "doubler" / "1").mkdir(parents=True)
-    (repository / "doubler" / "config.pbtxt").write_text(_DOUBLER_CONFIG)
-    (repository / "doubler" / "1" / "model.py").write_text(_DOUBLER)
+    write_doubler(repository, "doubler")
     with TritonServer(_config(repository, tmp_path, **overrides)) as server:
         client = httpclient.InferenceServerClient(server.http_url.removeprefix("http://"))
         x = httpclient.InferInput("X", [1, 4], "FP32")
