@@ -75,10 +75,8 @@ def test_cuda_graphs_go_only_where_every_input_shape_is_fixed() -> None:
 def test_gpu_resnet_batching_is_what_won_on_the_h100() -> None:
     """Issue 30's grid: 4 GPU instances, 2 ms queue delay, preferred 64/128/256 (those the
     model allows); a queue policy already written stays."""
-    from triton_kit.build_engines.engines.torchscript.config import (
-        GPU_RESNET_BATCHING,
-        apply_gpu_batching,
-    )
+    from triton_kit.build_engines.engines.torchscript.config import apply_gpu_batching
+    from triton_kit.build_engines.families.resnet50 import GPU_RESNET_BATCHING
     from triton_kit.build_engines.repository import enable_dynamic_batching
 
     config = torch_model_config("m", *IO, TorchConfigOptions(max_batch_size=128, gpu=True))

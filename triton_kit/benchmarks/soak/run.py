@@ -9,7 +9,6 @@ at the end. ``make soak`` runs it (SOAK_MINUTES, default 30).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import itertools
 import os
@@ -20,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import psutil
 from PIL import Image
 
 from triton_kit.benchmarks.harness.measure import report_header
+from triton_kit.benchmarks.harness.memory import server_tree_rss
 from triton_kit.client import TritonClient
 from triton_kit.server import ServerConfig, TritonServer
 
@@ -85,14 +84,8 @@ def max_throughput(calls, seconds: float, workers: int) -> float:
 
 
 def rss_by_process(server: TritonServer) -> dict[str, float]:
-    root = psutil.Process(server._process.pid)
-    procs = [root, *root.children(recursive=True)]
-    out = {}
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            name = p.name() if p is root else " ".join(p.cmdline()[1:2]) or p.name()
-            out[f"{p.pid} {name[-40:]}"] = p.memory_info().rss / 2**20
-    return out
+    rows = server_tree_rss(server._process.pid)
+    return {f"{row.pid} {row.label[-40:]}": row.rss_mib for row in rows}
 
 
 class LoadSampler:

@@ -19,7 +19,7 @@ import numpy as np
 from triton_kit.build_engines.engines import onnx_export
 from triton_kit.build_engines.engines.registry import Engine
 from triton_kit.build_engines.engines.torchscript.config import (
-    GPU_RESNET_BATCHING,
+    GpuBatching,
     apply_gpu_batching,
 )
 from triton_kit.build_engines.families import random_init
@@ -42,6 +42,12 @@ from triton_kit.build_engines.steps import StepLog, StepSkipped, info, warn
 FAMILY = "resnet50"
 NUM_CLASSES = 1000
 DEFAULT_MAX_BATCH = 16
+
+# Chosen on the H100 (benchmarks/results/gpu/issue30-call1, python -m
+# triton_kit.benchmarks.gpu.serving): one-image ResNet-50 requests at c256 through Triton's
+# pytorch backend, 10.1k img/s with these against 8.2k at 4 instances and 100 us, and
+# 5.9k / 2.9k at 1 / 2 instances with them (in process: 13.1k at batch 256).
+GPU_RESNET_BATCHING = GpuBatching(instances=4, queue_delay_us=2000, preferred=(64, 128, 256))
 # Pre/post-processing batch too: concurrent requests share an execute call, so one bad
 # image must fail alone inside a real batch (tests assert executions < requests).
 PRE_POST_QUEUE_DELAY_US = 1000

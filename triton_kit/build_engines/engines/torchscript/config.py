@@ -124,13 +124,6 @@ class GpuBatching:
     preferred: tuple[int, ...]
 
 
-# Chosen on the H100 (benchmarks/results/gpu/issue30-call1, python -m
-# triton_kit.benchmarks.gpu.serving): one-image ResNet-50 requests at c256 through Triton's
-# pytorch backend, 10.1k img/s with these against 8.2k at 4 instances and 100 us, and
-# 5.9k / 2.9k at 1 / 2 instances with them (in process: 13.1k at batch 256).
-GPU_RESNET_BATCHING = GpuBatching(instances=4, queue_delay_us=2000, preferred=(64, 128, 256))
-
-
 def apply_gpu_batching(config: mc.ModelConfig, batching: GpuBatching) -> None:
     """Instances on the GPU and the batcher's delay and preferred sizes (those the model's
     max_batch_size allows); a queue policy already written stays."""
