@@ -11,7 +11,7 @@ METRICS_PORT ?= 8002
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
 
-.PHONY: help setup backends models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen loadtest tune soak plans-dry-run mutation lint format clean
+.PHONY: help setup backends models system-deps demo test k8s-check serve bench bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen loadtest tune soak plans-dry-run mutation docker-requirements lint format clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -155,12 +155,18 @@ soak: models backends ## Mixed traffic at SOAK_LOAD (0.8) of measured max for SO
 
 bench: bench-resnet50 bench-bert bench-nmt bench-nmt-rnn bench-precision bench-loadgen ## Run every benchmark
 
+# pyproject.toml's extras are the one list; the images' requirement files are written from them
+# (tests/unit/test_docker_requirements.py fails where a checked-in file differs).
+docker-requirements: ## Write docker/requirements-*.txt from pyproject.toml's extras (stub, export, locust)
+	$(PYTHON) scripts/docker_requirements.py
+
 lint: system-deps ## ruff, mypy on the client SDK, and check that server-side Python runs on the container's 3.10
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.10- triton_kit/python_models triton_kit/server/native_backends docker
 	$(VENV)/bin/hadolint docker/*.Dockerfile
+	$(PY) scripts/docker_requirements.py --check
 	GRAFANA_ADMIN_PASSWORD=lint TRITON_KIT_API_KEY=lint docker-compose config -q
 
 format: $(STAMP)

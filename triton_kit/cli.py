@@ -2,9 +2,11 @@
 
 Each subcommand runs an existing ``python -m`` entry point with the arguments it is given,
 so options are defined once, in that entry point's parser, and ``triton-kit SUB --help`` is
-that parser's help. Nothing heavy is imported here: ``pip install triton-kit`` is the SDK
-alone, where ``triton-kit --help`` must still work and a subcommand whose extra is not
-installed must say which one to install instead of failing on an import deep inside.
+that parser's help, under the name typed (``usage: triton-kit SUB``, not the entry point's
+``python -m ...``; its error messages too). Nothing heavy is imported here: ``pip install
+triton-kit`` is the SDK alone, where ``triton-kit --help`` must still work and a subcommand
+whose extra is not installed must say which one to install instead of failing on an import
+deep inside.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import importlib.util
 import re
 import runpy
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DISTRIBUTION = "triton-kit"
 BENCHMARKS = "triton_kit.benchmarks"
@@ -184,6 +188,37 @@ def missing_extra_message(name: str, extra: str, missing: Sequence[str]) -> str:
     )
 
 
+def renamed(prog: str | None, entry_point: str, typed: str) -> str | None:
+    """``prog`` with the entry point's own name (``python -m triton_kit.server serve``, as
+    its parser and the subparsers under it spell it) put as the user typed it
+    (``triton-kit serve``); any other name unchanged."""
+    if prog is not None and (prog == entry_point or prog.startswith(entry_point + " ")):
+        return typed + prog[len(entry_point) :]
+    return prog
+
+
+@contextmanager
+def programs_named(entry_point: str, typed: str) -> Iterator[None]:
+    """While it lasts, an ``argparse`` parser named ``entry_point`` (or a subparser of it)
+    calls itself ``typed`` in its usage, help and errors. Every entry point sets its own
+    ``prog`` (``python -m ...``, right when run that way); this renames it for the delegated
+    run alone, without a flag threaded through each entry point's parser."""
+    original = argparse.ArgumentParser.__init__
+
+    def init(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        if args:
+            args = (renamed(args[0], entry_point, typed), *args[1:])
+        elif "prog" in kwargs:
+            kwargs["prog"] = renamed(kwargs["prog"], entry_point, typed)
+        original(self, *args, **kwargs)
+
+    argparse.ArgumentParser.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.__init__ = original  # type: ignore[method-assign]
+
+
 def run_module(module: str, argv: Sequence[str]) -> int:
     """Run ``python -m module argv`` in this process; its exit status comes back."""
     sys.argv = [module, *argv]
@@ -211,8 +246,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if name == "bench":
         module, rest = bench_module(rest)
-        return run_module(module, rest)
-    return run_module(command.module, [*command.head, *rest])
+        subject = module.removeprefix(f"{BENCHMARKS}.")
+        with programs_named(f"python -m {module}", f"triton-kit bench {subject}"):
+            return run_module(module, rest)
+    with programs_named(command.python_m(), f"triton-kit {name}"):
+        return run_module(command.module, [*command.head, *rest])
 
 
 if __name__ == "__main__":

@@ -30,6 +30,19 @@ def run(*args: str, module: str = "triton_kit.cli") -> subprocess.CompletedProce
     )
 
 
+def folded(text: str) -> str:
+    return " ".join(text.split())
+
+
+def assert_same_but_named(ours: str, theirs: str, our_name: str, their_name: str) -> None:
+    """The same text but for the program's name (argparse re-wraps a usage line whose name
+    is longer or shorter, hence white space folded)."""
+    assert their_name in theirs, theirs
+    assert their_name not in ours, ours
+    assert our_name in ours, ours
+    assert folded(ours) == folded(theirs.replace(their_name, our_name))
+
+
 def test_console_script_is_declared() -> None:
     assert PYPROJECT["project"]["scripts"]["triton-kit"] == "triton_kit.cli:main"
 
@@ -58,21 +71,47 @@ def test_unknown_subcommand_is_refused_with_the_choices() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "module_args"),
+    ("args", "module_args", "names"),
     [
-        (["serve", "--help"], ["triton_kit.server.__main__", "serve", "--help"]),
-        (["build", "--help"], ["triton_kit.build_engines", "--help"]),
-        (["build", "nmt", "--help"], ["triton_kit.build_engines", "nmt", "--help"]),
-        (["loadtest", "--help"], ["triton_kit.loadtest", "run", "--help"]),
-        (["tune", "--help"], ["triton_kit.loadtest", "tune", "--help"]),
+        (
+            ["serve", "--help"],
+            ["triton_kit.server.__main__", "serve", "--help"],
+            ("triton-kit serve", "python -m triton_kit.server serve"),
+        ),
+        (
+            ["build", "--help"],
+            ["triton_kit.build_engines", "--help"],
+            ("triton-kit build", "python -m triton_kit.build_engines"),
+        ),
+        (
+            ["build", "nmt", "--help"],
+            ["triton_kit.build_engines", "nmt", "--help"],
+            ("triton-kit build nmt", "python -m triton_kit.build_engines nmt"),
+        ),
+        (
+            ["loadtest", "--help"],
+            ["triton_kit.loadtest", "run", "--help"],
+            ("triton-kit loadtest", "python -m triton_kit.loadtest run"),
+        ),
+        (
+            ["tune", "--help"],
+            ["triton_kit.loadtest", "tune", "--help"],
+            ("triton-kit tune", "python -m triton_kit.loadtest tune"),
+        ),
     ],
-    ids=lambda value: " ".join(value),
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
 )
-def test_subcommand_help_is_the_entry_points_own(args: list[str], module_args: list[str]) -> None:
-    """Delegation, not a copy: the same parser answers (options are defined once)."""
+def test_subcommand_help_is_the_entry_points_own(
+    args: list[str], module_args: list[str], names: tuple[str, str]
+) -> None:
+    """Delegation, not a copy: the same parser answers (options are defined once), under
+    the name the user typed; ``python -m`` keeps its own."""
     ours, theirs = run(*args), run(*module_args[1:], module=module_args[0])
     assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
-    assert ours.stdout == theirs.stdout
+    our_name, their_name = names
+    assert ours.stdout.startswith(f"usage: {our_name} ")
+    assert theirs.stdout.startswith(f"usage: {their_name} ")
+    assert_same_but_named(ours.stdout, theirs.stdout, our_name, their_name)
 
 
 def test_bench_lists_the_benchmarks_that_python_m_runs() -> None:
@@ -87,7 +126,13 @@ def test_bench_subject_help_is_the_benchmarks_own() -> None:
     ours = run("bench", "loadgen", "--help")
     theirs = run("--help", module="triton_kit.benchmarks.loadgen")
     assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
-    assert ours.stdout == theirs.stdout
+    assert ours.stdout.startswith("usage: triton-kit bench loadgen ")
+    assert_same_but_named(
+        ours.stdout,
+        theirs.stdout,
+        "triton-kit bench loadgen",
+        "python -m triton_kit.benchmarks.loadgen",
+    )
 
 
 def test_bench_refuses_an_unknown_subject() -> None:
@@ -96,24 +141,48 @@ def test_bench_refuses_an_unknown_subject() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "module_args"),
+    ("args", "module_args", "their_name"),
     [
         (
             ["serve", "--http-port", "eighty"],
             ["triton_kit.server.__main__", "serve", "--http-port", "eighty"],
+            "python -m triton_kit.server serve",
         ),
-        (["tune", "--slo-p99-ms", "-3"], ["triton_kit.loadtest", "tune", "--slo-p99-ms", "-3"]),
-        (["build", "nosuchfamily"], ["triton_kit.build_engines", "nosuchfamily"]),
+        (
+            ["tune", "--slo-p99-ms", "-3"],
+            ["triton_kit.loadtest", "tune", "--slo-p99-ms", "-3"],
+            "python -m triton_kit.loadtest tune",
+        ),
+        (
+            ["build", "nosuchfamily"],
+            ["triton_kit.build_engines", "nosuchfamily"],
+            "python -m triton_kit.build_engines",
+        ),
     ],
-    ids=lambda value: " ".join(value),
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
 )
 def test_a_delegated_command_keeps_its_errors_and_status(
-    args: list[str], module_args: list[str]
+    args: list[str], module_args: list[str], their_name: str
 ) -> None:
-    """A refused option: the entry point's own message and exit status come back."""
+    """A refused option: the entry point's own message and exit status come back, under
+    the name the user typed."""
     ours, theirs = run(*args), run(*module_args[1:], module=module_args[0])
     assert ours.returncode == theirs.returncode != 0
-    assert ours.stderr == theirs.stderr and ours.stderr
+    assert f"triton-kit {args[0]}: error:" in ours.stderr
+    assert f"{their_name}: error:" in theirs.stderr
+    assert_same_but_named(ours.stderr, theirs.stderr, f"triton-kit {args[0]}", their_name)
+
+
+def test_python_m_keeps_its_own_name_after_the_console_ran_in_the_same_process(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The renaming lasts for the delegated run only: a parser made afterwards, in the same
+    interpreter, is named as its entry point names it."""
+    assert cli.main(["build", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: triton-kit build ")
+    from triton_kit.build_engines.cli import build_parser
+
+    assert build_parser().format_usage().startswith("usage: python -m triton_kit.build_engines ")
 
 
 def test_the_console_module_imports_no_heavy_package() -> None:

@@ -29,29 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_kit.benchmarks.harness import perf_analyzer
-
-TINY_MODEL = '''"""A CPU stand-in for the launcher row: the python-backend path, almost no work."""
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
-            y = pb_utils.Tensor("y", (x.astype(np.float32) * 2).sum(axis=1, keepdims=True))
-            out.append(pb_utils.InferenceResponse([y]))
-        return out
-'''
-TINY_CONFIG = """name: "tiny"
-backend: "python"
-max_batch_size: 64
-input { name: "x" data_type: TYPE_FP32 dims: [16] }
-output { name: "y" data_type: TYPE_FP32 dims: [1] }
-instance_group { count: 1 kind: KIND_CPU }
-dynamic_batching { max_queue_delay_microseconds: 100 }
-"""
+from triton_kit.benchmarks.harness.tiny_model import write_doubler
 
 
 @dataclass(frozen=True)
@@ -81,9 +59,9 @@ def parse(argv: list[str] | None) -> Options:
 
 
 def write_tiny(repo: Path) -> Path:
-    (repo / "tiny" / "1").mkdir(parents=True, exist_ok=True)
-    (repo / "tiny" / "1" / "model.py").write_text(TINY_MODEL)
-    (repo / "tiny" / "config.pbtxt").write_text(TINY_CONFIG)
+    """The CPU stand-in for the launcher row, served as ``tiny``: the python-backend path,
+    almost no work (the harness's doubler)."""
+    write_doubler(repo, "tiny", max_batch_size=64, queue_delay_us=100)
     return repo
 
 

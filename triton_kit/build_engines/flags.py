@@ -131,6 +131,22 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     add_tensorrt_arguments(parser)
 
 
+def add_export_arguments(
+    group: argparse._ArgumentGroup, *, seed: int, queue_delay_us: int, delayed: str
+) -> None:
+    """--seed and --queue-delay-us, which the families that export a model take (bert,
+    resnet50), with their defaults from the family's options; ``delayed`` says which of the
+    family's models the queue delay applies to."""
+    group.add_argument("--seed", type=int, default=seed, help="seed for random initialisation")
+    group.add_argument(
+        "--queue-delay-us",
+        type=int,
+        default=queue_delay_us,
+        help=f"dynamic batcher max queue delay (microseconds) of {delayed}; 0 (default): an "
+        "idle instance never waits, requests that queued while it was busy form its batch",
+    )
+
+
 def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:

@@ -3,33 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
-from triton_kit.client import codecs
 from triton_kit.client.base import (
     ClientBase,
+    Codec,
     as_list,
-    build_options,
     hidden_size,
+    probes,
     raise_first,
     stack_embeddings,
 )
 from triton_kit.client.codecs import Call, ImageInput
 from triton_kit.client.errors import TritonClientError, not_ready
-from triton_kit.client.options import (
-    DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_SHARED_MEMORY_THRESHOLD,
-    TLS,
-    Retry,
-    SharedMemoryKind,
-)
-from triton_kit.client.transport import AsyncTransport, ClientFactory
+from triton_kit.client.transport import AsyncTransport
 from triton_kit.client.types import Classification, Timeout
 
+R = TypeVar("R")
 T = TypeVar("T")
 
 
@@ -40,33 +33,19 @@ class AsyncTritonClient(ClientBase):
         ConfigurationError: a bad URL or option.
     """
 
-    def __init__(
-        self,
-        url: str,
-        timeout: float | Timeout | None = None,
-        *,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-        models: Mapping[str, str] | None = None,
-        versions: Mapping[str, str | int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        retry: Retry | int | None = None,
-        tls: TLS | None = None,
-        compression: str | None = None,
-        shared_memory: SharedMemoryKind | None = None,
-        shared_memory_threshold: int = DEFAULT_SHARED_MEMORY_THRESHOLD,
-        cuda_device: int = 0,
-        api_key: str | None = None,
-        client_factory: ClientFactory | None = None,
-    ) -> None:
-        options = build_options(
-            timeout, max_concurrency, models, versions, headers, retry, tls,
-            compression, shared_memory, shared_memory_threshold, cuda_device, api_key,
-        )  # fmt: skip
-        super().__init__(url, options, client_factory)
-        self._transport = AsyncTransport(self.endpoint, self.options, client_factory)
+    def _start(self) -> None:
+        self._transport = AsyncTransport(self.endpoint, self.options, self.client_factory)
 
     async def _infer(self, call: Call, timeout: float | Timeout | None) -> dict[str, np.ndarray]:
         return await self._transport.infer(self._request(call, timeout))
+
+    async def _one(self, codec: Codec[R], item: Any, timeout: float | Timeout | None) -> R:
+        return codec.decode(await self._infer(codec.encode(item), timeout))
+
+    async def _each(
+        self, codec: Codec[R], items: Sequence[Any], timeout: float | Timeout | None
+    ) -> list[R | TritonClientError]:
+        return await self._map(lambda item: self._one(codec, item, timeout), items)
 
     async def _map(
         self, fn: Callable[[Any], Awaitable[T]], items: Sequence[Any]
@@ -92,10 +71,7 @@ class AsyncTritonClient(ClientBase):
         self, image: ImageInput, top_k: int = 5, *, timeout: float | Timeout | None = None
     ) -> Classification:
         """As ``TritonClient.classify``; raises the same errors."""
-        call = codecs.classify_call(
-            image, top_k, self.models["classify"], self.models["classify_uint8"]
-        )
-        return codecs.parse_classification(await self._infer(call, timeout), top_k)
+        return await self._one(self._classifier(top_k), image, timeout)
 
     async def classify_batch(
         self,
@@ -106,7 +82,7 @@ class AsyncTritonClient(ClientBase):
         return_exceptions: bool = False,
     ) -> list[Classification | TritonClientError]:
         """As ``TritonClient.classify_batch``; raises the same errors."""
-        results = await self._map(lambda im: self.classify(im, top_k, timeout=timeout), images)
+        results = await self._each(self._classifier(top_k), images, timeout)
         return results if return_exceptions else raise_first(results)
 
     async def embed(
@@ -118,12 +94,7 @@ class AsyncTritonClient(ClientBase):
     ) -> Any:
         """As ``TritonClient.embed``; raises the same errors."""
         items, single = as_list(texts)
-
-        async def one(text: str | bytes) -> np.ndarray:
-            call = codecs.embed_call(text, self.models["embed"])
-            return codecs.parse_embedding(await self._infer(call, timeout))
-
-        results = await self._map(one, items)
+        results = await self._each(self._embedder(), items, timeout)
         if return_exceptions:
             return results
         rows = raise_first(results, single)
@@ -148,13 +119,7 @@ class AsyncTritonClient(ClientBase):
     ) -> list[Any]:
         """As ``TritonClient.translate``; raises the same errors."""
         items, single = as_list(texts)
-        name = model or self.models["translate"]
-
-        async def one(text: str | bytes) -> str:
-            call = codecs.translate_call(text, beam_size, max_length, name)
-            return codecs.parse_translation(await self._infer(call, timeout))
-
-        results = await self._map(one, items)
+        results = await self._each(self._translator(beam_size, max_length, model), items, timeout)
         return results if return_exceptions else raise_first(results, single)
 
     async def infer(
@@ -197,19 +162,14 @@ class AsyncTritonClient(ClientBase):
             model, self._version(model, version), self._probe_timeout(timeout)
         )
 
-    def _probe_timeout(self, timeout: float | None) -> float | None:
-        return self.timeout.request if timeout is None else timeout
-
     async def wait_until_ready(self, timeout: float = 60.0, models: Sequence[str] = ()) -> None:
         """As ``TritonClient.wait_until_ready``; raises the same errors."""
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            probe = min(left, 5.0)
+        for probe, pause in probes(timeout):
             if await self.server_ready(timeout=probe) and all(
                 [await self.model_ready(m, timeout=probe) for m in models]
             ):
                 return
-            await asyncio.sleep(min(0.25, max(left, 0.0)))
+            await asyncio.sleep(pause)
         raise not_ready(self.url, timeout)
 
     async def close(self) -> None:

@@ -1,15 +1,25 @@
-"""What the sync and async clients share: options, request building, result assembly."""
+"""What the sync and async clients share: options, request building, result assembly.
+
+Everything here is free of I/O, as httpx's models are shared by its ``Client`` and
+``AsyncClient``: the twins (``sync.TritonClient``, ``aio.AsyncTritonClient``) add only how they
+wait, on threads or as tasks.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from triton_kit.client import codecs
 from triton_kit.client.codecs import Call
 from triton_kit.client.errors import ClientClosedError, ConfigurationError, TritonClientError
 from triton_kit.client.options import (
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_SHARED_MEMORY_THRESHOLD,
     MODEL_KEYS,
     TLS,
     ClientOptions,
@@ -18,7 +28,13 @@ from triton_kit.client.options import (
 )
 from triton_kit.client.shm import check_available
 from triton_kit.client.transport import ClientFactory, Endpoint, Request
-from triton_kit.client.types import Timeout
+from triton_kit.client.types import Classification, Timeout
+
+R = TypeVar("R")
+
+# wait_until_ready: the longest one probe may take, and the pause between probes (seconds).
+PROBE_LIMIT_S = 5.0
+PROBE_PAUSE_S = 0.25
 
 
 def build_options(
@@ -57,10 +73,41 @@ def build_options(
     )
 
 
-class ClientBase:
-    """Holds the endpoint and options; subclasses add the I/O style."""
+@dataclass(frozen=True)
+class Codec(Generic[R]):
+    """One SDK method's item: the request it becomes and what its response is read into.
+    Either step raises the item's own error (InvalidInputError for a bad one)."""
 
-    def __init__(self, url: str, options: ClientOptions, client_factory: ClientFactory | None):
+    encode: Callable[[Any], Call]
+    decode: Callable[[dict[str, np.ndarray]], R]
+
+
+class ClientBase:
+    """Holds the endpoint and options, builds requests and reads responses; subclasses add
+    the I/O style (``_start`` sets up their transport)."""
+
+    def __init__(
+        self,
+        url: str,
+        timeout: float | Timeout | None = None,
+        *,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        models: Mapping[str, str] | None = None,
+        versions: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+        retry: Retry | int | None = None,
+        tls: TLS | None = None,
+        compression: str | None = None,
+        shared_memory: SharedMemoryKind | None = None,
+        shared_memory_threshold: int = DEFAULT_SHARED_MEMORY_THRESHOLD,
+        cuda_device: int = 0,
+        api_key: str | None = None,
+        client_factory: ClientFactory | None = None,
+    ) -> None:
+        options = build_options(
+            timeout, max_concurrency, models, versions, headers, retry, tls,
+            compression, shared_memory, shared_memory_threshold, cuda_device, api_key,
+        )  # fmt: skip
         self.endpoint = Endpoint.parse(url)
         check_available(options.shared_memory, options.cuda_device)
         self.url = url
@@ -68,6 +115,10 @@ class ClientBase:
         self.client_factory = client_factory
         self.closed = False
         self._hidden_size: int | None = None
+        self._start()
+
+    def _start(self) -> None:
+        """Set up the subclass's transport(s); called once, at the end of ``__init__``."""
 
     @property
     def timeout(self) -> Timeout:
@@ -111,6 +162,31 @@ class ClientBase:
     def _version(self, model: str, version: str | int | None) -> str:
         return self.options.version_of(model) if version is None else str(version)
 
+    def _probe_timeout(self, timeout: float | None) -> float | None:
+        return self.timeout.request if timeout is None else timeout
+
+    # -- what each SDK method sends and reads ----------------------------------------------
+    def _classifier(self, top_k: int) -> Codec[Classification]:
+        """An encoded image to ``models["classify"]``, a decoded one to ``classify_uint8``."""
+        return Codec(
+            lambda image: codecs.classify_call(
+                image, top_k, self.models["classify"], self.models["classify_uint8"]
+            ),
+            lambda outputs: codecs.parse_classification(outputs, top_k),
+        )
+
+    def _embedder(self) -> Codec[np.ndarray]:
+        return Codec(
+            lambda text: codecs.embed_call(text, self.models["embed"]), codecs.parse_embedding
+        )
+
+    def _translator(self, beam_size: int, max_length: int | None, model: str | None) -> Codec[str]:
+        name = model or self.models["translate"]
+        return Codec(
+            lambda text: codecs.translate_call(text, beam_size, max_length, name),
+            codecs.parse_translation,
+        )
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
@@ -153,3 +229,11 @@ def stack_embeddings(rows: list[np.ndarray], hidden: int | None = None) -> np.nd
     if rows:
         return np.stack(rows)
     return np.zeros((0, hidden or 0), dtype=np.float32)
+
+
+def probes(timeout: float) -> Iterator[tuple[float, float]]:
+    """``wait_until_ready``'s schedule within ``timeout`` seconds: per probe, how long it may
+    take and how long to pause after it fails; never past the limit."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        yield min(left, PROBE_LIMIT_S), min(PROBE_PAUSE_S, max(left, 0.0))

@@ -10,27 +10,21 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from triton_kit.client import codecs
 from triton_kit.client.base import (
     ClientBase,
+    Codec,
     as_list,
-    build_options,
     hidden_size,
+    probes,
     raise_first,
     stack_embeddings,
 )
 from triton_kit.client.codecs import Call, ImageInput
 from triton_kit.client.errors import TritonClientError, not_ready
-from triton_kit.client.options import (
-    DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_SHARED_MEMORY_THRESHOLD,
-    TLS,
-    Retry,
-    SharedMemoryKind,
-)
-from triton_kit.client.transport import ClientFactory, Transport
+from triton_kit.client.transport import Transport
 from triton_kit.client.types import Classification, Timeout
 
+R = TypeVar("R")
 T = TypeVar("T")
 
 
@@ -63,29 +57,7 @@ class TritonClient(ClientBase):
         ConfigurationError: a bad URL or option.
     """
 
-    def __init__(
-        self,
-        url: str,
-        timeout: float | Timeout | None = None,
-        *,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-        models: Mapping[str, str] | None = None,
-        versions: Mapping[str, str | int] | None = None,
-        headers: Mapping[str, str] | None = None,
-        retry: Retry | int | None = None,
-        tls: TLS | None = None,
-        compression: str | None = None,
-        shared_memory: SharedMemoryKind | None = None,
-        shared_memory_threshold: int = DEFAULT_SHARED_MEMORY_THRESHOLD,
-        cuda_device: int = 0,
-        api_key: str | None = None,
-        client_factory: ClientFactory | None = None,
-    ) -> None:
-        options = build_options(
-            timeout, max_concurrency, models, versions, headers, retry, tls,
-            compression, shared_memory, shared_memory_threshold, cuda_device, api_key,
-        )  # fmt: skip
-        super().__init__(url, options, client_factory)
+    def _start(self) -> None:
         self._local = threading.local()
         self._transports: list[Transport] = []
         self._lock = threading.Lock()
@@ -104,6 +76,14 @@ class TritonClient(ClientBase):
 
     def _infer(self, call: Call, timeout: float | Timeout | None) -> dict[str, np.ndarray]:
         return self._transport().infer(self._request(call, timeout))
+
+    def _one(self, codec: Codec[R], item: Any, timeout: float | Timeout | None) -> R:
+        return codec.decode(self._infer(codec.encode(item), timeout))
+
+    def _each(
+        self, codec: Codec[R], items: Sequence[Any], timeout: float | Timeout | None
+    ) -> list[R | TritonClientError]:
+        return self._map(lambda item: self._one(codec, item, timeout), items)
 
     def _map(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T | TritonClientError]:
         def guarded(item: Any) -> T | TritonClientError:
@@ -137,10 +117,7 @@ class TritonClient(ClientBase):
         ModelUnavailableError / ServerOverloadedError, DeadlineExceededError,
         ServerConnectionError, ServerError, ClientClosedError.
         """
-        call = codecs.classify_call(
-            image, top_k, self.models["classify"], self.models["classify_uint8"]
-        )
-        return codecs.parse_classification(self._infer(call, timeout), top_k)
+        return self._one(self._classifier(top_k), image, timeout)
 
     def classify_batch(
         self,
@@ -156,7 +133,7 @@ class TritonClient(ClientBase):
 
         Raises the first item's error as ``classify`` does, prefixed with "item N:".
         """
-        results = self._map(lambda image: self.classify(image, top_k, timeout=timeout), images)
+        results = self._each(self._classifier(top_k), images, timeout)
         return results if return_exceptions else raise_first(results)
 
     def embed(
@@ -172,12 +149,7 @@ class TritonClient(ClientBase):
         Raises InvalidInputError (bad UTF-8, too long), and the errors ``classify`` raises.
         """
         items, single = as_list(texts)
-
-        def one(text: str | bytes) -> np.ndarray:
-            call = codecs.embed_call(text, self.models["embed"])
-            return codecs.parse_embedding(self._infer(call, timeout))
-
-        results = self._map(one, items)
+        results = self._each(self._embedder(), items, timeout)
         if return_exceptions:
             return results
         rows = raise_first(results, single)
@@ -210,13 +182,7 @@ class TritonClient(ClientBase):
         sending; bad text), and the errors ``classify`` raises.
         """
         items, single = as_list(texts)
-        name = model or self.models["translate"]
-
-        def one(text: str | bytes) -> str:
-            call = codecs.translate_call(text, beam_size, max_length, name)
-            return codecs.parse_translation(self._infer(call, timeout))
-
-        results = self._map(one, items)
+        results = self._each(self._translator(beam_size, max_length, model), items, timeout)
         return results if return_exceptions else raise_first(results, single)
 
     def infer(
@@ -265,22 +231,17 @@ class TritonClient(ClientBase):
             model, self._version(model, version), self._probe_timeout(timeout)
         )
 
-    def _probe_timeout(self, timeout: float | None) -> float | None:
-        return self.timeout.request if timeout is None else timeout
-
     def wait_until_ready(self, timeout: float = 60.0, models: Sequence[str] = ()) -> None:
         """Block until the server (and the given models) report ready.
 
         Raises DeadlineExceededError naming the URL and the limit; DNS/TLS errors at once.
         """
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            probe = min(left, 5.0)
+        for probe, pause in probes(timeout):
             if self.server_ready(timeout=probe) and all(
                 self.model_ready(m, timeout=probe) for m in models
             ):
                 return
-            time.sleep(min(0.25, max(left, 0.0)))
+            time.sleep(pause)
         raise not_ready(self.url, timeout)
 
     def close(self) -> None:

@@ -261,7 +261,7 @@ def test_timeout_of() -> None:
 def test_model_versions_come_from_the_options() -> None:
     from triton_kit.client.base import ClientBase
 
-    base = ClientBase("grpc://h:1", _options(versions={"bert": 2}), None)
+    base = ClientBase("grpc://h:1", max_concurrency=4, versions={"bert": 2})
     assert base._version("bert", None) == "2"
     assert base._version("bert", 7) == "7"
     assert base._version("nmt", None) == ""
@@ -292,7 +292,7 @@ def test_client_base_state_and_requests() -> None:
     from triton_kit.client import ClientClosedError
     from triton_kit.client.base import ClientBase
 
-    base = ClientBase("http://h:2", _options(timeout=9.0), None)
+    base = ClientBase("http://h:2", 9.0, max_concurrency=4)
     assert base.url == "http://h:2" and base._hidden_size is None and not base.closed
     assert base.timeout == Timeout(9.0, 10.0) and base.max_concurrency == 4
     call = embed_call("x")

@@ -41,6 +41,7 @@ from triton_kit.benchmarks.gpu.report import header
 from triton_kit.benchmarks.gpu.run import environment
 from triton_kit.benchmarks.gpu.settings import Settings
 from triton_kit.benchmarks.harness import perf_analyzer
+from triton_kit.benchmarks.harness.tiny_model import write_python_model
 from triton_kit.python_models.common.base import PROFILE_DIR_ENV
 
 RESNET = Spec("resnet50_u8", {"image": ("UINT8", (224, 224, 3))}, ("logits", 1000), BUCKETS, 4)
@@ -90,12 +91,6 @@ def parse(argv: list[str] | None) -> Options:
     args = parser.parse_args(argv)
     counts = tuple(int(x) for x in args.instances.split(",") if x)
     return Options(args.out, args.seconds, args.processes, counts, args.concurrency)
-
-
-def write_echo(repo: Path, name: str, instances: int) -> None:
-    (repo / name / "1").mkdir(parents=True, exist_ok=True)
-    (repo / name / "1" / "model.py").write_text(ECHO_MODEL)
-    (repo / name / "config.pbtxt").write_text(ECHO_CONFIG.format(name=name, instances=instances))
 
 
 def server_stats(url: str, model: str) -> dict[str, float]:
@@ -164,7 +159,8 @@ def run(options: Options) -> dict:
     gc.collect()
     torch.cuda.empty_cache()
     for count in (1, 4):
-        write_echo(repo, f"echo_i{count}", count)
+        name = f"echo_i{count}"
+        write_python_model(repo, name, ECHO_MODEL, ECHO_CONFIG.format(name=name, instances=count))
     config = ServerConfig(
         model_repository=repo,
         http_port=0,

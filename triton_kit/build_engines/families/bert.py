@@ -22,6 +22,7 @@ import numpy as np
 
 from triton_kit.build_engines.engines import fusion, onnx_export
 from triton_kit.build_engines.engines.registry import Engine
+from triton_kit.build_engines.flags import add_export_arguments
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.repository import (
     Step,
@@ -167,17 +168,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="served name; also writes <name>_model (the encoder), <name>_preprocess and the "
         "two-model ensemble <name>_ensemble (default: bert)",
     )
-    group.add_argument(
-        "--seed", type=int, default=_DEFAULTS.seed, help="seed for random initialisation"
-    )
-    group.add_argument(
-        "--queue-delay-us",
-        type=int,
-        default=_DEFAULTS.queue_delay_us,
-        help="dynamic batcher max queue delay (microseconds) of the models clients call "
-        "(<name> and <name>_preprocess; <name>_model never waits: its caller sends whole "
-        "batches); 0 (default): an idle instance never waits, requests that queued while it "
-        "was busy form its batch",
+    add_export_arguments(
+        group,
+        seed=_DEFAULTS.seed,
+        queue_delay_us=_DEFAULTS.queue_delay_us,
+        delayed="the models clients call (<name> and <name>_preprocess; <name>_model never "
+        "waits: its caller sends whole batches)",
     )
     group.add_argument(
         "--fusion",

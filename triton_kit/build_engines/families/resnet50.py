@@ -23,6 +23,7 @@ from triton_kit.build_engines.engines.torchscript.config import (
     apply_gpu_batching,
 )
 from triton_kit.build_engines.families import random_init
+from triton_kit.build_engines.flags import add_export_arguments
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.repository import (
     Step,
@@ -100,15 +101,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="architecture source when no --checkpoint/--onnx is given (default transformers; "
         "torchvision needs a torchvision that imports beside this torch)",
     )
-    group.add_argument(
-        "--seed", type=int, default=_DEFAULTS.seed, help="seed for random initialisation"
-    )
-    group.add_argument(
-        "--queue-delay-us",
-        type=int,
-        default=_DEFAULTS.queue_delay_us,
-        help="dynamic batcher max queue delay for the ONNX model (microseconds); 0 (default): "
-        "an idle instance never waits, requests queued while it was busy form its batch",
+    add_export_arguments(
+        group,
+        seed=_DEFAULTS.seed,
+        queue_delay_us=_DEFAULTS.queue_delay_us,
+        delayed="the ONNX model",
     )
 
 
