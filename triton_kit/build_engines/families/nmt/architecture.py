@@ -89,6 +89,21 @@ class Verification:
 
 
 @dataclass(frozen=True)
+class SearchBuild:
+    """What a ``--search engine`` build has to check its TorchScript search with: the
+    checkpoint, the verified ONNX step graphs, the decode settings, the verify sentences, each
+    sentence's ``max_length``, the beam sizes and the build's thread count."""
+
+    checkpoint: Path
+    onnx: tuple[Path, Path]
+    settings: DecodeSettings
+    sentences: Verification
+    max_length: int
+    beams: Sequence[int]
+    threads: int
+
+
+@dataclass(frozen=True)
 class SearchReference:
     """What the TorchScript search must give on the verify sentences: ``sources`` (token ids),
     ``expected`` ids per beam size, ``named`` (what names sentence ``i`` in an error), and how
@@ -202,15 +217,7 @@ class Architecture(Protocol):
     ) -> tuple[torch.jit.ScriptModule, torch.jit.ScriptModule]:
         """The encoder and the reordering decoder step the TorchScript search calls."""
 
-    def search_reference(
-        self,
-        checkpoint: Path,
-        onnx: tuple[Path, Path],
-        settings: DecodeSettings,
-        sentences: Verification,
-        max_length: int,
-        beams: Sequence[int],
-        threads: int,
-    ) -> SearchReference: ...
+    def search_reference(self, build: SearchBuild) -> SearchReference:
+        """What the TorchScript search must give on the build's verify sentences."""
 
     def training(self, steps: int | None) -> TrainingRun: ...

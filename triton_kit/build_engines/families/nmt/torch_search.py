@@ -43,6 +43,7 @@ from triton_kit.build_engines.engines.torchscript.config import (
     torch_model_config,
 )
 from triton_kit.build_engines.engines.torchscript.script import gpu_visible
+from triton_kit.build_engines.families.nmt.architecture import SearchBuild
 from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import PRECISION as INT8_DYNAMIC
 from triton_kit.build_engines.repository import Tensor, set_parameters, write_model
 from triton_kit.build_engines.steps import BuildError, info
@@ -124,7 +125,7 @@ def write_generation(
     module = generation_module(architecture, model, settings, device, dtype, int8_dynamic=int8)
     max_length = limits.default_max_length
     reference = architecture.search_reference(
-        checkpoint, onnx, settings, sentences, max_length, CHECK_BEAMS, options.threads
+        SearchBuild(checkpoint, onnx, settings, sentences, max_length, CHECK_BEAMS, options.threads)
     )
     if precision != "fp32":  # the search itself, exactly, on an fp32 twin
         twin = generation_module(architecture, model, settings, device)

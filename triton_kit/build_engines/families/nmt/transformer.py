@@ -25,6 +25,7 @@ from triton_kit.build_engines.families.nmt import corpus, repository
 from triton_kit.build_engines.families.nmt.architecture import (
     ModelNames,
     Parity,
+    SearchBuild,
     SearchReference,
     StepGraph,
     Verification,
@@ -189,17 +190,10 @@ class Transformer:
 
         return traced_steps(model, device, dtype, int8_dynamic)
 
-    def search_reference(
-        self,
-        checkpoint: Path,
-        onnx: tuple[Path, Path],
-        settings: DecodeSettings,
-        sentences: Verification,
-        max_length: int,
-        beams: Sequence[int],
-        threads: int,
-    ) -> SearchReference:
-        return hf_reference(checkpoint, sentences.sources, max_length, beams)
+    def search_reference(self, build: SearchBuild) -> SearchReference:
+        return hf_reference(
+            build.checkpoint, build.sentences.sources, build.max_length, build.beams
+        )
 
     def training(self, steps: int | None) -> MarianTraining:
         return MarianTraining() if steps is None else MarianTraining(steps=steps)

@@ -31,10 +31,12 @@ from triton_kit.build_engines.families.nmt import corpus, repository
 from triton_kit.build_engines.families.nmt.architecture import (
     ModelNames,
     Parity,
+    SearchBuild,
     SearchReference,
     StepGraph,
     Verification,
 )
+from triton_kit.build_engines.families.nmt.export import ENCODER_AXES
 from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
 from triton_kit.build_engines.families.nmt.rnn.model import RnnConfig, RnnTranslator
 from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import PRECISION as INT8_DYNAMIC
@@ -53,11 +55,8 @@ TOKENIZER_CHECKPOINT = corpus.DEFAULT_CHECKPOINT  # vocabularies, split and gene
 MAX_LENGTH = 64  # default, as in the Transformer's generation config
 MAX_POSITIONS = 128  # request limits as the Transformer's (same errors for the same input)
 
-# The ONNX inputs' axis names: the export's, and the dry run's before any export.
-ENCODER_AXES = {
-    "input_ids": {0: "batch", 1: "src_len"},
-    "attention_mask": {0: "batch", 1: "src_len"},
-}
+# The ONNX inputs' axis names: the export's, and the dry run's before any export (the
+# encoder's inputs are the Transformer's).
 DECODER_AXES = {
     "input_ids": {0: "rows"},
     "encoder_attention_mask": {0: "rows", 1: "src_len"},
@@ -197,42 +196,25 @@ class Rnn:
         return compare(model, *onnx, list(sentences.sources), list(sentences.targets))
 
     def encoder_config(self, model, settings, bounds, options: BuildOptions) -> ModelConfig:
-        config = onnx_model_config(
-            self.names.encoder,
-            inputs=[
-                TensorSpec("input_ids", "INT64", (-1, -1)),
-                TensorSpec("attention_mask", "INT64", (-1, -1)),
-            ],
-            outputs=[
-                TensorSpec("last_hidden_state", "FP32", (-1, -1, model.config.hidden)),
-                TensorSpec("cross_kv", "FP32", _cross(model.config)),
-            ],
-            max_batch_size=0,
-            instances=options.instances,
-            threads=options.threads,
-        )
-        set_parameters(config, repository.shape_parameters(bounds, options))
-        return config
+        inputs = [("input_ids", (-1, -1)), ("attention_mask", (-1, -1))]
+        outputs = [
+            ("last_hidden_state", (-1, -1, model.config.hidden)),
+            ("cross_kv", _cross(model.config)),
+        ]
+        return _step_config(self.names.encoder, inputs, outputs, bounds, options)
 
     def decoder_config(self, model, settings, bounds, options: BuildOptions) -> ModelConfig:
-        config = onnx_model_config(
-            self.names.decoder,
-            inputs=[
-                TensorSpec("input_ids", "INT64", (-1, 1)),
-                TensorSpec("encoder_attention_mask", "INT64", (-1, -1)),
-                TensorSpec("cross_kv", "FP32", _cross(model.config)),
-                TensorSpec("past_kv", "FP32", _state(model.config)),
-            ],
-            outputs=[
-                TensorSpec("logits", "FP32", (-1, model.config.vocab_size)),
-                TensorSpec("present_kv", "FP32", _state(model.config)),
-            ],
-            max_batch_size=0,
-            instances=options.instances,
-            threads=options.threads,
-        )
-        set_parameters(config, repository.shape_parameters(bounds, options))
-        return config
+        inputs = [
+            ("input_ids", (-1, 1)),
+            ("encoder_attention_mask", (-1, -1)),
+            ("cross_kv", _cross(model.config)),
+            ("past_kv", _state(model.config)),
+        ]
+        outputs = [
+            ("logits", (-1, model.config.vocab_size)),
+            ("present_kv", _state(model.config)),
+        ]
+        return _step_config(self.names.decoder, inputs, outputs, bounds, options)
 
     def calibration_sources(self, checkpoint: Path, onnx: tuple[Path, Path], settings, bounds):
         return {}  # no INT8 calibration source
@@ -273,20 +255,14 @@ class Rnn:
             traced_decoder = torch.jit.trace(decoder, step_feeds)
         return traced_encoder, traced_decoder
 
-    def search_reference(
-        self,
-        checkpoint: Path,
-        onnx: tuple[Path, Path],
-        settings: DecodeSettings,
-        sentences: Verification,
-        max_length: int,
-        beams: Sequence[int],
-        threads: int,
-    ) -> SearchReference:
+    def search_reference(self, build: SearchBuild) -> SearchReference:
         from triton_kit.python_models.nmt.ort import OrtStepModel
 
-        steps = OrtStepModel(*onnx, threads=threads or 1)
-        return python_search_reference(steps, settings, sentences.sources, max_length, beams)
+        steps = OrtStepModel(*build.onnx, threads=build.threads or 1)
+        sources = build.sentences.sources
+        return python_search_reference(
+            steps, build.settings, sources, build.max_length, build.beams
+        )
 
     def training(self, steps: int | None) -> RnnTraining:
         return RnnTraining(steps=steps or RnnTraining.steps)
@@ -319,6 +295,26 @@ def limits(model: RnnTranslator, max_beam_size: int) -> Limits:
         max_target_length=MAX_POSITIONS,
         max_source_length=MAX_POSITIONS,
     )
+
+
+def _step_config(name: str, inputs, outputs, bounds: Limits, options: BuildOptions) -> ModelConfig:
+    """An ONNX step model's config: ids INT64 (the ``*_ids`` and ``*mask`` tensors), states FP32;
+    max_batch_size 0 (the BLS model sends whole padded batches itself)."""
+
+    def tensor(name: str, dims: tuple[int, ...]) -> TensorSpec:
+        dtype = "INT64" if name.endswith(("_ids", "mask")) else "FP32"
+        return TensorSpec(name, dtype, dims)
+
+    config = onnx_model_config(
+        name,
+        inputs=[tensor(*spec) for spec in inputs],
+        outputs=[tensor(*spec) for spec in outputs],
+        max_batch_size=0,
+        instances=options.instances,
+        threads=options.threads,
+    )
+    set_parameters(config, repository.shape_parameters(bounds, options))
+    return config
 
 
 def _state(config) -> tuple[int, ...]:
