@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from triton_kit.build_engines.families.nmt import corpus
+    from triton_kit.build_engines.families.nmt.corpus import Split
     from triton_kit.build_engines.options import BuildOptions
     from triton_kit.build_engines.repository import ModelConfig
     from triton_kit.python_models.nmt.decode import DecodeSettings
@@ -128,7 +128,7 @@ class TrainingRun(Protocol):
     eval_every: int
     label_smoothing: float
 
-    def corpus(self, output: Path) -> tuple[Any, corpus.Split, list[tuple[str, str]]]:
+    def corpus(self, output: Path) -> tuple[Any, Split, list[tuple[str, str]]]:
         """The tokenizer, the held-out split and the training pairs."""
 
     def model(
@@ -148,7 +148,7 @@ class TrainingRun(Protocol):
     def valid_score(self, model: nn.Module, tokenizer, numbers: list[int]) -> float:
         """Greedy exact match (the model in eval mode)."""
 
-    def save(self, model: nn.Module, tokenizer, output: Path, split: corpus.Split) -> None: ...
+    def save(self, model: nn.Module, tokenizer, output: Path, split: Split) -> None: ...
 
 
 class Architecture(Protocol):

@@ -30,6 +30,7 @@ from triton_kit.build_engines.families.nmt.architecture import (
     StepGraph,
     Verification,
 )
+from triton_kit.build_engines.families.nmt.corpus import Split
 from triton_kit.build_engines.families.nmt.export import (
     DECODER_AXES,
     ENCODER_AXES,
@@ -369,7 +370,7 @@ class MarianTraining:
     def valid_score(self, model, tokenizer, numbers: list[int]) -> float:
         return exact_match(model, tokenizer, numbers, num_beams=1)
 
-    def save(self, model, tokenizer, output: Path, split: corpus.Split) -> None:
+    def save(self, model, tokenizer, output: Path, split: Split) -> None:
         model.to("cpu")
         model.save_pretrained(str(output))
         tokenizer.save_pretrained(str(output))

@@ -36,6 +36,7 @@ from triton_kit.build_engines.families.nmt.architecture import (
     StepGraph,
     Verification,
 )
+from triton_kit.build_engines.families.nmt.corpus import Split
 from triton_kit.build_engines.families.nmt.export import ENCODER_AXES
 from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
 from triton_kit.build_engines.families.nmt.rnn.model import RnnConfig, RnnTranslator
@@ -444,7 +445,7 @@ class RnnTraining:
     def valid_score(self, model, tokenizer, numbers: list[int]) -> float:
         return greedy_exact_match(model, tokenizer, numbers)
 
-    def save(self, model, tokenizer, output: Path, split: corpus.Split) -> None:
+    def save(self, model, tokenizer, output: Path, split: Split) -> None:
         rnn_model.save(model, output)
 
 
