@@ -79,6 +79,33 @@ class StepGraph:
     pinned: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
 
+# Both encoders' tensors: the same names and input axes; only ``cross_kv``'s layout differs.
+ENCODER_INPUTS, ENCODER_OUTPUTS = ("input_ids", "attention_mask"), ("last_hidden_state", "cross_kv")
+ENCODER_AXES = {
+    "input_ids": {0: "batch", 1: "src_len"},
+    "attention_mask": {0: "batch", 1: "src_len"},
+}
+
+
+def encoder_graph(
+    module: nn.Module,
+    feeds: tuple[torch.Tensor, ...],
+    cross_kv_axes: Mapping[int, str],
+    pinned: Mapping[str, Mapping[int, int]] | None = None,
+) -> StepGraph:
+    """An encoder step graph: ``input_ids, attention_mask`` → ``last_hidden_state`` and
+    ``cross_kv`` (its batch and source axes ``cross_kv_axes``)."""
+    return StepGraph(
+        module,
+        feeds,
+        ENCODER_INPUTS,
+        ENCODER_OUTPUTS,
+        ENCODER_AXES,
+        {"last_hidden_state": {0: "batch", 1: "src_len"}, "cross_kv": cross_kv_axes},
+        pinned or {},
+    )
+
+
 @dataclass(frozen=True)
 class Verification:
     """The sentences a build checks its graphs and its search on: texts (``transformer``) or

@@ -229,11 +229,8 @@ def cache_shape(model: nn.Module, rows: int, length: int) -> tuple[int, ...]:
     return (config.decoder_layers, 2, rows, heads, length, config.d_model // heads)
 
 
-# The ONNX inputs' axis names: the export's, and the dry run's before any export.
-ENCODER_AXES = {
-    "input_ids": {0: "batch", 1: "src_len"},
-    "attention_mask": {0: "batch", 1: "src_len"},
-}
+# The decoder step's input axis names: the export's, and the dry run's before any export (the
+# encoder's are both architectures': architecture.ENCODER_AXES).
 DECODER_AXES = {
     "input_ids": {0: "rows"},
     "encoder_attention_mask": {0: "rows", 1: "src_len"},

@@ -23,17 +23,16 @@ from torch import nn
 
 from triton_kit.build_engines.families.nmt import corpus, repository
 from triton_kit.build_engines.families.nmt.architecture import (
+    ENCODER_AXES,
     ModelNames,
-    Parity,
-    SearchBuild,
     SearchReference,
     StepGraph,
     Verification,
+    encoder_graph,
 )
 from triton_kit.build_engines.families.nmt.corpus import Split
 from triton_kit.build_engines.families.nmt.export import (
     DECODER_AXES,
-    ENCODER_AXES,
     DecoderStepGraph,
     EncoderGraph,
     cache_shape,
@@ -47,6 +46,7 @@ from triton_kit.python_models.nmt.decode import DecodeSettings
 from triton_kit.python_models.nmt.settings import Limits
 
 if TYPE_CHECKING:
+    from triton_kit.build_engines.families.nmt.architecture import Parity, SearchBuild
     from triton_kit.build_engines.options import BuildOptions
 
 DEFAULT_CHECKPOINT = corpus.DEFAULT_CHECKPOINT
@@ -105,17 +105,7 @@ class Transformer:
         ids = torch.tensor([[5, 6, 7, 8, 0], [5, 6, 0, 0, 0]], dtype=torch.long)
         mask = (ids != 0).long()
         mask[:, 0] = 1
-        return StepGraph(
-            EncoderGraph(model),
-            (ids, mask),
-            ["input_ids", "attention_mask"],
-            ["last_hidden_state", "cross_kv"],
-            ENCODER_AXES,
-            {
-                "last_hidden_state": {0: "batch", 1: "src_len"},
-                "cross_kv": {2: "batch", 4: "src_len"},
-            },
-        )
+        return encoder_graph(EncoderGraph(model), (ids, mask), {2: "batch", 4: "src_len"})
 
     def decoder_graph(self, model: nn.Module) -> StepGraph:
         rows, src_len, past_len = 3, 5, 4
@@ -136,14 +126,7 @@ class Transformer:
     def verification(self, checkpoint: Path, count: int) -> Verification:
         return Verification(*verification_texts(checkpoint, count))
 
-    def compare(
-        self,
-        model: nn.Module,
-        checkpoint: Path,
-        onnx: tuple[Path, Path],
-        sentences: Verification,
-        threads: int,
-    ) -> Parity:
+    def compare(self, model, checkpoint: Path, onnx, sentences, threads: int) -> Parity:
         from transformers import MarianTokenizer
 
         from triton_kit.build_engines.families.nmt.verify import compare

@@ -29,15 +29,15 @@ from torch import Tensor, nn
 
 from triton_kit.build_engines.families.nmt import corpus, repository
 from triton_kit.build_engines.families.nmt.architecture import (
+    ENCODER_AXES,
     ModelNames,
     Parity,
-    SearchBuild,
     SearchReference,
     StepGraph,
     Verification,
+    encoder_graph,
 )
 from triton_kit.build_engines.families.nmt.corpus import Split
-from triton_kit.build_engines.families.nmt.export import ENCODER_AXES
 from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
 from triton_kit.build_engines.families.nmt.rnn.model import RnnConfig, RnnTranslator
 from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import PRECISION as INT8_DYNAMIC
@@ -49,6 +49,7 @@ from triton_kit.python_models.nmt.decode import DecodeSettings
 from triton_kit.python_models.nmt.settings import Limits
 
 if TYPE_CHECKING:
+    from triton_kit.build_engines.families.nmt.architecture import SearchBuild
     from triton_kit.build_engines.options import BuildOptions
     from triton_kit.python_models.nmt.decode import StepModel
 
@@ -155,18 +156,9 @@ class Rnn:
     def encoder_graph(self, model: RnnTranslator) -> StepGraph:
         ids = torch.tensor([[5, 6, 7, 8, 0], [5, 6, 0, 139, 139]], dtype=torch.long)
         mask = (ids != 139).long()
-        return StepGraph(
-            EncoderGraph(model),
-            (ids, mask),
-            ["input_ids", "attention_mask"],
-            ["last_hidden_state", "cross_kv"],
-            ENCODER_AXES,
-            {
-                "last_hidden_state": {0: "batch", 1: "src_len"},
-                "cross_kv": {2: "batch", 3: "src_len"},
-            },
-            pinned={"last_hidden_state": {2: model.config.hidden}},
-        )
+        cross_kv_axes = {2: "batch", 3: "src_len"}
+        pinned = {"last_hidden_state": {2: model.config.hidden}}
+        return encoder_graph(EncoderGraph(model), (ids, mask), cross_kv_axes, pinned)
 
     def decoder_graph(self, model: RnnTranslator) -> StepGraph:
         rows, src_len, hidden = 3, 5, model.config.hidden
