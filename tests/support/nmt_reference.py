@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from triton_kit.build_engines.families.nmt.pipeline import decode_settings, limits
+from triton_kit.build_engines.families.nmt.transformer import decode_settings, limits
 from triton_kit.python_models.nmt.decode import DecodeSettings, Job, generate
 from triton_kit.python_models.nmt.ort import OrtStepModel
 from triton_kit.python_models.nmt.text import MarianText

@@ -15,9 +15,9 @@ from transformers import MarianTokenizer
 
 from triton_kit.benchmarks.nmt.run import held_out_pairs
 from triton_kit.build_engines.families.nmt.export import load_model
-from triton_kit.build_engines.families.nmt.pipeline import decode_settings
 from triton_kit.build_engines.families.nmt.torchscript.generate import generate, generation_module
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.transformer import TRANSFORMER, decode_settings
 from triton_kit.python_models.nmt.decode import Job
 
 
@@ -28,7 +28,7 @@ def main() -> None:
     pairs = held_out_pairs()[:16]
     device = "cuda" if torch.cuda.is_available() else "cpu"
     for dtype in (torch.float32, torch.float16):
-        module = generation_module(model, settings, device, dtype)
+        module = generation_module(TRANSFORMER, model, settings, device, dtype)
         path = Path(tempfile.mkdtemp()) / "model.pt"
         module.save(str(path))
         for name, optimized in (("loaded", False), ("in memory", True), ("loaded", True)):
@@ -82,7 +82,7 @@ def bisect(device: str) -> None:
     from triton_kit.build_engines.families.nmt.torchscript.steps import decoder_feeds, encoder_feeds
 
     model = load_model(DEFAULT_CHECKPOINT)
-    module = generation_module(model, decode_settings(model), device, torch.float16)
+    module = generation_module(TRANSFORMER, model, decode_settings(model), device, torch.float16)
     path = Path(tempfile.mkdtemp()) / "model.pt"
     module.save(str(path))
     loaded = torch.jit.load(str(path), device)

@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 from triton_kit.build_engines.families.nmt.export import load_model
-from triton_kit.build_engines.families.nmt.pipeline import decode_settings
 from triton_kit.build_engines.families.nmt.torchscript.generate import generation_module
+from triton_kit.build_engines.families.nmt.transformer import TRANSFORMER, decode_settings
 from triton_kit.python_models.nmt.decode import Job
 from triton_kit.python_models.nmt.generate import torch_generate_feeds
 
@@ -119,7 +119,7 @@ def main() -> None:
     model = load_model(_checkpoint(args.size, work))
     dtype = DTYPES[args.dtype]
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    module = generation_module(model, decode_settings(model), device, dtype)
+    module = generation_module(TRANSFORMER, model, decode_settings(model), device, dtype)
     path = work / "model.pt"
     module.save(str(path))
     loaded = torch.jit.load(str(path), map_location=device)

@@ -59,7 +59,7 @@ def test_bert_dry_run_for_onnxruntime_names_the_files(tmp_path, monkeypatch, cap
 
 def test_nmt_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
     _no_weights(monkeypatch, "triton_kit.build_engines.families.nmt.export.load_model")
-    _no_weights(monkeypatch, "triton_kit.build_engines.families.nmt.pipeline.load_model")
+    _no_weights(monkeypatch, "triton_kit.build_engines.families.nmt.transformer.load_model")
     out = _dry_run(tmp_path, monkeypatch, capsys, "nmt", "--engine", "tensorrt")
     work, repo = tmp_path / "work" / "nmt", tmp_path / "repo"
     assert f"dry run: {work / 'encoder.onnx'} and {work / 'decoder.onnx'} are not exported" in out
@@ -82,7 +82,7 @@ def test_resnet50_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys, fa
 
 
 def test_nmt_rnn_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
-    _no_weights(monkeypatch, "triton_kit.build_engines.families.nmt.rnn.pipeline.load")
+    _no_weights(monkeypatch, "triton_kit.build_engines.families.nmt.rnn.model.load")
     out = _dry_run(tmp_path, monkeypatch, capsys, "nmt", "--architecture", "rnn")
     repo = tmp_path / "repo"
     for model in ("nmt_rnn_encoder", "nmt_rnn_decoder"):

@@ -17,8 +17,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from tests.support.nmt_steps import agree_over_steps
 from triton_kit.build_engines.families.nmt import export, repository
-from triton_kit.build_engines.families.nmt.pipeline import decode_settings, limits
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.transformer import TRANSFORMER, decode_settings, limits
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.python_models.common.contracts import (
     BEAM_INDEX,
@@ -40,8 +40,8 @@ def model():
 def graphs(model, tmp_path_factory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("nmt_export")
     return (
-        export.export_encoder(model, tmp / "encoder.onnx"),
-        export.export_decoder(model, tmp / "decoder.onnx"),
+        export.export_encoder(TRANSFORMER, model, tmp / "encoder.onnx"),
+        export.export_decoder(TRANSFORMER, model, tmp / "decoder.onnx"),
     )
 
 

@@ -19,8 +19,8 @@ from tests.support.nmt_reference import InProcess, hf_generate
 from triton_kit.build_engines.families.nmt import corpus
 from triton_kit.build_engines.families.nmt.export import export_decoder, export_encoder
 from triton_kit.build_engines.families.nmt.generation_graph import SearchTokens, export_generation
-from triton_kit.build_engines.families.nmt.pipeline import decode_settings
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.transformer import TRANSFORMER, decode_settings
 from triton_kit.python_models.nmt.generate import translate_one
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -41,8 +41,8 @@ class Graph:
         self.python = InProcess(
             model,
             checkpoint,
-            export_encoder(model, work / "encoder.onnx"),
-            export_decoder(model, work / "decoder.onnx"),
+            export_encoder(TRANSFORMER, model, work / "encoder.onnx"),
+            export_decoder(TRANSFORMER, model, work / "decoder.onnx"),
         )
 
     def ids(self, texts, beam: int, max_length: int, length_penalty: float) -> list[list[int]]:

@@ -21,16 +21,35 @@ from transformers import MarianTokenizer
 from tests.support.nmt_reference import rnn_reference_search
 from triton_kit.build_engines.cli import build_from_argv
 from triton_kit.build_engines.families.nmt import DEFAULT_RNN_CHECKPOINT, corpus
+from triton_kit.build_engines.families.nmt.export import export_decoder, export_encoder
 from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
-from triton_kit.build_engines.families.nmt.rnn.export import export_decoder, export_encoder
-from triton_kit.build_engines.families.nmt.rnn.pipeline import decode_settings
+from triton_kit.build_engines.families.nmt.rnn.architecture import (
+    RNN,
+    decode_settings,
+    python_search_reference,
+)
+from triton_kit.build_engines.families.nmt.torch_search import CHECK_BEAMS, check_search
 from triton_kit.build_engines.families.nmt.torchscript.generate import generate, run_module
-from triton_kit.build_engines.families.nmt.torchscript.rnn_generate import generation_module
+from triton_kit.build_engines.families.nmt.torchscript.generate import (
+    generation_module as search_module,
+)
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT, encode
 from triton_kit.build_engines.steps import BuildError
 from triton_kit.python_models.nmt import decode
 from triton_kit.python_models.nmt.decode import Job
 from triton_kit.python_models.nmt.ort import OrtStepModel
+
+
+def generation_module(model, settings, **kwargs) -> torch.jit.ScriptModule:
+    return search_module(RNN, model, settings, **kwargs)
+
+
+def check_against_python_search(module, steps, settings, sources, max_length, precision="fp32"):
+    """The build's check of ``module`` against the Python search over ``steps``."""
+    reference = python_search_reference(steps, settings, sources, max_length, CHECK_BEAMS)
+    label = f"nmt_rnn_generate ({precision}, cpu)"
+    check_search(module, reference, max_length, label, precision)
+
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -53,8 +72,8 @@ def loaded(model, tmp_path_factory) -> torch.jit.ScriptModule:
 def onnx_steps(model, tmp_path_factory) -> OrtStepModel:
     """The exported ONNX step graphs in ONNX Runtime, as the served Python search runs them."""
     root = tmp_path_factory.mktemp("rnn-onnx")
-    encoder = export_encoder(model, root / "encoder.onnx")
-    return OrtStepModel(encoder, export_decoder(model, root / "decoder.onnx"), threads=1)
+    encoder = export_encoder(RNN, model, root / "encoder.onnx")
+    return OrtStepModel(encoder, export_decoder(RNN, model, root / "decoder.onnx"), threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +111,6 @@ def test_each_row_keeps_its_own_max_length(model, loaded, sources, beam):
 def test_the_build_check_fails_a_wrong_search(model, loaded, onnx_steps, sources):
     """One more banned token (the first one the reference generates) changes some
     sentences: the build's check fails, naming the beam; the real search passes."""
-    from triton_kit.build_engines.families.nmt.rnn.torch_search import check_against_python_search
 
     settings = decode_settings(model)
     first = rnn_reference_search(model, sources[0], 1)[0]
@@ -139,7 +157,6 @@ def test_int8_dynamic_module_agrees_with_the_python_search(
 ):
     """Held-out and shuffled sentences: the build's threshold of them are the fp32 Python
     search's ids (int8 may flip a near-tie), and the build's check passes it."""
-    from triton_kit.build_engines.families.nmt.rnn.torch_search import check_against_python_search
     from triton_kit.build_engines.families.nmt.torch_search import MIN_AGREEMENT
 
     jobs = [Job(list(s), beam, 64) for s in sources]
@@ -153,7 +170,6 @@ def test_int8_dynamic_module_agrees_with_the_python_search(
 
 
 def test_a_broken_int8_search_fails_the_check(model, onnx_steps, sources):
-    from triton_kit.build_engines.families.nmt.rnn.torch_search import check_against_python_search
 
     settings = decode_settings(model)
     banned = (*settings.suppressed_token_ids, settings.eos_token_id)

@@ -10,9 +10,9 @@ import torch
 
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 from triton_kit.build_engines.families.nmt import corpus
-from triton_kit.build_engines.families.nmt.pipeline import decode_settings, limits
 from triton_kit.build_engines.families.nmt.torchscript.steps import step_model
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.transformer import decode_settings, limits
 from triton_kit.python_models.nmt.decode import Job, generate, pad_sources
 from triton_kit.python_models.nmt.ort import OrtStepModel
 from triton_kit.python_models.nmt.text import MarianText

@@ -18,18 +18,35 @@ import torch
 
 from tests.build.build_engines.test_nmt_parity import _random_checkpoint, _random_sources
 from triton_kit.build_engines.families.nmt import corpus
-from triton_kit.build_engines.families.nmt.pipeline import decode_settings
+from triton_kit.build_engines.families.nmt.torch_search import CHECK_BEAMS, check_search
 from triton_kit.build_engines.families.nmt.torchscript.generate import (
     GenerationModule,
     generate,
-    generation_module,
     run_module,
-    traced_steps,
 )
-from triton_kit.build_engines.families.nmt.torchscript.steps import step_model
+from triton_kit.build_engines.families.nmt.torchscript.generate import (
+    generation_module as search_module,
+)
+from triton_kit.build_engines.families.nmt.torchscript.steps import step_model, traced_steps
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+from triton_kit.build_engines.families.nmt.transformer import (
+    TRANSFORMER,
+    decode_settings,
+    hf_reference,
+)
 from triton_kit.python_models.nmt import decode
 from triton_kit.python_models.nmt.decode import Job
+
+
+def generation_module(model, settings, *args, **kwargs) -> torch.jit.ScriptModule:
+    return search_module(TRANSFORMER, model, settings, *args, **kwargs)
+
+
+def check_against_hf(module, checkpoint, texts, max_length, device, precision) -> None:
+    """The build's check of ``module`` against HF ``generate`` (what ``--search engine`` runs)."""
+    reference = hf_reference(checkpoint, texts, max_length, CHECK_BEAMS)
+    check_search(module, reference, max_length, f"nmt_generate ({precision}, {device})", precision)
+
 
 pytestmark = [
     pytest.mark.slow,
@@ -220,7 +237,6 @@ def test_the_build_check_fails_a_wrong_search_and_a_broken_half(number_model, ca
     """A search that differs from HF on some sentences (one more banned token: the first one
     HF generates) fails the fp32 check and passes the fp16 one, logged (near-ties may flip in
     half); one that differs on every sentence (EOS banned too) fails both."""
-    from triton_kit.build_engines.families.nmt.torch_search import check_against_hf
     from triton_kit.build_engines.steps import BuildError
 
     texts = _held_out(16)
@@ -271,7 +287,6 @@ def test_int8_dynamic_module_agrees_with_hf(number_model, int8_loaded, beam):
 
 def test_the_build_check_passes_int8_and_fails_a_broken_int8(number_model, int8_loaded):
     """An int8 search that differs on every sentence (EOS banned) fails the int8 check."""
-    from triton_kit.build_engines.families.nmt.torch_search import check_against_hf
     from triton_kit.build_engines.steps import BuildError
 
     texts = _held_out(16)

@@ -16,9 +16,11 @@ from transformers import MarianTokenizer
 from tests.support.nmt_reference import rnn_reference_search as reference_beam_search
 from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 from triton_kit.build_engines.families.nmt import DEFAULT_RNN_CHECKPOINT, corpus
+from triton_kit.build_engines.families.nmt.export import export_decoder, export_encoder
 from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
-from triton_kit.build_engines.families.nmt.rnn.export import compare, export_decoder, export_encoder
-from triton_kit.build_engines.families.nmt.rnn.pipeline import (
+from triton_kit.build_engines.families.nmt.rnn.architecture import (
+    RNN,
+    compare,
     decode_settings,
     limits,
     verification_ids,
@@ -67,8 +69,8 @@ def in_process(model):
 
 def test_onnx_matches_pytorch(model, tmp_path) -> None:
     encoder, decoder = tmp_path / "encoder.onnx", tmp_path / "decoder.onnx"
-    export_encoder(model, encoder)
-    export_decoder(model, decoder)
+    export_encoder(RNN, model, encoder)
+    export_decoder(RNN, model, decoder)
     parity = compare(model, encoder, decoder, *verification_ids(16))
     print(
         f"max abs diff: encoder {parity.encoder_max_abs_diff:.2e}, "

@@ -282,11 +282,8 @@ class Nmt(Case):
     def _decoding(self) -> tuple[object, object]:
         """The served tokenizer and decode settings, loaded once."""
         if self._decode is None:
-            from triton_kit.build_engines.families.nmt.pipeline import (
-                decode_settings,
-                limits,
-                load_model,
-            )
+            from triton_kit.build_engines.families.nmt.export import load_model
+            from triton_kit.build_engines.families.nmt.transformer import decode_settings, limits
             from triton_kit.python_models.nmt.text import MarianText
 
             model = load_model(self.checkpoint)

@@ -6,7 +6,8 @@ own English→French number model in assets/nmt-en-fr-numbers, which ``--train``
 rebuilds from scratch (seeded). Writes ``nmt_encoder``, ``nmt_decoder`` (ONNX
 Runtime) and ``nmt`` (python BLS running the beam search) into the repository.
 ``--architecture rnn`` builds the recurrent model (assets/nmt-rnn-en-fr-numbers) as
-``nmt_rnn`` instead, served by the same search.
+``nmt_rnn`` instead, served by the same search: one pipeline, training, export and search for
+both (what differs is the architecture's, families/nmt/architecture.py).
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from triton_kit.build_engines.families.nmt.corpus import DEFAULT_CHECKPOINT, DEFAULT_RNN_CHECKPOINT
 from triton_kit.build_engines.families.nmt.options import (
     ARCHITECTURES,
     DEFAULT_MAX_BEAM_SIZE,
-    DEFAULT_RNN_CHECKPOINT,
     SEARCHES,
     NmtOptions,
 )
-from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 
 if TYPE_CHECKING:
     from triton_kit.build_engines.options import BuildOptions
@@ -95,8 +95,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build(options: BuildOptions, model_options: NmtOptions) -> None:
-    if model_options.architecture == "rnn":
-        from triton_kit.build_engines.families.nmt.rnn.pipeline import run
-    else:
-        from triton_kit.build_engines.families.nmt.pipeline import run
+    from triton_kit.build_engines.families.nmt.pipeline import run
+
     run(options, model_options)

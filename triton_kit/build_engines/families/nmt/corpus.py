@@ -19,6 +19,10 @@ MAX_NUMBER = 999_999
 SPLIT_SEED = 20241122
 TEST_SIZE = 500
 VALID_SIZE = 500
+# The committed number models trained on this corpus: Marian, and the recurrent one (which
+# shares the Marian checkpoint's vocabularies, split and generation rules).
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[4] / "assets" / "nmt-en-fr-numbers"
+DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
 
 
 def english(number: int) -> str:

@@ -1,4 +1,12 @@
-"""Export a Marian checkpoint as two ONNX graphs the decode loop drives step by step.
+"""Export an architecture's two ONNX step graphs (:func:`export_steps`), and the Transformer's.
+
+Every architecture exports the same way: its
+:class:`~triton_kit.build_engines.families.nmt.architecture.StepGraph` for the encoder and the
+decoder step (module, trace feed, tensor names, dynamic axes), traced to ONNX. The recurrent
+model's graphs are thin wrappers of its own ``encode``/``decode``
+(:mod:`~triton_kit.build_engines.families.nmt.rnn.architecture`); the Transformer's, written
+against the Hugging Face Marian modules, are this module's :class:`EncoderGraph` and
+:class:`DecoderStepGraph`:
 
 - encoder: ``input_ids, attention_mask`` → ``last_hidden_state`` and ``cross_kv``,
   the cross-attention keys/values of every decoder layer, computed once per source
@@ -30,16 +38,17 @@ and out, and is checked against the Hugging Face model itself.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from triton_kit.build_engines.engines import onnx_export
-from triton_kit.python_models.common.contracts import (
-    BEAM_INDEX,
-    NMT_DECODER_INPUTS,
-    NMT_DECODER_OUTPUTS,
-)
+from triton_kit.build_engines.steps import info
+from triton_kit.python_models.common.contracts import BEAM_INDEX
+
+if TYPE_CHECKING:
+    from triton_kit.build_engines.families.nmt.architecture import Architecture, StepGraph
 
 
 def mask_bias(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -220,11 +229,8 @@ def cache_shape(model: nn.Module, rows: int, length: int) -> tuple[int, ...]:
     return (config.decoder_layers, 2, rows, heads, length, config.d_model // heads)
 
 
-# The ONNX inputs' axis names: the export's, and the dry run's before any export.
-ENCODER_AXES = {
-    "input_ids": {0: "batch", 1: "src_len"},
-    "attention_mask": {0: "batch", 1: "src_len"},
-}
+# The decoder step's input axis names: the export's, and the dry run's before any export (the
+# encoder's are both architectures': architecture.ENCODER_AXES).
 DECODER_AXES = {
     "input_ids": {0: "rows"},
     "encoder_attention_mask": {0: "rows", 1: "src_len"},
@@ -234,40 +240,36 @@ DECODER_AXES = {
 }
 
 
-def export_encoder(model: nn.Module, path: Path) -> Path:
-    ids = torch.tensor([[5, 6, 7, 8, 0], [5, 6, 0, 0, 0]], dtype=torch.long)
-    mask = (ids != 0).long()
-    mask[:, 0] = 1
-    return onnx_export.export(
-        EncoderGraph(model),
-        (ids, mask),
-        path,
-        input_names=["input_ids", "attention_mask"],
-        output_names=["last_hidden_state", "cross_kv"],
-        dynamic_axes={
-            **ENCODER_AXES,
-            "last_hidden_state": {0: "batch", 1: "src_len"},
-            "cross_kv": {2: "batch", 4: "src_len"},
-        },
+def export_steps(
+    architecture: Architecture, model: nn.Module, encoder_onnx: Path, decoder_onnx: Path
+) -> tuple[Path, Path]:
+    """Both step graphs of ``architecture`` (:class:`EncoderGraph` and :class:`DecoderStepGraph`
+    for the Transformer), with their sizes logged."""
+    paths = (
+        export_encoder(architecture, model, encoder_onnx),
+        export_decoder(architecture, model, decoder_onnx),
     )
+    for path in paths:
+        info(f"{path.name}: {path.stat().st_size / 1e6:.1f} MB")
+    return paths
 
 
-def export_decoder(model: nn.Module, path: Path) -> Path:
-    rows, src_len, past_len = 3, 5, 4
-    ids = torch.full((rows, 1), 5, dtype=torch.long)
-    mask = torch.ones(rows, src_len, dtype=torch.long)
-    cross = torch.randn(cache_shape(model, rows, src_len))
-    past = torch.randn(cache_shape(model, rows + 1, past_len))  # past rows differ from rows
-    beam_index = torch.tensor([2, 0, 3])
-    return onnx_export.export(
-        DecoderStepGraph(model),
-        (ids, mask, cross, past, beam_index),
+def export_encoder(architecture: Architecture, model: nn.Module, path: Path) -> Path:
+    return export_graph(architecture.encoder_graph(model), path)
+
+
+def export_decoder(architecture: Architecture, model: nn.Module, path: Path) -> Path:
+    return export_graph(architecture.decoder_graph(model), path)
+
+
+def export_graph(graph: StepGraph, path: Path) -> Path:
+    """Trace ``graph`` to ONNX at ``path``, then pin the output sizes it names."""
+    onnx_export.export(
+        graph.module,
+        graph.feeds,
         path,
-        input_names=list(NMT_DECODER_INPUTS),
-        output_names=list(NMT_DECODER_OUTPUTS),
-        dynamic_axes={
-            **DECODER_AXES,
-            "logits": {0: "rows"},
-            "present_kv": {2: "rows", 4: "present_len"},
-        },
+        input_names=list(graph.inputs),
+        output_names=list(graph.outputs),
+        dynamic_axes={**graph.input_axes, **graph.output_axes},
     )
+    return onnx_export.pin_output_dims(path, graph.pinned) if graph.pinned else path

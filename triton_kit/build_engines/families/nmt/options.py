@@ -1,14 +1,31 @@
-"""The nmt family's own build options, apart from the package so its steps can import them."""
+"""The nmt family's own build options, apart from the package so its steps can import them,
+and the architectures ``--architecture`` names."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
+if TYPE_CHECKING:
+    from triton_kit.build_engines.families.nmt.architecture import Architecture
 
-DEFAULT_RNN_CHECKPOINT = DEFAULT_CHECKPOINT.parent / "nmt-rnn-en-fr-numbers"
 ARCHITECTURES = ("transformer", "rnn")
+
+
+def architecture(name: str) -> Architecture:
+    """The registered architecture ``name`` (one of :data:`ARCHITECTURES`), imported on use: the
+    flags need only the names."""
+    if name == "transformer":
+        from triton_kit.build_engines.families.nmt.transformer import TRANSFORMER
+
+        return TRANSFORMER
+    if name == "rnn":
+        from triton_kit.build_engines.families.nmt.rnn.architecture import RNN
+
+        return RNN
+    raise ValueError(f"unknown NMT architecture {name!r}: one of {', '.join(ARCHITECTURES)}")
+
 
 DEFAULT_MAX_BEAM_SIZE = 16
 # engine: the search inside the engine (nmt_generate: ONNX Runtime's BeamSearch with
@@ -40,5 +57,4 @@ class NmtOptions:
 
     @property
     def checkpoint_dir(self) -> Path:
-        default = DEFAULT_RNN_CHECKPOINT if self.architecture == "rnn" else DEFAULT_CHECKPOINT
-        return Path(self.checkpoint or default)
+        return Path(self.checkpoint or architecture(self.architecture).default_checkpoint)

@@ -1,19 +1,24 @@
-"""``--engine torch --search engine``: write ``nmt_generate``, the whole search as TorchScript.
+"""``--engine torch --search engine``: write the whole search as one TorchScript module.
 
-The module (:mod:`triton_kit.build_engines.families.nmt.torchscript.generate`) is scripted in the
-build's dtype on the device the served instance will use (``KIND_GPU`` where a GPU is
-visible), checked against Hugging Face ``generate`` on the verify sentences at beam 1 and 4,
-and written with a ``pytorch_libtorch`` config (Triton's own pytorch backend serves it). A
-mismatch fails the build, naming the sentences: every sentence must be HF's. At fp16 a
-near-tie may flip between half and HF's fp32, so the search itself is checked exactly on an
-fp32 twin scripted on the same device, and the fp16 module must agree on at least half the
-sentences (a broken half-precision path agrees on none).
+``nmt_generate`` (Transformer) or ``nmt_rnn_generate`` (RNN): the search module
+(:mod:`triton_kit.build_engines.families.nmt.torchscript.generate`) over the architecture's traced
+steps, scripted in the build's dtype on the device the served instance will use (``KIND_GPU``
+where a GPU is visible), checked against the architecture's reference on the verify sentences at
+beam 1 and 4, and written with a ``pytorch_libtorch`` config (Triton's own pytorch backend serves
+it). The Transformer's reference is Hugging Face ``generate``; the RNN, which has none, is checked
+against the Python search the served ``nmt_rnn`` runs with ``--search python``
+(:func:`triton_kit.python_models.nmt.decode.generate` over the build's verified fp32 ONNX step
+graphs in ONNX Runtime). A mismatch fails the build, naming the sentences: at fp32 every sentence
+must be the reference's. At fp16 (Transformer only) a near-tie may flip between half and the fp32
+reference, so the search itself is checked exactly on an fp32 twin scripted on the same device,
+and the fp16 module must agree on at least half the sentences (a broken half-precision path
+agrees on none).
 
 ``--precision int8-dynamic`` (CPU only: refused where a GPU is visible, since the build puts
-the module there) scripts the same search over steps whose ``nn.Linear`` layers PyTorch's
-dynamic quantisation made qint8
+the module there) scripts the same search over steps whose ``nn.Linear`` layers (and the RNN's
+``nn.GRU``) PyTorch's dynamic quantisation made qint8
 (:mod:`triton_kit.build_engines.families.nmt.torchscript.int8_dynamic`): the search is checked
-exactly on an fp32 twin, as for fp16, and the int8 module must agree with HF on
+exactly on an fp32 twin, as for fp16, and the int8 module must agree with the reference on
 :data:`MIN_AGREEMENT` of the sentences at each beam size.
 
 The check runs the saved file, freshly loaded, under the JIT executor its config serves it
@@ -26,7 +31,6 @@ half precision; with :func:`triton_kit.build_engines.families.nmt.export.mask_bi
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,7 +43,7 @@ from triton_kit.build_engines.engines.torchscript.config import (
     torch_model_config,
 )
 from triton_kit.build_engines.engines.torchscript.script import gpu_visible
-from triton_kit.build_engines.families.nmt.export import load_model
+from triton_kit.build_engines.families.nmt.architecture import SearchBuild
 from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import PRECISION as INT8_DYNAMIC
 from triton_kit.build_engines.repository import Tensor, set_parameters, write_model
 from triton_kit.build_engines.steps import BuildError, info
@@ -47,11 +51,16 @@ from triton_kit.python_models.nmt.decode import DecodeSettings, Job
 from triton_kit.python_models.nmt.generate import TORCH_GENERATE_OUTPUT
 
 if TYPE_CHECKING:
+    from triton_kit.build_engines.families.nmt.architecture import (
+        Architecture,
+        SearchReference,
+        Verification,
+    )
     from triton_kit.build_engines.options import BuildOptions
     from triton_kit.python_models.nmt.settings import Limits
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
-PRECISIONS = (*DTYPES, INT8_DYNAMIC)  # int8-dynamic: fp32 activations, qint8 linear weights
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16}  # int8-dynamic: fp32, qint8 weights
+
 CHECK_BEAMS = (1, 4)
 # Of the verify sentences identical to the fp32 reference, per beam size (fp32: all). Lower
 # precision may flip a near-tie; a broken path agrees on none. int8-dynamic, measured: the
@@ -89,55 +98,76 @@ def generate_config(name: str, options: BuildOptions, gpu: bool):
     return config
 
 
-def hf_ids(model, tokenizer, texts: Sequence[str], beam: int, max_length: int) -> list[list[int]]:
-    """HF ``generate`` ids, start token and trailing padding off (the checkpoint's settings)."""
-    batch = tokenizer(list(texts), return_tensors="pt", padding=True, truncation=True)
-    device = next(model.parameters()).device
-    with torch.no_grad():
-        out = model.generate(
-            **batch.to(device), num_beams=beam, max_length=max_length, do_sample=False
-        )
-    pad = model.generation_config.pad_token_id
-    rows = []
-    for row in out.tolist():
-        row = row[1:]
-        while row and row[-1] == pad:
-            row.pop()
-        rows.append(row)
-    return rows
-
-
-@functools.lru_cache(maxsize=4)
-def _hf_reference(checkpoint: Path, texts: tuple[str, ...], max_length: int) -> tuple:
-    """(source ids, {beam: HF ids}) of the verify sentences: computed once for every module
-    a build checks (an fp16 build checks two)."""
-    from transformers import MarianTokenizer
-
-    reference = load_model(checkpoint)
-    tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
-    sources = [tokenizer(t, truncation=True)["input_ids"] for t in texts]
-    return sources, {b: hf_ids(reference, tokenizer, texts, b, max_length) for b in CHECK_BEAMS}
-
-
-def check_against_hf(
-    module,
+def write_generation(
+    architecture: Architecture,
+    out: Path,
+    model,
     checkpoint: Path,
-    texts: Sequence[str],
+    onnx: tuple[Path, Path],
+    settings: DecodeSettings,
+    limits: Limits,
+    sentences: Verification,
+    options: BuildOptions,
+) -> Path:
+    """Script, check and write the architecture's search model (``names.generate``) over
+    ``model``; the path of its ``model.pt``."""
+    from triton_kit.build_engines.families.nmt.torchscript.generate import generation_module
+
+    name = architecture.names.generate
+    gpu = gpu_visible()
+    device = "cuda" if gpu else "cpu"
+    precision = options.precision
+    check_precision(architecture, precision, gpu)
+    if precision == "fp16" and not gpu:
+        info(f"{name}: no GPU visible; the FP16 search will run slowly on CPU")
+    int8 = precision == INT8_DYNAMIC
+    dtype = DTYPES.get(precision, torch.float32)
+    module = generation_module(architecture, model, settings, device, dtype, int8_dynamic=int8)
+    max_length = limits.default_max_length
+    reference = architecture.search_reference(
+        SearchBuild(checkpoint, onnx, settings, sentences, max_length, CHECK_BEAMS, options.threads)
+    )
+    if precision != "fp32":  # the search itself, exactly, on an fp32 twin
+        twin = generation_module(architecture, model, settings, device)
+        check_search(twin, reference, max_length, f"{name} (fp32, {device})", "fp32")
+
+    def against_reference(served, optimized: bool) -> None:
+        label = f"{name} ({precision}, {device})"
+        check_search(served, reference, max_length, label, precision, optimized)
+
+    return write_checked(out, name, module, against_reference, options, gpu)
+
+
+def check_precision(architecture: Architecture, precision: str, gpu: bool) -> None:
+    """Refuse, before any work, what ``--engine torch --search engine`` does not build for
+    ``architecture``."""
+    what = f"--architecture {architecture.name} --engine torch --search engine"
+    if precision not in architecture.torch_precisions:
+        built = " or ".join(architecture.torch_precisions)
+        raise BuildError(f"{what} builds {built}, not {precision}")
+    if precision == INT8_DYNAMIC:
+        from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import refuse_gpu
+
+        refuse_gpu(gpu, what)
+
+
+def check_search(
+    module,
+    reference: SearchReference,
     max_length: int,
-    device: str,
+    label: str,
     precision: str,
     optimized: bool = False,
 ) -> None:
-    """The module's ids against HF ``generate`` (fp32) at each of :data:`CHECK_BEAMS`, under
-    the JIT executor ``optimized`` names; too many differences fail the build."""
-    sources, references = _hf_reference(Path(checkpoint), tuple(texts), max_length)
-    for beam, expected in references.items():
-        jobs = [Job(ids, beam, max_length) for ids in sources]
+    """The module's ids against ``reference`` at each of its beam sizes (``max_length`` per
+    sentence), under the JIT executor ``optimized`` names; more differences than ``precision``
+    allows (fp32: any) fail the build."""
+    for beam, expected in reference.expected.items():
+        jobs = [Job(list(ids), beam, max_length) for ids in reference.sources]
         got = module_ids(module, jobs, optimized)
-        what = f"nmt_generate ({precision}, {device}) vs HF generate, beam {beam}"
-        require_agreement(
-            got, expected, what, f"HF generate at beam {beam} ({precision})", precision, texts
-        )
+        what = f"{label} {reference.versus}, beam {beam}"
+        against = f"{reference.name} at beam {beam} ({precision})"
+        require_agreement(got, list(expected), what, against, precision, reference.named)
 
 
 def allowed_differences(count: int, precision: str) -> int:
@@ -171,48 +201,6 @@ def require_agreement(
             f"{what}: {len(differ)} of {len(got)} sentences differ from {against}; the "
             f"first, {sources[first]!r}: {got[first]} against {expected[first]}"
         )
-
-
-def write_torch_generation(
-    out: Path,
-    name: str,
-    checkpoint: Path,
-    settings: DecodeSettings,
-    limits: Limits,
-    texts: Sequence[str],
-    options: BuildOptions,
-) -> Path:
-    """Script, check and write ``name`` (``nmt_generate``); the path of its ``model.pt``."""
-    from triton_kit.build_engines.families.nmt.torchscript.generate import generation_module
-
-    gpu = gpu_visible()
-    device = "cuda" if gpu else "cpu"
-    check_precision(options.precision, gpu)
-    if options.precision == "fp16" and not gpu:
-        info(f"{name}: no GPU visible; the FP16 search will run slowly on CPU")
-    int8 = options.precision == INT8_DYNAMIC
-    dtype = DTYPES.get(options.precision, torch.float32)
-    module = generation_module(checkpoint, settings, device, dtype, int8_dynamic=int8)
-    check = (checkpoint, texts, limits.default_max_length, device)
-    if options.precision != "fp32":  # the search itself, exactly, on an fp32 twin
-        check_against_hf(generation_module(checkpoint, settings, device), *check, "fp32")
-
-    def against_hf(served, optimized: bool) -> None:
-        check_against_hf(served, *check, options.precision, optimized)
-
-    return write_checked(out, name, module, against_hf, options, gpu)
-
-
-def check_precision(precision: str, gpu: bool) -> None:
-    """Refuse, before any work, what ``--engine torch --search engine`` does not build."""
-    if precision not in PRECISIONS:
-        raise BuildError(
-            f"--search engine with --engine torch builds {'/'.join(PRECISIONS)}, not {precision}"
-        )
-    if precision == INT8_DYNAMIC:
-        from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import refuse_gpu
-
-        refuse_gpu(gpu, "--engine torch --search engine")
 
 
 def write_checked(

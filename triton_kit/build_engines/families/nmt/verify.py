@@ -8,29 +8,16 @@ positions and the cross-attention mask together.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 import torch
 
+from triton_kit.build_engines.families.nmt.architecture import Parity
 from triton_kit.build_engines.families.nmt.export import cache_shape
 from triton_kit.python_models.common.contracts import BEAM_INDEX
 from triton_kit.python_models.common.ort_session import create_session, threaded
-
-TOLERANCE = 1e-3
-
-
-@dataclass(frozen=True)
-class Parity:
-    encoder_max_abs_diff: float
-    decoder_max_abs_diff: float
-
-    def check(self, tolerance: float = TOLERANCE) -> None:
-        worst = max(self.encoder_max_abs_diff, self.decoder_max_abs_diff)
-        if not worst <= tolerance:
-            raise AssertionError(f"ONNX differs from PyTorch by {worst:.2e} (> {tolerance:g})")
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:

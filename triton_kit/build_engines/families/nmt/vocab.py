@@ -82,3 +82,21 @@ def write_tokenizer(
         model_max_length=max_length,
     )
     tokenizer.save_pretrained(str(directory))
+
+
+def encode(tokenizer, texts: list[str], target: bool) -> list[list[int]]:
+    """Same ids as MarianTokenizer, fast: segment with the spm, then look pieces up."""
+    processor = tokenizer.spm_target if target else tokenizer.spm_source
+    vocab = tokenizer.encoder
+    unk, eos = vocab[UNK], vocab[EOS]
+    return [[vocab.get(p, unk) for p in processor.encode(t, out_type=str)] + [eos] for t in texts]
+
+
+def pad_batch(rows: list[list[int]], pad: int, prefix: int | None = None):
+    """Rows of ids as one ``[rows, longest]`` long tensor, right-padded with ``pad`` (each row
+    after ``prefix``, where given)."""
+    import torch
+
+    rows = [([prefix] if prefix is not None else []) + r for r in rows]
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)

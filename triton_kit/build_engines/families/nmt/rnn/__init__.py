@@ -1,5 +1,5 @@
 """The recurrent (GRU) encoder-decoder: the second NMT architecture beside the Transformer.
 
-Its training, export, pipeline and TorchScript search mirror the Transformer's modules in
-the parent package.
+Its model (``model``) and what the shared build steps need of it (``architecture``); the
+pipeline, training, export and TorchScript search are the parent package's, for both.
 """

@@ -7,7 +7,8 @@ tokenises, calls it once per beam size of a batch and detokenises
 the scores and the top-k never leave the device.
 
 The recurrent model's ``nmt_rnn_generate`` is this same module over its own traced steps
-(:mod:`triton_kit.build_engines.families.nmt.torchscript.rnn_generate`): the search only reorders
+(:meth:`~triton_kit.build_engines.families.nmt.architecture.Architecture.traced_steps`, the
+architecture's own): the search only reorders
 and drops rows on axis 2 of the cross state and the decoder state, and builds the first state
 from the settings' template (an empty KV cache here, a zero recurrent state there).
 
@@ -40,14 +41,12 @@ the copies, so the top-k (and its ties) is HF's own.
 # No ``from __future__ import annotations``: TorchScript reads the class annotations as objects.
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from triton_kit.build_engines.families.nmt.export import EncoderGraph, load_model
-from triton_kit.build_engines.families.nmt.torchscript.marian_step import MarianDecoderStep
-from triton_kit.build_engines.families.nmt.torchscript.steps import decoder_feeds, encoder_feeds
 from triton_kit.python_models.nmt.decode import (
     STATE_ROWS,
     DecodeSettings,
@@ -60,6 +59,9 @@ from triton_kit.python_models.nmt.generate import (
     sequence_ids,
     torch_generate_feeds,
 )
+
+if TYPE_CHECKING:
+    from triton_kit.build_engines.families.nmt.architecture import Architecture
 
 _NEG = -1.0e9  # HF's "not this one" score offset
 _EARLY_STOPPING = {False: 0, True: 1, "never": 2}
@@ -291,50 +293,24 @@ class GenerationModule(nn.Module):
         return improvable & (best_running > worst_finished).any(dim=-1, keepdim=True)
 
 
-def traced_steps(
-    model: nn.Module, device: torch.device | str, dtype: torch.dtype, int8_dynamic: bool = False
-) -> tuple[torch.jit.ScriptModule, torch.jit.ScriptModule]:
-    """The encoder and decoder-step graphs, traced in ``dtype`` on ``device`` on the feeds the
-    step-model build traces them on (padded rows, a past with one row more than the step);
-    with ``int8_dynamic``, their ``nn.Linear`` layers dynamically quantised first (CPU only:
-    :mod:`triton_kit.build_engines.families.nmt.torchscript.int8_dynamic`)."""
-    device = torch.device(device)
-    encoder = EncoderGraph(model).eval().to(device, dtype)
-    decoder = MarianDecoderStep(model).eval().to(device, dtype)
-    if int8_dynamic:
-        from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import quantize
-
-        encoder, decoder = quantize(encoder, [nn.Linear]), quantize(decoder, [nn.Linear])
-
-    def placed(feeds: dict[str, np.ndarray]) -> tuple[Tensor, ...]:
-        tensors = (torch.from_numpy(v) for v in feeds.values())
-        return tuple(t.to(device, dtype if t.is_floating_point() else None) for t in tensors)
-
-    with torch.no_grad():
-        traced_encoder = torch.jit.trace(encoder, placed(encoder_feeds(2, 6, pad=2)))
-        traced_decoder = torch.jit.trace(
-            decoder, placed(decoder_feeds(model, 3, 5, 4)), check_trace=False
-        )
-    return traced_encoder, traced_decoder
-
-
 def generation_module(
+    architecture: "Architecture",
     model: nn.Module | Path,
     settings: DecodeSettings,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
     int8_dynamic: bool = False,
 ) -> torch.jit.ScriptModule:
-    """The scripted search over a ``MarianMTModel`` (or a checkpoint directory): what
-    ``nmt_generate`` serves, and what the benchmarks time in-process. Works on a copy of the
-    model's weights in ``dtype``, with ``int8_dynamic`` its linear layers quantised (the
-    model itself is left as it is)."""
+    """The scripted search over ``architecture``'s model (or its checkpoint directory): what
+    ``nmt_generate``/``nmt_rnn_generate`` serve, and what the benchmarks time in-process. Works
+    on a copy of the model's weights in ``dtype``, with ``int8_dynamic`` its layers quantised
+    (the model itself is left as it is)."""
     import copy
 
     if not isinstance(model, nn.Module):
-        model = load_model(Path(model))
+        model = architecture.load(Path(model))
     model = copy.deepcopy(model).eval()
-    encoder, decoder = traced_steps(model, device, dtype, int8_dynamic)
+    encoder, decoder = architecture.traced_steps(model, torch.device(device), dtype, int8_dynamic)
     return torch.jit.script(GenerationModule(encoder, decoder, settings))
 
 
@@ -381,5 +357,4 @@ __all__ = [
     "generation_module",
     "run_module",
     "save",
-    "traced_steps",
 ]
