@@ -298,18 +298,24 @@ def search_engine(step_model, served: Served) -> tuple[BatchFn, PhaseTimer]:
 
 
 def graph_engine(repository: Path, served: Served, threads: int) -> BatchFn:
-    """The served model's generation graph in process, as ``nmt`` calls it."""
+    """The served ``nmt_generate`` graph (ONNX Runtime's BeamSearch in a Loop over the rows) in
+    process, one call per micro-batch, as ``nmt``'s BLS call makes it."""
+    from triton_kit.python_models.common.ort_session import SessionSettings, create_session
     from triton_kit.python_models.nmt.decode import Job
-    from triton_kit.python_models.nmt.generate import generate_each, graph_session
+    from triton_kit.python_models.nmt.generate import GRAPH_OUTPUT, generate_graph
 
-    session = graph_session(repository / "nmt" / "1", "nmt_generate", threads)
+    path = repository / "nmt_generate" / "1" / "model.onnx"
+    session = create_session(path, SessionSettings(intra_op_threads=threads, inter_op_threads=1))
     settings, max_length = served.settings, served.limits.default_max_length
     tokens = (settings.eos_token_id, settings.pad_token_id, settings.forced_eos)
 
+    def call(feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return session.run([GRAPH_OUTPUT], feeds)[0]
+
     def run(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
         jobs = [Job(served.text.encode(t), beam, max_length) for t in texts]
-        generate_each(
-            session,
+        generate_graph(
+            call,
             jobs,
             tokens,
             settings.length_penalty,
