@@ -30,6 +30,7 @@ import os
 import queue
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -54,6 +55,7 @@ from triton_kit.benchmarks.nmt.report import (
     IN_PROCESS_TORCH,
     IN_PROCESS_TORCH_INT8,
     TRITON,
+    TRITON_GRAPH,
     TRITON_INT8,
     TRITON_TORCH,
     TRITON_TORCH_INT8,
@@ -67,9 +69,12 @@ from triton_kit.build_engines.repository import render as render_config
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = ("nmt", "nmt_encoder", "nmt_decoder", "nmt_generate")  # the last where built
 MAX_BATCH = 32
-# IN_ENGINE: the generation graph (ONNX Runtime's BeamSearch, nmt_generate) in process, one
-# sentence a call as the served nmt sends it, where the build wrote one (--search engine).
-ENGINES = (IN_PROCESS, IN_ENGINE, CT2_FP32, CT2_INT8, TRITON)
+ENGINES = (IN_PROCESS, CT2_FP32, CT2_INT8, TRITON)
+# The generation graph (--search engine: ONNX Runtime's BeamSearch in a Loop over the rows,
+# nmt_generate): in process one call per micro-batch, and served by Triton's own onnxruntime
+# backend, the nmt model calling it by BLS once per batch (sizes in --graph-sizes)
+GRAPH_ENGINES = (IN_ENGINE, TRITON_GRAPH)
+GRAPH_ARGS = ("--search", "engine")
 # The same search on the build's ``--precision int8-dynamic`` ONNX files (sizes in --int8-sizes)
 INT8_ENGINES = (IN_PROCESS_INT8, TRITON_INT8)
 INT8_PRECISION = "int8-dynamic"
@@ -116,6 +121,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="sizes also measured with the whole generation in one TorchScript module "
         "(--engine torch --search engine), in process and served by Triton's pytorch backend "
         "('' for none)",
+    )
+    parser.add_argument(
+        "--graph-sizes",
+        default="tiny",
+        help="sizes also measured with the whole search in ONNX Runtime's BeamSearch graph "
+        "(--search engine), in process and served by Triton's onnxruntime backend ('' for none)",
     )
     parser.add_argument(
         "--torch-int8-sizes",
@@ -639,13 +650,15 @@ class Suite:
     int8_repository: Path | None = None  # the --precision int8-dynamic build, if measured
     torch_repository: Path | None = None  # the --engine torch --search engine build, if measured
     torch_int8_repository: Path | None = None  # the same at --precision int8-dynamic
+    graph_repository: Path | None = None  # the --search engine build (ONNX Runtime), if measured
 
     @property
     def engines(self) -> tuple[str, ...]:
+        graph = GRAPH_ENGINES if self.graph_repository is not None else ()
         int8 = INT8_ENGINES if self.int8_repository is not None else ()
         torch = TORCH_ENGINES if self.torch_repository is not None else ()
         torch_int8 = TORCH_INT8_ENGINES if self.torch_int8_repository is not None else ()
-        return ENGINES + int8 + torch + torch_int8
+        return ENGINES + graph + int8 + torch + torch_int8
 
 
 def variant_repository(
@@ -683,6 +696,11 @@ def torch_repository(
     )
 
 
+def graph_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
+    """The build's ``--search engine`` (ONNX Runtime's BeamSearch graph, ``nmt_generate``)."""
+    return variant_repository(checkpoint, workdir, size, threads, "graph", engine_args=GRAPH_ARGS)
+
+
 def int8_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
     """The build's ``--precision int8-dynamic`` models."""
     return variant_repository(checkpoint, workdir, size, threads, "int8", precision=INT8_PRECISION)
@@ -693,6 +711,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
     int8_sizes = [s for s in args.int8_sizes.split(",") if s]
     torch_sizes = [s for s in args.torch_generate_sizes.split(",") if s]
     torch_int8_sizes = [s for s in args.torch_int8_sizes.split(",") if s]
+    graph_sizes = [s for s in args.graph_sizes.split(",") if s]
     found = []
     for size in args.sizes.split(","):
         repository = workdir / f"repository-{size}"
@@ -715,6 +734,9 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                 torch_int8 = torch_repository(
                     args.checkpoint, workdir, size, args.threads, INT8_PRECISION
                 )
+            graph = None
+            if size in graph_sizes:
+                graph = graph_repository(args.checkpoint, workdir, size, args.threads)
             found.append(
                 Suite(
                     size,
@@ -728,6 +750,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     int8,
                     torch_repo,
                     torch_int8,
+                    graph,
                 )
             )
         elif size == "large":
@@ -750,6 +773,9 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                 torch_int8 = torch_repository(
                     checkpoint, workdir, size, args.threads, INT8_PRECISION
                 )
+            graph = None
+            if size in graph_sizes:
+                graph = graph_repository(checkpoint, workdir, size, args.threads)
             levels = [int(c) for c in args.large_concurrency.split(",")]
             pairs = held_out_pairs(with_references=False)
             found.append(
@@ -765,6 +791,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     int8,
                     torch_repo,
                     torch_int8,
+                    graph,
                 )
             )
         else:
@@ -783,10 +810,15 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
         CT2_FP32: ctranslate2_engine(suite.checkpoint, "float32", workdir, threads, max_length),
         CT2_INT8: ctranslate2_engine(suite.checkpoint, "int8", workdir, threads, max_length),
     }
-    if (suite.repository / "nmt_generate").is_dir():
-        engines[IN_ENGINE] = graph_engine(suite.repository, served, threads)
-    timers = {IN_PROCESS: timer}
+    timers: dict[str, PhaseTimer | CallTimer] = {IN_PROCESS: timer}
     repositories = {TRITON: suite.repository}
+    if suite.graph_repository is not None:
+        graph_timer = CallTimer()
+        timers[IN_ENGINE] = graph_timer
+        engines[IN_ENGINE] = graph_timer.timed(
+            graph_engine(suite.graph_repository, Served.load(suite.graph_repository), threads)
+        )
+        repositories[TRITON_GRAPH] = suite.graph_repository
     if suite.int8_repository is not None:
         int8 = Served.load(suite.int8_repository)
         step_model = ort_step_model(suite.int8_repository, threads)
@@ -799,8 +831,9 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
     for local_name, served_name, torch_repo in torch_builds:
         if torch_repo is None:
             continue
-        timers[local_name] = CallTimer()
-        engines[local_name] = timers[local_name].timed(
+        call_timer = CallTimer()
+        timers[local_name] = call_timer
+        engines[local_name] = call_timer.timed(
             torch_generate_engine(torch_repo, Served.load(torch_repo), threads)
         )
         repositories[served_name] = torch_repo
@@ -905,6 +938,7 @@ def main(argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - started
     text = render(
         results,
+        command=" ".join(["python -m triton_kit.benchmarks.nmt", *(argv or sys.argv[1:])]),
         machine=machine,
         load=(load_start, os.getloadavg()),
         seconds=elapsed,
