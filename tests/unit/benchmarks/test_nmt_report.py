@@ -149,6 +149,18 @@ def test_only_what_ran_is_described():
     """A tiny-only run of four engines: no sentence about the large model, nor about engines
     (int8, TorchScript) that were not measured, whatever the flags' defaults."""
     text = _report([c for c in _tiny_cells() if c.engine not in (report.IN_ENGINE,)])
+    described = text.split("\n## ")[0]  # the header and what was measured, before the tables
     assert "Large:" not in text and "opus-mt" not in text
-    assert "int8-dynamic" not in text and "TorchScript" not in text
-    assert report.TRITON_GRAPH in text  # measured: described
+    assert "int8-dynamic" not in described and "TorchScript" not in described
+    assert report.TRITON_GRAPH in described  # measured: described
+
+
+def test_the_engine_search_becomes_default_only_if_as_fast_in_every_cell():
+    def cells(graph_rates: list[float]) -> list[Cell]:
+        found = []
+        for (beam, level), rate in zip(((1, 8), (4, 32)), graph_rates, strict=True):
+            found += _cells({report.TRITON: 100.0, report.TRITON_GRAPH: rate}, beam, level)
+        return found
+
+    assert "keeps today's search" in report._engine_default(cells([120.0, 99.0]), markdown_table)
+    assert "can become the default" in report._engine_default(cells([120.0, 100.0]), markdown_table)

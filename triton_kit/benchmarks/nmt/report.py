@@ -137,6 +137,40 @@ def _goals(cells, table: Callable) -> str:
     return table(headers, rows) + "\n\n" + defined(headers, meanings)
 
 
+ENGINE_SEARCHES = (TRITON_GRAPH, TRITON_TORCH)  # served with no engine in the nmt stub
+
+
+def _engine_default(cells, table: Callable) -> str:
+    """Issue 31's rule: the search inside a served engine becomes the default build once it is
+    at least as fast as today's served search (``Triton (gRPC)``) in every measured cell."""
+    by = {(c.engine, c.beam, c.concurrency): c.sentences_per_s for c in cells}
+    present = [e for e in ENGINE_SEARCHES if any(c.engine == e for c in cells)]
+    if not present or not any(c.engine == TRITON for c in cells):
+        return ""
+    headers = ["beam", "conc.", f"{TRITON} sent/s"]
+    headers += [f"{e} / {TRITON}" for e in present] + ["as fast"]
+    rows, verdicts = [], []
+    for beam, level in dict.fromkeys((c.beam, c.concurrency) for c in cells):
+        today = by[(TRITON, beam, level)]
+        ratios = [by[(e, beam, level)] / today for e in present]
+        verdicts.append(max(ratios) >= 1)
+        rows.append([beam, level, round(today, 1), *(f"{r:.2f}" for r in ratios)])
+        rows[-1].append("yes" if verdicts[-1] else "no")
+    meanings = {
+        "beam": "beam size",
+        "conc.": "concurrent clients",
+        f"{TRITON} sent/s": "today's default build served (the Python search in the stub)",
+        "as fast": "whether some engine search is at least as fast as today's in this cell",
+    }
+    meanings.update({f"{e} / {TRITON}": f"{e} sent/s over today's" for e in present})
+    decision = (
+        "**Every cell as fast: the engine search can become the default build.**"
+        if all(verdicts)
+        else "**Not as fast in every cell: the default build keeps today's search.**"
+    )
+    return "\n\n".join([table(headers, rows), defined(headers, meanings), decision])
+
+
 def _phases(cells, table: Callable) -> str:
     by = {(c.engine, c.beam, c.concurrency): c for c in cells}
     keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
@@ -155,6 +189,9 @@ def _phases(cells, table: Callable) -> str:
         "Triton batch",
         "Triton queue ms/req",
         "Triton compute ms/sentence",
+        "engine calls/execution",
+        "engine ms/sentence",
+        "stub ms/sentence",
         "served - in-process ms/sentence",
     ]
     rows = []
@@ -181,6 +218,9 @@ def _phases(cells, table: Callable) -> str:
                 round(served["batch"], 1),
                 round(served["queue ms/request"], 2),
                 round(served["ms/sentence"], 2),
+                _round(served.get("engine calls/execution")),
+                _round(served.get("engine ms/sentence")),
+                _round(_stub(served)),
                 round(served["ms/sentence"] - local["ms/sentence"], 2),
             ]
         )
@@ -204,11 +244,24 @@ PHASE_MEANINGS = {
     "Triton compute ms/sentence": "`nmt`'s compute_infer over its executions (batch_stats) / "
     "requests: tokenising, the search (in its stub, or the BLS call to the engine) and "
     "detokenising",
+    "engine calls/execution": "`nmt_generate` executions per `nmt` execution (engine builds: "
+    "1 for the graph, one per beam size for the TorchScript search)",
+    "engine ms/sentence": "`nmt_generate`'s own compute_infer / `nmt` requests: the search "
+    "inside Triton's onnxruntime or pytorch backend (engine builds)",
+    "stub ms/sentence": "Triton compute ms/sentence minus engine ms/sentence: tokenising, "
+    "padding, the BLS round trip's transfers and detokenising in the `nmt` stub (engine builds)",
     "served - in-process ms/sentence": "Triton compute ms/sentence minus in-proc ms/sentence, "
     "signed: the two are measured at their own batch sizes (columns `in-proc batch` and "
     "`Triton batch`), so a negative value means the served batches were cheaper per sentence, "
     "not that serving costs less than nothing",
 }
+
+
+def _stub(served: dict[str, float]) -> float | None:
+    """What the ``nmt`` stub spends around the engine call, per sentence (engine builds)."""
+    if "engine ms/sentence" not in served:
+        return None
+    return served["ms/sentence"] - served["engine ms/sentence"]
 
 
 def _round(value: float | None) -> float | str:
@@ -270,6 +323,10 @@ def _suite(name: str, cells, table: Callable) -> list[str]:
         "serving where `serving` < 1.",
         "",
         _goals(cells, table),
+        "",
+        "### The default: the engine's search against today's",
+        "",
+        _engine_default(cells, table),
         "",
         "### Where the time goes",
         "",

@@ -29,6 +29,7 @@ import itertools
 import os
 import queue
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -570,8 +571,12 @@ def triton_factory(url: str, beam: int, created: list):
     return make
 
 
+ENGINE_MODEL = "nmt_generate"  # the whole search's engine, where the build wrote one
+
+
 class TritonStats:
-    """The ``nmt`` model's counters from Triton's statistics API, differenced per cell."""
+    """The ``nmt`` model's counters from Triton's statistics API, differenced per cell, and
+    those of the engine it calls (``nmt_generate``) where the repository serves one."""
 
     def __init__(self, grpc_url: str) -> None:
         # gRPC, not HTTP: tritonclient.http needs gevent, which the lent GPU machine lacks.
@@ -579,32 +584,55 @@ class TritonStats:
 
         self.client = grpcclient.InferenceServerClient(grpc_url.split("://", 1)[-1])
 
-    def snapshot(self) -> dict[str, float]:
-        reply = self.client.get_inference_statistics(model_name="nmt", as_json=True)
+    def _model(self, name: str) -> dict | None:
+        from tritonclient.utils import InferenceServerException
+
+        try:
+            reply = self.client.get_inference_statistics(model_name=name, as_json=True)
+        except InferenceServerException:  # not in this repository
+            return None
         (stats,) = reply["model_stats"]
+        return stats
+
+    def snapshot(self) -> dict[str, float]:
+        stats = self._model("nmt")
+        assert stats is not None
         inference = stats.get("inference_stats", {})
-
-        def ns(counter: dict, field: str = "ns") -> float:  # proto JSON leaves zeros out
-            return float(counter.get(field, 0))
-
-        return {
-            "requests": ns(inference.get("success", {}), "count"),
-            "queue": ns(inference.get("queue", {})),  # summed over requests
+        snap = {
+            "requests": _ns(inference.get("success", {}), "count"),
+            "queue": _ns(inference.get("queue", {})),  # summed over requests
             "executions": float(stats.get("execution_count", 0)),
-            # per execution (batch_stats), not per request: the search runs once per batch
-            "compute": sum(ns(b.get("compute_infer", {})) for b in stats.get("batch_stats", [])),
+            "compute": _compute(stats),
         }
+        engine = self._model(ENGINE_MODEL)
+        if engine is not None:
+            snap["engine executions"] = float(engine.get("execution_count", 0))
+            snap["engine compute"] = _compute(engine)
+        return snap
 
     @staticmethod
     def phases(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
         diff = {key: after[key] - before[key] for key in after}
         requests, executions = diff["requests"], max(diff["executions"], 1.0)
-        return {
+        phases = {
             "batch": requests / executions,
             "queue ms/request": diff["queue"] / requests / 1e6,
             "compute ms/execution": diff["compute"] / executions / 1e6,
             "ms/sentence": diff["compute"] / requests / 1e6,
         }
+        if "engine compute" in diff:
+            phases["engine calls/execution"] = diff["engine executions"] / executions
+            phases["engine ms/sentence"] = diff["engine compute"] / requests / 1e6
+        return phases
+
+
+def _ns(counter: dict, field: str = "ns") -> float:  # proto JSON leaves zeros out
+    return float(counter.get(field, 0))
+
+
+def _compute(stats: dict) -> float:
+    """compute_infer summed per execution (batch_stats), not per request: one run a batch."""
+    return sum(_ns(b.get("compute_infer", {})) for b in stats.get("batch_stats", []))
 
 
 def measure_triton(server, beam: int, level: int, pairs, count_tokens, name: str = TRITON) -> Cell:
@@ -938,7 +966,7 @@ def main(argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - started
     text = render(
         results,
-        command=" ".join(["python -m triton_kit.benchmarks.nmt", *(argv or sys.argv[1:])]),
+        command="python -m triton_kit.benchmarks.nmt " + shlex.join(argv or sys.argv[1:]),
         machine=machine,
         load=(load_start, os.getloadavg()),
         seconds=elapsed,
