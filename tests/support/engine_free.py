@@ -12,10 +12,12 @@ the control that the blocker is in effect.
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -140,3 +142,25 @@ def assert_blocked_and_untried(server: TritonServer, log: Path, model: str, bloc
         assert wanted in lines, lines
     assert not [line for line in lines if line.startswith(f"{pid} blocked")], lines
     assert mapped_engines(pid) == set()
+
+
+BLOCKER_LOG_ENV = "TRITON_KIT_BLOCKER_LOG"
+
+
+@contextmanager
+def stub_environment(python: Path, log: Path) -> Iterator[None]:
+    """The environment a server started inside the block gives its stubs (``python``'s venv,
+    the blocker's ``log``); restored after the block, so a server another fixture starts later
+    (the session's) gets the ordinary stubs."""
+    from triton_kit.server.binary import STUB_PYTHON_ENV
+
+    saved = {name: os.environ.get(name) for name in (STUB_PYTHON_ENV, BLOCKER_LOG_ENV)}
+    os.environ[STUB_PYTHON_ENV], os.environ[BLOCKER_LOG_ENV] = str(python), str(log)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

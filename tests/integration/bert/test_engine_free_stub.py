@@ -22,6 +22,7 @@ onnxruntime backend runs the encoder. Two checks against the real Triton:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -36,12 +37,12 @@ from tests.support.engine_free import (
     assert_blocked_and_untried,
     engine_free_environment,
     mapped_engines,
+    stub_environment,
     stub_pids,
 )
 from tests.support.prerequisites import require_models
 from triton_kit.client import TritonClient
 from triton_kit.server import ServerConfig, TritonServer
-from triton_kit.server.binary import STUB_PYTHON_ENV
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +63,10 @@ def blocked_server(
         metrics_port=0,
         log_file=root / "tritonserver.log",
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(STUB_PYTHON_ENV, str(python))
-        patch.setenv("TRITON_KIT_BLOCKER_LOG", str(log))
-        with TritonServer(config) as server:
-            yield server, log
+    with contextlib.ExitStack() as stack:
+        with stub_environment(python, log):  # the stubs start with the server
+            server = stack.enter_context(TritonServer(config))
+        yield server, log
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ detokenises (issue 31): its stub runs here in an environment where ``import onnx
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,7 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.batching import execution_count, inference_count, settled_counts
-from tests.support.engine_free import add_probe, assert_blocked_and_untried, engine_free_environment
+from tests.support.engine_free import (
+    add_probe,
+    assert_blocked_and_untried,
+    engine_free_environment,
+    stub_environment,
+)
 from tests.support.nmt_reference import InProcess, hf_generate
 from tests.support.nmt_requests import rows_request
 from tests.support.served_build import build_repository, serving
@@ -24,7 +30,6 @@ from triton_kit.build_engines.families.nmt import corpus
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.client import InvalidInputError, TritonClient
 from triton_kit.server import TritonServer
-from triton_kit.server.binary import STUB_PYTHON_ENV
 from triton_kit.server.model_backends import model_backends
 
 pytestmark = [
@@ -52,11 +57,10 @@ def blocked(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
     add_probe(root / "repo", BLOCKED)
     python = engine_free_environment(root / "env", BLOCKED)
     log = root / "blocker.log"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(STUB_PYTHON_ENV, str(python))
-        patch.setenv("TRITON_KIT_BLOCKER_LOG", str(log))
-        with serving(root / "repo", root / "tritonserver.log") as server:
-            yield server, log
+    with contextlib.ExitStack() as stack:
+        with stub_environment(python, log):  # the stubs start with the server
+            server = stack.enter_context(serving(root / "repo", root / "tritonserver.log"))
+        yield server, log
 
 
 @pytest.fixture(scope="module")
