@@ -167,3 +167,14 @@ def test_the_engine_search_becomes_default_only_if_as_fast_in_every_cell():
 
     assert "keeps today's search" in report._engine_default(cells([120.0, 99.0]), markdown_table)
     assert "can become the default" in report._engine_default(cells([120.0, 100.0]), markdown_table)
+
+
+def test_one_command_takes_the_architecture(monkeypatch):
+    """``python -m triton_kit.benchmarks.nmt --architecture rnn ARGS`` runs the recurrent
+    benchmark with ARGS (Makefile's bench-nmt-rnn)."""
+    from triton_kit.benchmarks.nmt import rnn, run
+
+    seen = []
+    monkeypatch.setattr(rnn, "main", seen.append)
+    run.main(["--architecture", "rnn", "--beams", "4"])
+    assert seen == [["--beams", "4"]]

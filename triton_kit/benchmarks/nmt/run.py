@@ -86,6 +86,7 @@ TORCH_INT8_ENGINES = (IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8)  # sizes in --to
 TORCH_GENERATE_ARGS = ("--engine", "torch", "--search", "engine")
 
 PLACEHOLDER = re.compile(r"<x\d+>")
+ARCHITECTURES = ("transformer", "rnn")  # rnn: benchmarks.nmt.rnn
 
 # texts, beam, on_done(index, text) -> None
 BatchFn = Callable[[Sequence[str], int, Callable[[int, str], None]], None]
@@ -94,6 +95,13 @@ BatchFn = Callable[[Sequence[str], int, Callable[[int, str], None]], None]
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m triton_kit.benchmarks.nmt", description=__doc__
+    )
+    parser.add_argument(
+        "--architecture",
+        choices=ARCHITECTURES,
+        default="transformer",
+        help="transformer: this benchmark (nmt); rnn: the recurrent model's (nmt_rnn beside "
+        "nmt, triton_kit.benchmarks.nmt.rnn, with its own flags: --architecture rnn --help)",
     )
     parser.add_argument("--model-repository", type=Path, default=ROOT / "model_repository")
     parser.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT)
@@ -951,6 +959,17 @@ def _report(size: str, cell: Cell) -> Cell:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``--architecture rnn`` runs the recurrent model's benchmark (benchmarks.nmt.rnn: nmt_rnn
+    beside nmt, its own flags and report); the Transformer's is this module's."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    front = argparse.ArgumentParser(add_help=False)
+    front.add_argument("--architecture", choices=ARCHITECTURES, default="transformer")
+    known, rest = front.parse_known_args(argv)
+    if known.architecture == "rnn":
+        from triton_kit.benchmarks.nmt import rnn
+
+        rnn.main(rest)
+        return
     args = parse_args(argv)
     machine = machine_description()
     load_start = os.getloadavg()
@@ -966,7 +985,7 @@ def main(argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - started
     text = render(
         results,
-        command="python -m triton_kit.benchmarks.nmt " + shlex.join(argv or sys.argv[1:]),
+        command="python -m triton_kit.benchmarks.nmt " + shlex.join(argv),
         machine=machine,
         load=(load_start, os.getloadavg()),
         seconds=elapsed,
