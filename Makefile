@@ -99,7 +99,7 @@ bench-nmt: models backends ## Benchmark NMT: in-process vs Triton vs CTranslate2
 	$(PY) -m triton_kit.benchmarks.nmt
 
 bench-nmt-rnn: models backends ## Benchmark the recurrent NMT (nmt_rnn) beside the Transformer
-	$(PY) -m triton_kit.benchmarks.nmt.rnn
+	$(PY) -m triton_kit.benchmarks.nmt --architecture rnn
 
 bench-precision: models backends ## Accuracy and CPU speed of FP32/FP16/INT8 for every family
 	$(PY) -m triton_kit.benchmarks.precision

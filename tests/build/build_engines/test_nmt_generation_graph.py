@@ -3,8 +3,8 @@ Hugging Face ``generate`` and against the Python search it replaces, id for id.
 
 Two checkpoints: the default number model, and the seeded random small Marian of
 test_nmt_parity (its hypotheses end at varied lengths, so a wrong length penalty, EOS
-handling or forced EOS shows). The graph is called one sentence at a time, as served
-(triton_kit/python_models/nmt/generate.py says why).
+handling or forced EOS shows). The graph is called once per batch, as served: its Loop runs
+the operator one sentence at a time (triton_kit/python_models/nmt/generate.py says why).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from triton_kit.build_engines.families.nmt.export import export_decoder, export_
 from triton_kit.build_engines.families.nmt.generation_graph import SearchTokens, export_generation
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.build_engines.families.nmt.transformer import TRANSFORMER, decode_settings
-from triton_kit.python_models.nmt.generate import translate_one
+from triton_kit.python_models.nmt.decode import Job
+from triton_kit.python_models.nmt.generate import generate_graph
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -45,15 +46,22 @@ class Graph:
             export_decoder(TRANSFORMER, model, work / "decoder.onnx"),
         )
 
-    def ids(self, texts, beam: int, max_length: int, length_penalty: float) -> list[list[int]]:
+    def ids(self, texts, beam, max_length, length_penalty: float) -> list[list[int]]:
+        """The whole batch in one call, as served; ``beam``/``max_length``: one for every row,
+        or one per row."""
         s = self.settings
         tokens = (s.eos_token_id, s.pad_token_id, s.forced_eos)
-        return [
-            translate_one(
-                self.session, self.python.text.encode(t), beam, max_length, tokens, length_penalty
-            )
-            for t in texts
+        beams = beam if isinstance(beam, list) else [beam] * len(texts)
+        limits = max_length if isinstance(max_length, list) else [max_length] * len(texts)
+        jobs = [
+            Job(self.python.text.encode(t), b, m)
+            for t, b, m in zip(texts, beams, limits, strict=True)
         ]
+
+        def run(feeds):
+            return self.session.run(["sequences"], feeds)[0]
+
+        return generate_graph(run, jobs, tokens, length_penalty)
 
 
 def _load(checkpoint: Path, work: Path):
@@ -137,11 +145,28 @@ def test_random_marian_matches_hf_or_finds_a_better_hypothesis(
     assert len({len(row) for row in expected}) >= 2, "hypotheses should end at varied lengths"
 
 
-def test_the_graph_is_one_beam_search_node(default_model):
-    """The search is the operator: the whole generation is one node of the served graph."""
+def test_rows_keep_their_own_beam_and_max_length(default_model):
+    """One call, rows with different beams and limits (the Loop gives each row its own): each
+    row as HF gives it with its own settings."""
+    model, tokenizer, graph = default_model
+    texts = _held_out(8)
+    beams, limits = [1, 4, 2, 4, 1, 3, 4, 2], [64, 64, 6, 7, 2, 9, 3, 64]
+    expected = [
+        hf_generate(model, tokenizer, [t], b, m, 1.0)[0]
+        for t, b, m in zip(texts, beams, limits, strict=True)
+    ]
+    assert graph.ids(texts, beams, limits, 1.0) == expected
+
+
+def test_the_graph_is_one_beam_search_node_in_a_loop_over_rows(default_model):
+    """The search is the operator: the whole generation is one BeamSearch node, inside the
+    Loop that gives it one row of the batch at a time."""
     _, _, graph = default_model
     import onnx
 
     path = Path(graph.session._model_path)
     nodes = onnx.load(str(path)).graph.node
-    assert [(n.op_type, n.domain) for n in nodes] == [("BeamSearch", "com.microsoft")]
+    (loop,) = [n for n in nodes if n.op_type == "Loop"]
+    body = [n for n in loop.attribute[0].g.node if n.op_type not in ("Constant",)]
+    searches = [(n.op_type, n.domain) for n in body if n.domain == "com.microsoft"]
+    assert searches == [("BeamSearch", "com.microsoft")]

@@ -166,3 +166,14 @@ def test_int8_dynamic_serves_hf_translations(tmp_path, reference) -> None:
             print(f"served int8-dynamic vs HF, beam {beam}: {same}/{len(texts)}")
             assert same >= MIN_AGREEMENT["int8-dynamic"] * len(texts), f"beam {beam}: {same}"
         assert triton.server_ready()
+
+
+def test_the_nmt_stub_maps_no_engine(engine_server) -> None:
+    """The search runs in Triton's pytorch backend: the ``nmt`` stub, having translated, has
+    mapped neither libtorch nor ONNX Runtime's Python module (issue 31)."""
+    from tests.support.engine_free import mapped_engines, stub_pids
+
+    with TritonClient(engine_server.grpc_url, timeout=60) as triton:
+        assert triton.translate(["seven"], beam_size=4) == ["sept"]
+    pids = stub_pids(engine_server, "nmt")
+    assert pids and all(mapped_engines(pid) == set() for pid in pids)

@@ -1,4 +1,5 @@
-"""`python -m triton_kit.benchmarks.nmt`: runs benchmarks.nmt.run."""
+"""`python -m triton_kit.benchmarks.nmt [--architecture transformer|rnn]`: runs benchmarks.nmt.run
+(the recurrent model's benchmark, benchmarks.nmt.rnn, with ``--architecture rnn``)."""
 
 from triton_kit.benchmarks.nmt.run import main
 

@@ -141,4 +141,16 @@ def render(profiles: list[StepProfile], table) -> str:
         ]
         for p in profiles
     ]
-    return table(headers, rows)
+    from triton_kit.benchmarks.nmt.report import defined
+
+    meanings = {
+        "decoder file": "which model size and precision's served `nmt_decoder`",
+        "rows": "decoder rows in the step (sentences x beam)",
+        "step ms": "one step's wall time, unprofiled",
+        "kernels/step": "kernels ONNX Runtime ran in one step",
+        "bookkeeping kernels": "of those, ops that only describe, slice, cast or move tensors",
+        "bookkeeping share of kernel time": "their share of the profiled kernel time",
+        "MatMul share": "MatMul/Gemm kernels' share of the profiled kernel time",
+        "µs per kernel": "`step ms` over `kernels/step`",
+    }
+    return table(headers, rows) + "\n\n" + defined(headers, meanings)

@@ -12,27 +12,72 @@ IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
 CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
 IN_PROCESS_INT8, TRITON_INT8 = "in-process ORT int8", "Triton int8 (gRPC)"
 IN_ENGINE = "in-process graph"  # the generation graph (BeamSearch in ONNX Runtime) in process
+TRITON_GRAPH = "Triton graph (gRPC)"  # the same graph served by Triton's onnxruntime backend
 IN_PROCESS_TORCH, TRITON_TORCH = "in-process torch generate", "Triton torch generate (gRPC)"
 IN_PROCESS_TORCH_INT8 = "in-process torch generate int8"
 TRITON_TORCH_INT8 = "Triton torch generate int8 (gRPC)"
 ORDER = (
-    IN_PROCESS, IN_ENGINE, CT2_FP32, CT2_INT8, TRITON, IN_PROCESS_INT8, TRITON_INT8,
+    IN_PROCESS, CT2_FP32, CT2_INT8, TRITON, IN_ENGINE, TRITON_GRAPH, IN_PROCESS_INT8, TRITON_INT8,
     IN_PROCESS_TORCH, TRITON_TORCH, IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8,
 )  # fmt: skip
-# (served, its in-process twin) per precision, for the ratio and phase columns; served nmt
-# runs the generation graph where the build wrote it, and its twin is then that graph
+# (label, served, its in-process twin) per build, for the ratio and phase columns
 PAIRS = (
     ("", TRITON, IN_PROCESS),
+    ("graph ", TRITON_GRAPH, IN_ENGINE),
     ("int8 ", TRITON_INT8, IN_PROCESS_INT8),
     ("torch generate ", TRITON_TORCH, IN_PROCESS_TORCH),
     ("torch generate int8 ", TRITON_TORCH_INT8, IN_PROCESS_TORCH_INT8),
 )
+# What each engine is, for the report's list of engines (only those measured are listed).
+ENGINE_MEANINGS = {
+    IN_PROCESS: "the Python search (triton_kit/python_models/nmt/decode.py: one vectorised "
+    "top-k per beam size over every sentence, the decoder run with IO binding) on ONNX Runtime "
+    "sessions of the ONNX step files Triton loads, in this process",
+    TRITON: "the default build served: the `nmt` python model running that same Python search "
+    "on the same files with ONNX Runtime inside its stub",
+    CT2_FP32: "CTranslate2 (PyPI ctranslate2) converted from the same checkpoint, float32, "
+    "`patience=2`, `max_decoding_length` = HF `max_length` - 1",
+    CT2_INT8: "the same CTranslate2 model at int8",
+    IN_ENGINE: "the `--search engine` build's `nmt_generate` (ONNX Runtime's BeamSearch operator "
+    "in a Loop over the batch's rows, one sentence at a time inside the engine) in an ONNX "
+    "Runtime session in this process, one call per micro-batch",
+    TRITON_GRAPH: "that graph served by Triton's own onnxruntime backend; the `nmt` python model "
+    "tokenises, pads and calls it by BLS once per batch, and runs no engine in its stub",
+    IN_PROCESS_INT8: "the Python search on the build's `--precision int8-dynamic` ONNX files "
+    "(ONNX Runtime `quantize_dynamic`), in this process",
+    TRITON_INT8: "the same int8 files served as the default build is",
+    IN_PROCESS_TORCH: "the `--engine torch --search engine` build's `nmt_generate`, the whole "
+    "generation in one TorchScript module (triton_kit/build_engines/families/nmt/torchscript/"
+    "generate.py: HF's vectorised beam search, finished sentences leave the batch), fp32, in "
+    "this process one call per micro-batch, as Triton's pytorch backend runs it (optimized "
+    "execution off)",
+    TRITON_TORCH: "that module served by Triton's own pytorch backend; the `nmt` python model "
+    "tokenises and calls it by BLS once per beam size of its batch, and runs no engine",
+    IN_PROCESS_TORCH_INT8: "the TorchScript search built with `--precision int8-dynamic` "
+    "(PyTorch dynamic quantisation of the steps' Linear layers), in this process",
+    TRITON_TORCH_INT8: "that int8 module served the same way",
+}
 
 
-def pairs_for(present: set[str]) -> tuple[tuple[str, str, str], ...]:
-    if IN_ENGINE not in present:
-        return PAIRS
-    return tuple((label, s, IN_ENGINE if s == TRITON else i) for label, s, i in PAIRS)
+def defined(headers: list[str], meanings: dict[str, str]) -> str:
+    """One line per column: the table's legend. A column with no meaning is an error, so no
+    report can carry an undefined column."""
+    missing = [h for h in headers if h not in meanings]
+    if missing:
+        raise KeyError(f"columns without a definition: {missing}")
+    return "\n".join(f"- `{h}`: {meanings[h]}" for h in headers)
+
+
+def _pivot_meanings(engines: list[str], pairs) -> dict[str, str]:
+    meanings = {"beam": "beam size (1 is greedy)", "conc.": "concurrent closed-loop clients"}
+    meanings.update({f"{e} sent/s": f"sentences/s of {e} in this cell" for e in engines})
+    for label, served, local in pairs:
+        name = f"Triton {label}".strip()
+        meanings[f"{name} / in-process {label}".strip()] = f"{served} sent/s over {local} sent/s"
+        for ct2 in (CT2_FP32, CT2_INT8):
+            suffix = ct2.split()[-1]
+            meanings[f"{name} / CT2 {suffix}"] = f"{served} sent/s over {ct2} sent/s"
+    return meanings
 
 
 def _ratio(a: float, b: float) -> str:
@@ -44,12 +89,12 @@ def _pivot(cells, table: Callable) -> str:
     keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
     present = {c.engine for c in cells}
     engines = [e for e in ORDER if e in present]
-    pairs = [(label, s, i) for label, s, i in pairs_for(present) if s in present]
+    pairs = [(label, s, i) for label, s, i in PAIRS if s in present and i in present]
     headers = ["beam", "conc."] + [f"{e} sent/s" for e in engines]
     for label, _, _ in pairs:
-        served = f"Triton {label}"
-        headers += [f"{served}/ in-process {label}".strip()]
-        headers += [f"{served}/ CT2 fp32", f"{served}/ CT2 int8"]
+        served = f"Triton {label}".strip()
+        headers += [f"{served} / in-process {label}".strip()]
+        headers += [f"{served} / CT2 fp32", f"{served} / CT2 int8"]
     rows = []
     for beam, level in keys:
         rate = {e: by[(e, beam, level)].sentences_per_s for e in engines}
@@ -57,7 +102,7 @@ def _pivot(cells, table: Callable) -> str:
         for _, served, local in pairs:
             row += [_ratio(rate[served], rate[e]) for e in (local, CT2_FP32, CT2_INT8)]
         rows.append(row)
-    return table(headers, rows)
+    return table(headers, rows) + "\n\n" + defined(headers, _pivot_meanings(engines, pairs))
 
 
 GOAL_LEVELS = (8, 32)
@@ -66,7 +111,7 @@ GOAL_LEVELS = (8, 32)
 def _goals(cells, table: Callable) -> str:
     by = {(c.engine, c.beam, c.concurrency): c.sentences_per_s for c in cells}
     present = {c.engine for c in cells}
-    pairs = [(s, i) for _, s, i in pairs_for(present) if s in present and i in present]
+    pairs = [(s, i) for _, s, i in PAIRS if s in present and i in present]
     rows = []
     for beam, level in dict.fromkeys((c.beam, c.concurrency) for c in cells):
         if level not in GOAL_LEVELS or (CT2_INT8, beam, level) not in by:
@@ -80,14 +125,57 @@ def _goals(cells, table: Callable) -> str:
         row = [beam, level, served, f"{ratio:.2f}", f"{engine:.2f}", f"{serving:.2f}", verdict]
         rows.append(row)
     headers = ["beam", "conc.", "served", "served / CT2 int8", "engine", "serving", "goal"]
-    return table(headers, rows)
+    meanings = {
+        "beam": "beam size",
+        "conc.": "concurrent clients",
+        "served": "the fastest served engine in this cell",
+        "served / CT2 int8": "its sent/s over CTranslate2 int8's",
+        "engine": "its in-process twin's sent/s over CTranslate2 int8's",
+        "serving": "its sent/s over its in-process twin's",
+        "goal": "met where `served / CT2 int8` >= 1; else which ratio is below 1",
+    }
+    return table(headers, rows) + "\n\n" + defined(headers, meanings)
+
+
+ENGINE_SEARCHES = (TRITON_GRAPH, TRITON_TORCH)  # served with no engine in the nmt stub
+
+
+def _engine_default(cells, table: Callable) -> str:
+    """Issue 31's rule: the search inside a served engine becomes the default build once it is
+    at least as fast as today's served search (``Triton (gRPC)``) in every measured cell."""
+    by = {(c.engine, c.beam, c.concurrency): c.sentences_per_s for c in cells}
+    present = [e for e in ENGINE_SEARCHES if any(c.engine == e for c in cells)]
+    if not present or not any(c.engine == TRITON for c in cells):
+        return ""
+    headers = ["beam", "conc.", f"{TRITON} sent/s"]
+    headers += [f"{e} / {TRITON}" for e in present] + ["as fast"]
+    rows, verdicts = [], []
+    for beam, level in dict.fromkeys((c.beam, c.concurrency) for c in cells):
+        today = by[(TRITON, beam, level)]
+        ratios = [by[(e, beam, level)] / today for e in present]
+        verdicts.append(max(ratios) >= 1)
+        rows.append([beam, level, round(today, 1), *(f"{r:.2f}" for r in ratios)])
+        rows[-1].append("yes" if verdicts[-1] else "no")
+    meanings = {
+        "beam": "beam size",
+        "conc.": "concurrent clients",
+        f"{TRITON} sent/s": "today's default build served (the Python search in the stub)",
+        "as fast": "whether some engine search is at least as fast as today's in this cell",
+    }
+    meanings.update({f"{e} / {TRITON}": f"{e} sent/s over today's" for e in present})
+    decision = (
+        "**Every cell as fast: the engine search can become the default build.**"
+        if all(verdicts)
+        else "**Not as fast in every cell: the default build keeps today's search.**"
+    )
+    return "\n\n".join([table(headers, rows), defined(headers, meanings), decision])
 
 
 def _phases(cells, table: Callable) -> str:
     by = {(c.engine, c.beam, c.concurrency): c for c in cells}
     keys = list(dict.fromkeys((c.beam, c.concurrency) for c in cells))
     present = {c.engine for c in cells}
-    pairs = [(label, s, i) for label, s, i in PAIRS if s in present]
+    pairs = [(label, s, i) for label, s, i in PAIRS if s in present and i in present]
     headers = [
         "beam",
         "conc.",
@@ -101,7 +189,10 @@ def _phases(cells, table: Callable) -> str:
         "Triton batch",
         "Triton queue ms/req",
         "Triton compute ms/sentence",
-        "stub extra ms/sentence",
+        "engine calls/execution",
+        "engine ms/sentence",
+        "stub ms/sentence",
+        "served - in-process ms/sentence",
     ]
     rows = []
     for (beam, level), (label, served_name, local_name) in itertools.product(keys, pairs):
@@ -127,10 +218,50 @@ def _phases(cells, table: Callable) -> str:
                 round(served["batch"], 1),
                 round(served["queue ms/request"], 2),
                 round(served["ms/sentence"], 2),
+                _round(served.get("engine calls/execution")),
+                _round(served.get("engine ms/sentence")),
+                _round(_stub(served)),
                 round(served["ms/sentence"] - local["ms/sentence"], 2),
             ]
         )
-    return table(headers, rows)
+    return table(headers, rows) + "\n\n" + defined(headers, PHASE_MEANINGS)
+
+
+PHASE_MEANINGS = {
+    "beam": "beam size",
+    "conc.": "concurrent clients",
+    "graphs": "which build: fp32 (the default, Python search), graph, int8, torch generate",
+    "in-proc batch": "sentences per call of the in-process twin (its micro-batches)",
+    "encoder ms/call": "in-process encoder time per call (Python search only: the engine "
+    "searches time nothing inside)",
+    "decoder ms/step": "in-process decoder time per decoder step (Python search only)",
+    "search ms/step": "in-process time per step outside the encoder and decoder: top-k, "
+    "reordering, bookkeeping (Python search only)",
+    "decoder / search / encoder share": "those three as shares of the in-process time",
+    "in-proc ms/sentence": "in-process wall time of the calls / sentences",
+    "Triton batch": "requests per `nmt` execution (Triton's statistics)",
+    "Triton queue ms/req": "time a request waited in `nmt`'s queue",
+    "Triton compute ms/sentence": "`nmt`'s compute_infer over its executions (batch_stats) / "
+    "requests: tokenising, the search (in its stub, or the BLS call to the engine) and "
+    "detokenising",
+    "engine calls/execution": "`nmt_generate` executions per `nmt` execution (engine builds: "
+    "1 for the graph, one per beam size for the TorchScript search)",
+    "engine ms/sentence": "`nmt_generate`'s own compute_infer / `nmt` requests: the search "
+    "inside Triton's onnxruntime or pytorch backend (engine builds)",
+    "stub ms/sentence": "Triton compute ms/sentence minus engine ms/sentence: tokenising, "
+    "padding, the BLS round trip's transfers and detokenising in the `nmt` stub (engine builds)",
+    "served - in-process ms/sentence": "Triton compute ms/sentence minus in-proc ms/sentence, "
+    "signed: the two are measured at their own batch sizes (columns `in-proc batch` and "
+    "`Triton batch`), so a negative value means the served batches were cheaper per sentence, "
+    "not that serving costs less than nothing",
+}
+
+
+def _stub(served: dict[str, float]) -> float | None:
+    """What the ``nmt`` stub spends around the engine call, per sentence (engine builds)."""
+    if "engine ms/sentence" not in served:
+        return None
+    return served["ms/sentence"] - served["engine ms/sentence"]
 
 
 def _round(value: float | None) -> float | str:
@@ -140,6 +271,18 @@ def _round(value: float | None) -> float | str:
 def _all(cells, table: Callable, score: str) -> str:
     headers = ["engine", "beam", "conc.", "sentences", "sentences/s", "tokens/s"]
     headers += ["p50 ms", "p99 ms", score]
+    meanings = {
+        "engine": "what ran (listed at the top)",
+        "beam": "beam size",
+        "conc.": "concurrent closed-loop clients, one sentence a request",
+        "sentences": "sentences translated in the cell",
+        "sentences/s": "sentences over the cell's wall time",
+        "tokens/s": "target tokens (with `</s>`) over the cell's wall time",
+        "p50 ms": "median request latency",
+        "p99 ms": "99th percentile request latency",
+        "exact match": "share of translations equal to the num2words reference",
+        "agreement with in-process": "share of translations equal to in-process ORT's",
+    }
     rows = [
         [
             c.engine,
@@ -154,7 +297,7 @@ def _all(cells, table: Callable, score: str) -> str:
         ]
         for c in cells
     ]
-    return table(headers, rows)
+    return table(headers, rows) + "\n\n" + defined(headers, meanings)
 
 
 def _suite(name: str, cells, table: Callable) -> list[str]:
@@ -181,16 +324,14 @@ def _suite(name: str, cells, table: Callable) -> list[str]:
         "",
         _goals(cells, table),
         "",
+        "### The default: the engine's search against today's",
+        "",
+        _engine_default(cells, table),
+        "",
         "### Where the time goes",
         "",
-        "In-process: per decode call (the micro-batch) and per decoder step, from timers "
-        "around the StepModel calls; the search is the rest of `generate`. Triton: the `nmt` "
-        "model's statistics over the cell; `compute ms/sentence` is the executions' "
-        "compute_infer (batch_stats) / requests: tokenising, search and detokenising in the "
-        "stub, and the stub's IPC; `stub extra` is that minus the in-process ms/sentence "
-        "(the python backend's IPC and the stub process's own speed). Queue is the time a "
-        "request waits while the one instance runs an earlier batch (the micro-batcher's "
-        "requests wait alike).",
+        "Each served engine beside its in-process twin: in process from timers around the "
+        "calls, served from the `nmt` model's statistics over the cell.",
         "",
         _phases(cells, table),
         "",
@@ -202,13 +343,25 @@ def _suite(name: str, cells, table: Callable) -> list[str]:
 
 
 def render(
-    results: dict, *, machine, load, seconds, args: argparse.Namespace, table, date, profiles=()
+    results: dict,
+    *,
+    machine,
+    load,
+    seconds,
+    args: argparse.Namespace,
+    table,
+    date,
+    profiles=(),
+    command: str | None = None,
 ) -> str:
+    """The report of one run. Every line describes something this run measured: an engine or
+    a model size that is not in ``results`` gets no sentence."""
     start, end = load
+    measured = {c.engine for cells in results.values() for c in cells}
     lines = [
         report_header(
             "NMT benchmark: in-process vs Triton vs CTranslate2",
-            command=f"python -m triton_kit.benchmarks.nmt --sizes {args.sizes}",
+            command=command or f"python -m triton_kit.benchmarks.nmt --sizes {args.sizes}",
             load=f"load average (1/5/15 min) {start[0]:.2f}/{start[1]:.2f}/{start[2]:.2f} at "
             f"start, {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f} at the end; {seconds:.0f} s; the "
             "machine is shared, so compare engines within this run only (same sentences, "
@@ -220,45 +373,23 @@ def render(
         "served copies' configs too) and batches of at most 32 requests; closed loops, one "
         "sentence a request; the in-process engines get a micro-batcher that gathers every "
         "queued request into one call (what Triton's dynamic batcher gives the `nmt` model).",
-        "- in-process ORT: the served search (triton_kit/python_models/nmt/decode.py: "
-        "one vectorised top-k per beam size over every sentence, the decoder run with IO "
-        "binding) on ONNX "
-        "Runtime sessions of the ONNX files Triton loads. Triton: the `nmt` python model "
-        "running the same search on the same files in its stub. CTranslate2 (PyPI "
-        "ctranslate2) converted from the same checkpoint, float32 and int8, `patience=2`, "
-        "`max_decoding_length` = HF `max_length` - 1.",
-        f"- Tiny: the default Marian number model (3+3 layers, d_model 128, 140-piece "
-        f"vocabulary), held-out English → French number phrases, exact match against "
-        f"num2words; {args.repeats} repeats of the matrix (engine order rotated), median row.",
-        f"- Large: a randomly initialised Marian of opus-mt-en-de's shape (6+6 layers, "
-        f"d_model 512, 8 heads, FFN 2048, vocabulary {args.large_vocab or 58101}; "
-        "triton_kit/benchmarks/nmt/large.py, nothing downloaded), the same English sources; random "
-        "weights never pick `</s>`, so every sentence runs to HF `max_length` 32 (31 target "
-        f"tokens); {args.large_sentences} sentences per cell, {args.large_repeats} repeat(s). "
-        "Speed only: the last column is agreement with the in-process output.",
+        "- Engines:",
+        *(f"  - {e}: {ENGINE_MEANINGS[e]}." for e in ORDER if e in measured),
     ]
-    if args.int8_sizes:
+    if "tiny" in results:
         lines.append(
-            f"- int8 ({args.int8_sizes}): the same search on the build's `--precision "
-            "int8-dynamic` files (ONNX Runtime `quantize_dynamic`: INT8 per-channel MatMul/Gemm "
-            "weights, activations quantised at run time), in process and served by a second "
-            "Triton server; agreement is with the fp32 in-process output."
+            "- Tiny: the default Marian number model (3+3 layers, d_model 128, 140-piece "
+            "vocabulary), held-out English → French number phrases, exact match against "
+            f"num2words; {args.repeats} repeats of the matrix (engine order rotated), median row."
         )
-    if args.torch_generate_sizes:
+    if "large" in results:
         lines.append(
-            f"- torch generate ({args.torch_generate_sizes}): the build's `--engine torch "
-            "--search engine`, the whole generation in one TorchScript module "
-            "(triton_kit/build_engines/families/nmt/torchscript/generate.py: "
-            "HF's vectorised beam search, finished sentences leave the batch), fp32: in process "
-            "one call per micro-batch, as Triton's "
-            "pytorch backend runs it (optimized execution off), and served by Triton's own "
-            "pytorch backend, the `nmt` model tokenising and calling it by BLS once per batch."
-        )
-    if args.torch_int8_sizes:
-        lines.append(
-            f"- torch generate int8 ({args.torch_int8_sizes}): the same TorchScript search "
-            "built with `--precision int8-dynamic` (PyTorch dynamic quantisation of the "
-            "steps' Linear layers, CPU only), in process and served the same way."
+            "- Large: a randomly initialised Marian of opus-mt-en-de's shape (6+6 layers, "
+            f"d_model 512, 8 heads, FFN 2048, vocabulary {args.large_vocab or 58101}; "
+            "triton_kit/benchmarks/nmt/large.py, nothing downloaded), the same English sources; "
+            "random weights never pick `</s>`, so every sentence runs to HF `max_length` 32 (31 "
+            f"target tokens); {args.large_sentences} sentences per cell, {args.large_repeats} "
+            "repeat(s). Speed only: the last column is agreement with the in-process output."
         )
     lines.append("")
     for name, cells in results.items():

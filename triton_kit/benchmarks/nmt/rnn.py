@@ -222,7 +222,7 @@ def report(cells: list[Cell], args, seconds: float, machine: str) -> str:
         [
             report_header(
                 "NMT benchmark: recurrent (nmt_rnn) beside the Transformer (nmt)",
-                command="python -m triton_kit.benchmarks.nmt.rnn",
+                command="python -m triton_kit.benchmarks.nmt --architecture rnn",
                 load=f"one run of the matrix in {seconds:.0f} s; the machine is shared with "
                 "other jobs, so compare ratios within this run, not absolute figures across runs",
                 machine=machine,
@@ -259,7 +259,7 @@ def report(cells: list[Cell], args, seconds: float, machine: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m triton_kit.benchmarks.nmt.rnn", description=__doc__
+        prog="python -m triton_kit.benchmarks.nmt --architecture rnn", description=__doc__
     )
     parser.add_argument("--model-repository", type=Path, default=ROOT / "model_repository")
     parser.add_argument("--concurrency", type=_ints, default=(1, 8, 32))

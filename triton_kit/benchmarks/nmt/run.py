@@ -29,7 +29,9 @@ import itertools
 import os
 import queue
 import re
+import shlex
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -54,6 +56,7 @@ from triton_kit.benchmarks.nmt.report import (
     IN_PROCESS_TORCH,
     IN_PROCESS_TORCH_INT8,
     TRITON,
+    TRITON_GRAPH,
     TRITON_INT8,
     TRITON_TORCH,
     TRITON_TORCH_INT8,
@@ -67,9 +70,12 @@ from triton_kit.build_engines.repository import render as render_config
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = ("nmt", "nmt_encoder", "nmt_decoder", "nmt_generate")  # the last where built
 MAX_BATCH = 32
-# IN_ENGINE: the generation graph (ONNX Runtime's BeamSearch, nmt_generate) in process, one
-# sentence a call as the served nmt sends it, where the build wrote one (--search engine).
-ENGINES = (IN_PROCESS, IN_ENGINE, CT2_FP32, CT2_INT8, TRITON)
+ENGINES = (IN_PROCESS, CT2_FP32, CT2_INT8, TRITON)
+# The generation graph (--search engine: ONNX Runtime's BeamSearch in a Loop over the rows,
+# nmt_generate): in process one call per micro-batch, and served by Triton's own onnxruntime
+# backend, the nmt model calling it by BLS once per batch (sizes in --graph-sizes)
+GRAPH_ENGINES = (IN_ENGINE, TRITON_GRAPH)
+GRAPH_ARGS = ("--search", "engine")
 # The same search on the build's ``--precision int8-dynamic`` ONNX files (sizes in --int8-sizes)
 INT8_ENGINES = (IN_PROCESS_INT8, TRITON_INT8)
 INT8_PRECISION = "int8-dynamic"
@@ -80,6 +86,7 @@ TORCH_INT8_ENGINES = (IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8)  # sizes in --to
 TORCH_GENERATE_ARGS = ("--engine", "torch", "--search", "engine")
 
 PLACEHOLDER = re.compile(r"<x\d+>")
+ARCHITECTURES = ("transformer", "rnn")  # rnn: benchmarks.nmt.rnn
 
 # texts, beam, on_done(index, text) -> None
 BatchFn = Callable[[Sequence[str], int, Callable[[int, str], None]], None]
@@ -88,6 +95,13 @@ BatchFn = Callable[[Sequence[str], int, Callable[[int, str], None]], None]
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m triton_kit.benchmarks.nmt", description=__doc__
+    )
+    parser.add_argument(
+        "--architecture",
+        choices=ARCHITECTURES,
+        default="transformer",
+        help="transformer: this benchmark (nmt); rnn: the recurrent model's (nmt_rnn beside "
+        "nmt, triton_kit.benchmarks.nmt.rnn, with its own flags: --architecture rnn --help)",
     )
     parser.add_argument("--model-repository", type=Path, default=ROOT / "model_repository")
     parser.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT)
@@ -116,6 +130,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="sizes also measured with the whole generation in one TorchScript module "
         "(--engine torch --search engine), in process and served by Triton's pytorch backend "
         "('' for none)",
+    )
+    parser.add_argument(
+        "--graph-sizes",
+        default="tiny",
+        help="sizes also measured with the whole search in ONNX Runtime's BeamSearch graph "
+        "(--search engine), in process and served by Triton's onnxruntime backend ('' for none)",
     )
     parser.add_argument(
         "--torch-int8-sizes",
@@ -298,18 +318,24 @@ def search_engine(step_model, served: Served) -> tuple[BatchFn, PhaseTimer]:
 
 
 def graph_engine(repository: Path, served: Served, threads: int) -> BatchFn:
-    """The served model's generation graph in process, as ``nmt`` calls it."""
+    """The served ``nmt_generate`` graph (ONNX Runtime's BeamSearch in a Loop over the rows) in
+    process, one call per micro-batch, as ``nmt``'s BLS call makes it."""
+    from triton_kit.python_models.common.ort_session import SessionSettings, create_session
     from triton_kit.python_models.nmt.decode import Job
-    from triton_kit.python_models.nmt.generate import generate_each, graph_session
+    from triton_kit.python_models.nmt.generate import GRAPH_OUTPUT, generate_graph
 
-    session = graph_session(repository / "nmt" / "1", "nmt_generate", threads)
+    path = repository / "nmt_generate" / "1" / "model.onnx"
+    session = create_session(path, SessionSettings(intra_op_threads=threads, inter_op_threads=1))
     settings, max_length = served.settings, served.limits.default_max_length
     tokens = (settings.eos_token_id, settings.pad_token_id, settings.forced_eos)
 
+    def call(feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return session.run([GRAPH_OUTPUT], feeds)[0]
+
     def run(texts: Sequence[str], beam: int, done: Callable[[int, str], None]) -> None:
         jobs = [Job(served.text.encode(t), beam, max_length) for t in texts]
-        generate_each(
-            session,
+        generate_graph(
+            call,
             jobs,
             tokens,
             settings.length_penalty,
@@ -553,8 +579,12 @@ def triton_factory(url: str, beam: int, created: list):
     return make
 
 
+ENGINE_MODEL = "nmt_generate"  # the whole search's engine, where the build wrote one
+
+
 class TritonStats:
-    """The ``nmt`` model's counters from Triton's statistics API, differenced per cell."""
+    """The ``nmt`` model's counters from Triton's statistics API, differenced per cell, and
+    those of the engine it calls (``nmt_generate``) where the repository serves one."""
 
     def __init__(self, grpc_url: str) -> None:
         # gRPC, not HTTP: tritonclient.http needs gevent, which the lent GPU machine lacks.
@@ -562,32 +592,55 @@ class TritonStats:
 
         self.client = grpcclient.InferenceServerClient(grpc_url.split("://", 1)[-1])
 
-    def snapshot(self) -> dict[str, float]:
-        reply = self.client.get_inference_statistics(model_name="nmt", as_json=True)
+    def _model(self, name: str) -> dict | None:
+        from tritonclient.utils import InferenceServerException
+
+        try:
+            reply = self.client.get_inference_statistics(model_name=name, as_json=True)
+        except InferenceServerException:  # not in this repository
+            return None
         (stats,) = reply["model_stats"]
+        return stats
+
+    def snapshot(self) -> dict[str, float]:
+        stats = self._model("nmt")
+        assert stats is not None
         inference = stats.get("inference_stats", {})
-
-        def ns(counter: dict, field: str = "ns") -> float:  # proto JSON leaves zeros out
-            return float(counter.get(field, 0))
-
-        return {
-            "requests": ns(inference.get("success", {}), "count"),
-            "queue": ns(inference.get("queue", {})),  # summed over requests
+        snap = {
+            "requests": _ns(inference.get("success", {}), "count"),
+            "queue": _ns(inference.get("queue", {})),  # summed over requests
             "executions": float(stats.get("execution_count", 0)),
-            # per execution (batch_stats), not per request: the search runs once per batch
-            "compute": sum(ns(b.get("compute_infer", {})) for b in stats.get("batch_stats", [])),
+            "compute": _compute(stats),
         }
+        engine = self._model(ENGINE_MODEL)
+        if engine is not None:
+            snap["engine executions"] = float(engine.get("execution_count", 0))
+            snap["engine compute"] = _compute(engine)
+        return snap
 
     @staticmethod
     def phases(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
         diff = {key: after[key] - before[key] for key in after}
         requests, executions = diff["requests"], max(diff["executions"], 1.0)
-        return {
+        phases = {
             "batch": requests / executions,
             "queue ms/request": diff["queue"] / requests / 1e6,
             "compute ms/execution": diff["compute"] / executions / 1e6,
             "ms/sentence": diff["compute"] / requests / 1e6,
         }
+        if "engine compute" in diff:
+            phases["engine calls/execution"] = diff["engine executions"] / executions
+            phases["engine ms/sentence"] = diff["engine compute"] / requests / 1e6
+        return phases
+
+
+def _ns(counter: dict, field: str = "ns") -> float:  # proto JSON leaves zeros out
+    return float(counter.get(field, 0))
+
+
+def _compute(stats: dict) -> float:
+    """compute_infer summed per execution (batch_stats), not per request: one run a batch."""
+    return sum(_ns(b.get("compute_infer", {})) for b in stats.get("batch_stats", []))
 
 
 def measure_triton(server, beam: int, level: int, pairs, count_tokens, name: str = TRITON) -> Cell:
@@ -633,13 +686,15 @@ class Suite:
     int8_repository: Path | None = None  # the --precision int8-dynamic build, if measured
     torch_repository: Path | None = None  # the --engine torch --search engine build, if measured
     torch_int8_repository: Path | None = None  # the same at --precision int8-dynamic
+    graph_repository: Path | None = None  # the --search engine build (ONNX Runtime), if measured
 
     @property
     def engines(self) -> tuple[str, ...]:
+        graph = GRAPH_ENGINES if self.graph_repository is not None else ()
         int8 = INT8_ENGINES if self.int8_repository is not None else ()
         torch = TORCH_ENGINES if self.torch_repository is not None else ()
         torch_int8 = TORCH_INT8_ENGINES if self.torch_int8_repository is not None else ()
-        return ENGINES + int8 + torch + torch_int8
+        return ENGINES + graph + int8 + torch + torch_int8
 
 
 def variant_repository(
@@ -677,6 +732,11 @@ def torch_repository(
     )
 
 
+def graph_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
+    """The build's ``--search engine`` (ONNX Runtime's BeamSearch graph, ``nmt_generate``)."""
+    return variant_repository(checkpoint, workdir, size, threads, "graph", engine_args=GRAPH_ARGS)
+
+
 def int8_repository(checkpoint: Path, workdir: Path, size: str, threads: int) -> Path:
     """The build's ``--precision int8-dynamic`` models."""
     return variant_repository(checkpoint, workdir, size, threads, "int8", precision=INT8_PRECISION)
@@ -687,6 +747,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
     int8_sizes = [s for s in args.int8_sizes.split(",") if s]
     torch_sizes = [s for s in args.torch_generate_sizes.split(",") if s]
     torch_int8_sizes = [s for s in args.torch_int8_sizes.split(",") if s]
+    graph_sizes = [s for s in args.graph_sizes.split(",") if s]
     found = []
     for size in args.sizes.split(","):
         repository = workdir / f"repository-{size}"
@@ -709,6 +770,9 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                 torch_int8 = torch_repository(
                     args.checkpoint, workdir, size, args.threads, INT8_PRECISION
                 )
+            graph = None
+            if size in graph_sizes:
+                graph = graph_repository(args.checkpoint, workdir, size, args.threads)
             found.append(
                 Suite(
                     size,
@@ -722,6 +786,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     int8,
                     torch_repo,
                     torch_int8,
+                    graph,
                 )
             )
         elif size == "large":
@@ -744,6 +809,9 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                 torch_int8 = torch_repository(
                     checkpoint, workdir, size, args.threads, INT8_PRECISION
                 )
+            graph = None
+            if size in graph_sizes:
+                graph = graph_repository(checkpoint, workdir, size, args.threads)
             levels = [int(c) for c in args.large_concurrency.split(",")]
             pairs = held_out_pairs(with_references=False)
             found.append(
@@ -759,6 +827,7 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
                     int8,
                     torch_repo,
                     torch_int8,
+                    graph,
                 )
             )
         else:
@@ -777,10 +846,15 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
         CT2_FP32: ctranslate2_engine(suite.checkpoint, "float32", workdir, threads, max_length),
         CT2_INT8: ctranslate2_engine(suite.checkpoint, "int8", workdir, threads, max_length),
     }
-    if (suite.repository / "nmt_generate").is_dir():
-        engines[IN_ENGINE] = graph_engine(suite.repository, served, threads)
-    timers = {IN_PROCESS: timer}
+    timers: dict[str, PhaseTimer | CallTimer] = {IN_PROCESS: timer}
     repositories = {TRITON: suite.repository}
+    if suite.graph_repository is not None:
+        graph_timer = CallTimer()
+        timers[IN_ENGINE] = graph_timer
+        engines[IN_ENGINE] = graph_timer.timed(
+            graph_engine(suite.graph_repository, Served.load(suite.graph_repository), threads)
+        )
+        repositories[TRITON_GRAPH] = suite.graph_repository
     if suite.int8_repository is not None:
         int8 = Served.load(suite.int8_repository)
         step_model = ort_step_model(suite.int8_repository, threads)
@@ -793,8 +867,9 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
     for local_name, served_name, torch_repo in torch_builds:
         if torch_repo is None:
             continue
-        timers[local_name] = CallTimer()
-        engines[local_name] = timers[local_name].timed(
+        call_timer = CallTimer()
+        timers[local_name] = call_timer
+        engines[local_name] = call_timer.timed(
             torch_generate_engine(torch_repo, Served.load(torch_repo), threads)
         )
         repositories[served_name] = torch_repo
@@ -884,6 +959,17 @@ def _report(size: str, cell: Cell) -> Cell:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``--architecture rnn`` runs the recurrent model's benchmark (benchmarks.nmt.rnn: nmt_rnn
+    beside nmt, its own flags and report); the Transformer's is this module's."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    front = argparse.ArgumentParser(add_help=False)
+    front.add_argument("--architecture", choices=ARCHITECTURES, default="transformer")
+    known, rest = front.parse_known_args(argv)
+    if known.architecture == "rnn":
+        from triton_kit.benchmarks.nmt import rnn
+
+        rnn.main(rest)
+        return
     args = parse_args(argv)
     machine = machine_description()
     load_start = os.getloadavg()
@@ -899,6 +985,7 @@ def main(argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - started
     text = render(
         results,
+        command="python -m triton_kit.benchmarks.nmt " + shlex.join(argv),
         machine=machine,
         load=(load_start, os.getloadavg()),
         seconds=elapsed,

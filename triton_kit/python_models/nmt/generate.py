@@ -1,21 +1,26 @@
-"""Calls to the generation model ``nmt_generate``, and its output read back as Hugging Face
-``generate`` ids. Two kinds: ONNX Runtime's BeamSearch operator over Marian's encoder and
-decoder (run in-process, one sentence a call, below), and the TorchScript search served by
-Triton's pytorch backend (``--engine torch``: :func:`generate_batched`, BLS, one call per beam
-size of a batch: it batches sentences exactly, and runs where the build put it, a GPU).
+"""Calls to the generation model ``nmt_generate``, served by one of Triton's own backends, and
+its output read back as Hugging Face ``generate`` ids. The ``nmt`` python model tokenises, pads
+its batch, makes the call by BLS and detokenises; it runs no engine itself. Two kinds:
 
-One sentence a call. The operator's CPU scorer decides a sentence is done from the
-candidate scores at ``batch * num_beams`` instead of ``batch * 2 * num_beams`` (onnxruntime
-``beam_search_scorer.cc``, ``next_scores.subspan(batch * num_beams_, top_k)``, 1.32 and
-its main branch), so in a batch of several sentences each one stops on its neighbours'
-scores: sentences end early or late against HF (2 of 64 held-out sentences differed at
-beam 4), and the batch runs to ``max_length`` (32 sentences, beam 4: 420 against 122 ms at
-``max_length`` 64 and 24). With one sentence the scores it reads are its own.
+- ONNX Runtime's BeamSearch operator over Marian's encoder and decoder, inside a Loop over the
+  batch's rows (Triton's onnxruntime backend; triton_kit/build_engines/families/nmt/
+  generation_graph.py): ONE call per batch, every row with its own beam size and limit;
+- the TorchScript search (``--engine torch``, Triton's pytorch backend, a GPU where the build put
+  it): one call per beam size of a batch (the module takes one beam size a call), its sentences
+  batched exactly.
+
+Why the Loop, one sentence at a time inside the engine: the operator's CPU scorer decides a
+sentence is done from the candidate scores at ``batch * num_beams`` instead of ``batch * 2 *
+num_beams`` (onnxruntime ``beam_search_scorer.cc``, ``next_scores.subspan(batch * num_beams_,
+top_k)``, 1.32 and its main branch), so in a batch of several sentences each one stops on its
+neighbours' scores: sentences end early or late against HF (2 of 64 held-out sentences
+differed at beam 4), and the batch runs to ``max_length`` (32 sentences, beam 4: 420 against
+122 ms at ``max_length`` 64 and 24). With one sentence the scores it reads are its own.
 
 One difference with HF remains at beam > 1: the operator stops a sentence when the best
 of all ``2 * beam`` candidates (EOS ones included) cannot beat its worst finished
 hypothesis, HF when its best running beam cannot. It may search on after HF stops, and then
-returns a hypothesis that HF's own score ranks higher (tests/unit/build_engines/
+returns a hypothesis that HF's own score ranks higher (tests/build/build_engines/
 test_nmt_generation_graph.py: every held-out test sentence of the number model identical;
 0 to 5 of 24 on a random Marian built to end at varied lengths).
 
@@ -28,7 +33,7 @@ EOS aside, which the graph applies itself).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -37,24 +42,23 @@ TORCH_GENERATE_OUTPUT = "sequences"  # the TorchScript search's [rows, length] i
 MIN_GRAPH_MAX_LENGTH = 3  # at 2 the operator skips its first step and reads garbage (1.32)
 
 
-class Session(Protocol):
-    """ONNX Runtime's ``run(None, feeds)``: an in-process session, or a BLS stand-in."""
-
-    def run(self, output_names: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]: ...
+# (feeds) -> sequences: a BLS call to the served graph, or an in-process session's run
+GraphRun = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
-def feeds(
-    source_ids: Sequence[int], beam_size: int, max_length: int, length_penalty: float
+def graph_feeds(
+    jobs: Sequence[Any], pad_token_id: int, length_penalty: float
 ) -> dict[str, np.ndarray]:
-    """The graph's inputs for one sentence (int32 ids, a [1] tensor per setting)."""
-    ids = np.asarray([source_ids], dtype=np.int32)
+    """The generation graph's inputs for a batch: ids and mask padded on the right (int32),
+    one ``num_beams`` and ``max_length`` per row, the model's ``length_penalty``."""
+    from triton_kit.python_models.nmt.decode import pad_sources
+
+    ids, mask = pad_sources(jobs, pad_token_id)
     return {
-        "input_ids": ids,
-        "attention_mask": np.ones_like(ids),
-        "max_length": np.array([max_length], dtype=np.int32),
-        "min_length": np.array([0], dtype=np.int32),
-        "num_beams": np.array([beam_size], dtype=np.int32),
-        "num_return_sequences": np.array([1], dtype=np.int32),
+        "input_ids": ids.astype(np.int32),
+        "attention_mask": mask.astype(np.int32),
+        "num_beams": np.array([job.beam_size for job in jobs], dtype=np.int32),
+        "max_length": np.array([job.max_length for job in jobs], dtype=np.int32),
         "length_penalty": np.array([length_penalty], dtype=np.float32),
     }
 
@@ -71,42 +75,33 @@ def hf_ids(
     return ids
 
 
-def translate_one(
-    session: Session,
-    source_ids: Sequence[int],
-    beam_size: int,
-    max_length: int,
-    tokens: tuple[int, int, bool],
-    length_penalty: float,
-) -> list[int]:
-    """One sentence through the graph. ``tokens``: (eos, pad, forced_eos)."""
-    eos, pad, forced_eos = tokens
-    if max_length < MIN_GRAPH_MAX_LENGTH:
-        if forced_eos:  # HF forces EOS at cur_len 1 == max_length - 1: nothing else is possible
-            return [eos]
-        raise ValueError(f"max_length must be at least {MIN_GRAPH_MAX_LENGTH} for this model")
-    feed = feeds(source_ids, beam_size, max_length, length_penalty)
-    sequences = session.run([GRAPH_OUTPUT], feed)[0]
-    return hf_ids(sequences[0, 0], max_length, eos, pad)
-
-
-def generate_each(
-    session: Session,
+def generate_graph(
+    run: GraphRun,
     jobs: Sequence[Any],
     tokens: tuple[int, int, bool],
     length_penalty: float,
     on_done: Callable[[int, list[int]], None] | None = None,
 ) -> list[list[int]]:
     """Every job (``source_ids``, ``beam_size``, ``max_length``: python_models.nmt.decode.Job)
-    in turn; ``on_done(index, ids)`` as each finishes."""
-    results = []
-    for index, job in enumerate(jobs):
-        ids = translate_one(
-            session, job.source_ids, job.beam_size, job.max_length, tokens, length_penalty
-        )
-        if on_done is not None:
-            on_done(index, ids)
-        results.append(ids)
+    through the generation graph in ONE ``run``; ``tokens``: (eos, pad, forced_eos);
+    ``on_done(index, ids)`` for each. A row whose limit leaves no step (``max_length`` 2: the
+    operator would skip its first step and read garbage, 1.32) is answered here: HF forces EOS
+    there, the only possible output."""
+    eos, pad, forced_eos = tokens
+    results: list[list[int]] = [[] for _ in jobs]
+    short = [i for i, job in enumerate(jobs) if job.max_length < MIN_GRAPH_MAX_LENGTH]
+    if short and not forced_eos:
+        raise ValueError(f"max_length must be at least {MIN_GRAPH_MAX_LENGTH} for this model")
+    index = [i for i in range(len(jobs)) if i not in set(short)]
+    if index:
+        sequences = run(graph_feeds([jobs[i] for i in index], pad, length_penalty))
+        for i, row in zip(index, sequences, strict=True):
+            results[i] = hf_ids(row, jobs[i].max_length, eos, pad)
+    for i in short:
+        results[i] = [eos]
+    if on_done is not None:
+        for i, ids in enumerate(results):
+            on_done(i, ids)
     return results
 
 
@@ -159,37 +154,15 @@ def generate_batched(
     return results
 
 
-class BlsSession:
-    """``run`` as a BLS call to the served generation model (where no file is in reach)."""
-
-    def __init__(self, model: str) -> None:
-        self.model = model
-
-    def run(self, output_names: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        from triton_kit.python_models.common import bls
-
-        return bls.infer(self.model, feeds, list(output_names))
-
-
-def graph_session(version_dir: Any, model: str, threads: int) -> Session:
-    """The sibling ``model``'s ONNX file in an in-process session (no Triton round trip per
-    sentence), else BLS calls to ``model``."""
-    from triton_kit.python_models.common.ort_session import SessionSettings, create_session
-    from triton_kit.python_models.common.sibling import sibling_onnx
-
-    path = sibling_onnx(version_dir, model)
-    if path is None:
-        return BlsSession(model)
-    return create_session(path, SessionSettings(intra_op_threads=threads, inter_op_threads=1))
-
-
 def served_search(
-    version_dir: Any, model: str, threads: int, settings: Any
+    version_dir: Any, model: str, settings: Any
 ) -> Callable[[Sequence[Any], Callable[[int, list[int]], None] | None], list[list[int]]]:
-    """``search(jobs, on_done)`` over the sibling generation ``model``: its TorchScript
-    (``model.pt``, Triton's pytorch backend, maybe on a GPU) through BLS, a beam size's
-    sentences in one call; else its ONNX BeamSearch graph, one sentence a call.
-    ``settings``: the served :class:`triton_kit.python_models.nmt.decode.DecodeSettings`."""
+    """``search(jobs, on_done)`` through BLS calls to the sibling generation ``model``, which a
+    Triton backend serves: its TorchScript (``model.pt``, the pytorch backend, maybe on a GPU),
+    a beam size's sentences a call; else its ONNX graph (the onnxruntime backend), the whole
+    batch in one call. ``settings``: the served
+    :class:`triton_kit.python_models.nmt.decode.DecodeSettings`."""
+    from triton_kit.python_models.common import bls
     from triton_kit.python_models.common.sibling import sibling_onnx
 
     if sibling_onnx(version_dir, model, "model.pt") is not None:
@@ -199,10 +172,12 @@ def served_search(
             return generate_batched(model, jobs, tokens, on_done)
 
         return batched
-    session = graph_session(version_dir, model, threads)
     graph_tokens = (settings.eos_token_id, settings.pad_token_id, settings.forced_eos)
 
-    def each(jobs, on_done=None):
-        return generate_each(session, jobs, graph_tokens, settings.length_penalty, on_done)
+    def call(feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return bls.infer(model, feeds, [GRAPH_OUTPUT])[0]
 
-    return each
+    def whole_batch(jobs, on_done=None):
+        return generate_graph(call, jobs, graph_tokens, settings.length_penalty, on_done)
+
+    return whole_batch

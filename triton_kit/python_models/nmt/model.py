@@ -6,9 +6,11 @@ then run one beam search batched across the requests (each may ask its own
 the ONNX files of the sibling models ``nmt_encoder`` and ``nmt_decoder``, run
 in-process (no Triton round trip per decoder step); where those models serve no
 ONNX file (TensorRT plans on a GPU host), the steps go to them through BLS. Built with
-``--search engine``, the whole search is the sibling ``generate_model`` instead
-(triton_kit/python_models/nmt/generate.py): the TorchScript search through BLS, once per beam size
-of the batch, or ONNX Runtime's BeamSearch graph in-process.
+``--search engine``, the whole search is the sibling ``generate_model`` instead, served by
+Triton's own backend and called through BLS (triton_kit/python_models/nmt/generate.py): ONNX
+Runtime's BeamSearch graph (onnxruntime backend) once per batch, or the TorchScript search
+(pytorch backend) once per beam size of the batch. The stub then imports no engine library
+(neither onnxruntime nor torch).
 
 Each request's response goes out through its response sender the moment its
 sentences are finished, so a short greedy request does not wait for a long beam
@@ -47,7 +49,6 @@ from triton_kit.python_models.common.base import (
 from triton_kit.python_models.common.contracts import BEAM_INDEX, decoder_feed
 from triton_kit.python_models.common.sibling import sibling_device, sibling_onnx
 from triton_kit.python_models.nmt.decode import Job, StepModel, generate
-from triton_kit.python_models.nmt.ort import OrtStepModel
 from triton_kit.python_models.nmt.settings import Limits, from_parameters
 from triton_kit.python_models.nmt.text import MarianText
 from triton_kit.python_models.nmt.timing import TimedStepModel
@@ -104,6 +105,8 @@ def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> S
     paths = [sibling_onnx(version_dir, name) for name in names]
     if None in paths:
         return BlsStepModel(encoder, decoder, _config_lists(version_dir, decoder, BEAM_INDEX))
+    from triton_kit.python_models.nmt.ort import OrtStepModel  # the stub's only engine import
+
     return OrtStepModel(*paths, threads=threads)
 
 
@@ -170,21 +173,18 @@ class NmtModel(PythonModel):
     def setup(self) -> None:
         self.settings, self.limits = from_parameters(self.params)
         self.text = MarianText(self.version_dir, self.limits.max_source_length)
-        threads = self.params.int("intra_op_thread_count", 1)
         self.engine_search = None  # the search inside the engine, where the build wrote one
         generate_model = self.params.str("generate_model", "")
         if generate_model:  # then the step models are not loaded: one search per engine
             from triton_kit.python_models.nmt.generate import served_search
 
-            self.engine_search = served_search(
-                self.version_dir, generate_model, threads, self.settings
-            )
+            self.engine_search = served_search(self.version_dir, generate_model, self.settings)
             return
         self.runner = step_model(
             self.version_dir,
             self.params.str("encoder_model", "nmt_encoder"),
             self.params.str("decoder_model", "nmt_decoder"),
-            threads,
+            self.params.int("intra_op_thread_count", 1),
         )
         if self.profile is not None:  # TRITON_KIT_PROFILE_DIR: the search's phases too
             self.runner = TimedStepModel(self.runner, self.profile.add)

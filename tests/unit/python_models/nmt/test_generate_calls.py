@@ -1,6 +1,6 @@
-"""The ``nmt`` model's calls to a TorchScript ``nmt_generate``
-(triton_kit/python_models/nmt/generate.py): one BLS call per beam size with that size's rows
-padded together, and its padded ``sequences`` read back as HF ids. The called model is
+"""The ``nmt`` model's calls to ``nmt_generate`` (triton_kit/python_models/nmt/generate.py): to a
+TorchScript one, one BLS call per beam size with that size's rows padded together; to the ONNX
+graph, one call per batch; their padded ``sequences`` read back as HF ids. The called model is
 tests/support/pb_utils_standin.py's handler here;
 tests/integration/nmt/test_torch_generate_served.py serves the real one."""
 
@@ -72,8 +72,9 @@ def test_the_called_model_s_error_reaches_the_search(pb_utils) -> None:
 
 
 def test_served_search_picks_the_torchscript_sibling_by_its_file(tmp_path, pb_utils) -> None:
-    """A sibling with model.pt is called by BLS (its rows batched); with neither file, the
-    ONNX graph's one-sentence BLS fallback."""
+    """A sibling with model.pt is called by BLS (its rows batched per beam size); else the
+    ONNX graph (model.onnx), also by BLS: the whole batch in ONE call, mixed beams and limits
+    included, a limit of 2 answered without it. No in-process session either way."""
     from triton_kit.python_models.nmt.decode import DecodeSettings
 
     settings = DecodeSettings(PAD, EOS, PAD, (1, 1, 1))
@@ -89,17 +90,27 @@ def test_served_search_picks_the_torchscript_sibling_by_its_file(tmp_path, pb_ut
         return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(names[0], out)])
 
     pb_utils.bls_handler = called
-    search = served_search(version_dir, "gen", 1, settings)
+    search = served_search(version_dir, "gen", settings)
     assert search([Job([1], 2, 8), Job([2], 2, 8)], None) == [[3, EOS], [3, EOS]]
     assert seen == [[TORCH_GENERATE_OUTPUT]]
     (tmp_path / "gen" / "1" / "model.pt").unlink()
+    (tmp_path / "gen" / "1" / "model.onnx").write_bytes(b"")
+    feeds_seen = []
 
-    def graph(model, feeds, names):  # ONNX Runtime's BeamSearch: [batch, 1, len] int32
-        seen.append(sorted(feeds))
-        out = np.array([[[PAD, 3, PAD]]], dtype=np.int32)
+    def graph(model, feeds, names):  # the graph: [batch, longest] int32, start token first
+        feeds_seen.append({k: v.copy() for k, v in feeds.items()})
+        out = np.array([[PAD, 3, PAD, PAD], [PAD, 4, 5, 6]], dtype=np.int32)
         return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(names[0], out)])
 
     pb_utils.bls_handler = graph
-    search = served_search(version_dir, "gen", 1, settings)
-    assert search([Job([1], 2, 8), Job([2], 2, 8)], None) == [[3, EOS], [3, EOS]]
-    assert len(seen) == 3 and "num_return_sequences" in seen[-1]  # one sentence a call
+    search = served_search(version_dir, "gen", settings)
+    done = []
+    jobs = [Job([1], 2, 8), Job([5], 1, 2), Job([2, 2], 4, 4)]
+    assert search(jobs, lambda i, ids: done.append(i)) == [[3, EOS], [EOS], [4, 5, 6]]
+    assert done == [0, 1, 2]
+    (feeds,) = feeds_seen  # one call; the max_length 2 row is not in it
+    assert feeds["input_ids"].tolist() == [[1, PAD], [2, 2]]
+    assert feeds["attention_mask"].tolist() == [[1, 0], [1, 1]]
+    assert feeds["num_beams"].tolist() == [2, 4] and feeds["max_length"].tolist() == [8, 4]
+    assert feeds["length_penalty"].tolist() == [1.0]
+    assert all(feeds[k].dtype == np.int32 for k in ("input_ids", "num_beams", "max_length"))

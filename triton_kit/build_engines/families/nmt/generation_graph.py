@@ -43,21 +43,23 @@ from triton_kit.build_engines.families.nmt.export import DecoderStepGraph, Encod
 from triton_kit.python_models.nmt.decode import DecodeSettings
 
 MAX_LENGTH = "max_length"
+ROW_MAX_LENGTH = "row_max_length"  # one row's limit inside the loop; the subgraphs read it
+NUM_BEAMS, LENGTH_PENALTY = "num_beams", "length_penalty"
 OPERATOR_DOMAIN = "com.microsoft"
-# The operator's inputs, in its order; "" is an optional input left out.
-GRAPH_INPUTS = (
-    "input_ids",
-    MAX_LENGTH,
-    "min_length",
-    "num_beams",
-    "num_return_sequences",
-    "length_penalty",
+SEQUENCES = "sequences"
+# The operator's inputs inside the loop body, in its order; "" is an optional input left out.
+OPERATOR_INPUTS = (
+    "row_ids",
+    ROW_MAX_LENGTH,
+    "min_length",  # an initializer: 0
+    "row_num_beams",
+    "num_return_sequences",  # an initializer: 1
+    LENGTH_PENALTY,
     "",  # repetition_penalty: HF's default (1.0) for Marian
     "vocab_mask",  # an initializer: the checkpoint's banned ids
     "",  # prefix_vocab_mask
-    "attention_mask",
+    "row_mask",
 )
-SEQUENCES = "sequences"
 
 
 @dataclass(frozen=True)
@@ -253,9 +255,10 @@ def _export(module, example, path, inputs, outputs, axes) -> Path:
 
 
 def as_subgraph(path: Path, int8_dynamic: bool = False) -> onnx.ModelProto:
-    """The exported model with ``max_length`` read from the outer graph instead of an input;
-    with ``int8_dynamic``, its MatMul weights quantised first (ONNX Runtime's
-    ``quantize_dynamic``, as ``--precision int8-dynamic`` does to the step models)."""
+    """The exported model with ``max_length`` read from the outer scope instead of an input
+    (the row's limit, ``ROW_MAX_LENGTH`` in the loop body that holds the operator); with
+    ``int8_dynamic``, its MatMul weights quantised first (ONNX Runtime's ``quantize_dynamic``,
+    as ``--precision int8-dynamic`` does to the step models)."""
     if int8_dynamic:
         from triton_kit.build_engines.precision.int8_dynamic import to_int8_dynamic
 
@@ -264,19 +267,73 @@ def as_subgraph(path: Path, int8_dynamic: bool = False) -> onnx.ModelProto:
     for value in list(proto.graph.input):
         if value.name == MAX_LENGTH:
             proto.graph.input.remove(value)
+    for node in proto.graph.node:
+        node.input[:] = [ROW_MAX_LENGTH if name == MAX_LENGTH else name for name in node.input]
     return proto
+
+
+def _constant(name: str, values: list, dtype: int = TensorProto.INT64, dims=None):
+    """A Constant node giving ``name`` (a 1-D tensor, or ``dims``)."""
+    shape = [len(values)] if dims is None else dims
+    return helper.make_node(
+        "Constant", [], [name], value=helper.make_tensor(name, dtype, shape, values)
+    )
+
+
+def _row_nodes(tokens: SearchTokens) -> list[onnx.NodeProto]:
+    """The loop body before the operator: row ``i`` of the batch, its padding cut off (the
+    ``nmt`` model pads on the right), and its own beam size and limit as [1] tensors."""
+    return [
+        _constant("axis_0", [0]),
+        _constant("axis_1", [1]),
+        _constant("start_0", [0], TensorProto.INT32),
+        _constant("axis_1_i32", [1], TensorProto.INT32),
+        helper.make_node("Unsqueeze", ["i", "axis_0"], ["row"]),
+        helper.make_node("Gather", ["input_ids", "row"], ["row_ids_padded"], axis=0),
+        helper.make_node("Gather", ["attention_mask", "row"], ["row_mask_padded"], axis=0),
+        helper.make_node("ReduceSum", ["row_mask_padded", "axis_1"], ["row_length"], keepdims=0),
+        helper.make_node(
+            "Slice", ["row_ids_padded", "start_0", "row_length", "axis_1_i32"], ["row_ids"]
+        ),
+        helper.make_node(
+            "Slice", ["row_mask_padded", "start_0", "row_length", "axis_1_i32"], ["row_mask"]
+        ),
+        helper.make_node("Gather", [NUM_BEAMS, "row"], ["row_num_beams"], axis=0),
+        helper.make_node("Gather", [MAX_LENGTH, "row"], [ROW_MAX_LENGTH], axis=0),
+    ]
+
+
+def _padding_nodes(tokens: SearchTokens) -> list[onnx.NodeProto]:
+    """The loop body after the operator: ``[1, 1, length]`` to ``[1, longest]``, pad after."""
+    return [
+        _constant("row_shape", [1, -1]),
+        _constant("zeros_3", [0, 0, 0]),
+        _constant("index_1", [1]),
+        _constant("pad_value", [tokens.pad_token_id], TensorProto.INT32, dims=[]),
+        helper.make_node("Reshape", ["row_sequences", "row_shape"], ["row_flat"]),
+        helper.make_node("Shape", ["row_flat"], ["row_flat_shape"]),
+        helper.make_node("Gather", ["row_flat_shape", "index_1"], ["row_width"], axis=0),
+        helper.make_node("Sub", ["longest", "row_width"], ["row_missing"]),
+        helper.make_node("Concat", ["zeros_3", "row_missing"], ["row_pads"], axis=0),
+        helper.make_node("Pad", ["row_flat", "row_pads", "pad_value"], ["row_out"]),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    ]
 
 
 def build_generation_model(
     encoder: onnx.ModelProto, decoder: onnx.ModelProto, tokens: SearchTokens
 ) -> onnx.ModelProto:
-    """The one-node graph: BeamSearch over the two subgraphs; ``sequences [batch, returned,
-    max_length]`` (int32, start token first, pad after the end)."""
+    """A Loop over the batch's rows whose body is one BeamSearch over the two subgraphs, one
+    sentence at a time (the operator cannot batch sentences exactly, module
+    triton_kit/python_models/nmt/generate.py), so a whole batch is one call to the served
+    model. Inputs: ``input_ids``/``attention_mask [batch, source]`` (int32, padded on the
+    right), ``num_beams``/``max_length [batch]`` (int32, one per row), ``length_penalty
+    [1]``. Output: ``sequences [batch, longest]`` (int32, start token first, pad after)."""
     encoder.graph.name, decoder.graph.name = "marian encoder", "marian decoder"
-    node = helper.make_node(
+    search = helper.make_node(
         "BeamSearch",
-        inputs=list(GRAPH_INPUTS),
-        outputs=[SEQUENCES],
+        inputs=list(OPERATOR_INPUTS),
+        outputs=["row_sequences"],
         name="BeamSearch_marian",
         domain=OPERATOR_DOMAIN,
         eos_token_id=tokens.eos_token_id,
@@ -288,26 +345,45 @@ def build_generation_model(
         encoder=encoder.graph,
         decoder=decoder.graph,
     )
+    body = helper.make_graph(
+        [*_row_nodes(tokens), search, *_padding_nodes(tokens)],
+        "one sentence",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("row_out", TensorProto.INT32, [1, "longest"]),
+        ],
+    )
     vocab_mask = [0 if i in tokens.banned_token_ids else 1 for i in range(tokens.vocab_size)]
-    scalar = [1]
+    nodes = [
+        helper.make_node("Shape", ["input_ids"], ["ids_shape"], end=1),
+        helper.make_node("Squeeze", ["ids_shape"], ["rows"]),
+        helper.make_node("ReduceMax", [MAX_LENGTH], ["longest_i32"], keepdims=1),
+        helper.make_node("Cast", ["longest_i32"], ["longest"], to=TensorProto.INT64),
+        helper.make_node("Loop", ["rows", ""], ["rows_out"], body=body),
+        _constant("out_shape", [0, -1]),
+        helper.make_node("Reshape", ["rows_out", "out_shape"], [SEQUENCES]),
+    ]
+    batch = ["batch"]
     graph = helper.make_graph(
-        [node],
-        "marian beam search",
+        nodes,
+        "marian beam search, sentence by sentence",
         [
             helper.make_tensor_value_info("input_ids", TensorProto.INT32, ["batch", "source"]),
-            helper.make_tensor_value_info(MAX_LENGTH, TensorProto.INT32, scalar),
-            helper.make_tensor_value_info("min_length", TensorProto.INT32, scalar),
-            helper.make_tensor_value_info("num_beams", TensorProto.INT32, scalar),
-            helper.make_tensor_value_info("num_return_sequences", TensorProto.INT32, scalar),
-            helper.make_tensor_value_info("length_penalty", TensorProto.FLOAT, scalar),
             helper.make_tensor_value_info("attention_mask", TensorProto.INT32, ["batch", "source"]),
+            helper.make_tensor_value_info(NUM_BEAMS, TensorProto.INT32, batch),
+            helper.make_tensor_value_info(MAX_LENGTH, TensorProto.INT32, batch),
+            helper.make_tensor_value_info(LENGTH_PENALTY, TensorProto.FLOAT, [1]),
         ],
+        [helper.make_tensor_value_info(SEQUENCES, TensorProto.INT32, ["batch", "length"])],
         [
-            helper.make_tensor_value_info(
-                SEQUENCES, TensorProto.INT32, ["batch", "returned", "length"]
-            )
+            helper.make_tensor("vocab_mask", TensorProto.INT32, [tokens.vocab_size], vocab_mask),
+            helper.make_tensor("min_length", TensorProto.INT32, [1], [0]),
+            helper.make_tensor("num_return_sequences", TensorProto.INT32, [1], [1]),
         ],
-        [helper.make_tensor("vocab_mask", TensorProto.INT32, [tokens.vocab_size], vocab_mask)],
     )
     opsets = [helper.make_opsetid("", onnx_export.DEFAULT_OPSET)]
     opsets.append(helper.make_opsetid(OPERATOR_DOMAIN, 1))

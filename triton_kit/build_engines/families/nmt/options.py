@@ -48,8 +48,9 @@ class NmtOptions:
     verify_sentences: int = 16
     # Where the transformer's beam search runs. "python" by default, chosen by measurement:
     # ONNX Runtime 1.32's BeamSearch operator cannot batch sentences (its done-check reads a
-    # neighbour's scores), so one sentence a call served 0.17-0.39x CTranslate2 int8
-    # (benchmarks/results/nmt_in_engine.md); the TorchScript search (--engine torch) batches
+    # neighbour's scores), so its graph loops over a batch's rows one sentence at a time, and
+    # served it ran 0.59-0.95x today's search (benchmarks/results/nmt_engine_search.md); the
+    # TorchScript search (--engine torch) batches
     # and is served as fast as in process, but runs slower than the Python search over the
     # ONNX Runtime step models on the 2-core CPU (benchmarks/results/nmt.md); on the H100 the
     # two searches over fp16 TorchScript steps serve about equally (gpu_nmt.md).

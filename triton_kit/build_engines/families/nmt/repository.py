@@ -99,21 +99,22 @@ def decoder_config(
 
 
 def generate_config(options: BuildOptions) -> ModelConfig:
-    """max_batch_size 0: the operator's settings are [1] tensors, one value a call, and the
-    ``nmt`` model sends one sentence a call (triton_kit/python_models/nmt/generate.py says why)."""
-    scalar = (1,)
+    """ONNX Runtime's BeamSearch graph (a Loop over the rows, generation_graph.py): the ``nmt``
+    model sends its whole padded batch in one call, one ``num_beams`` and ``max_length`` per
+    row. max_batch_size 0 with a variable batch dimension, not Triton's batcher: its one caller
+    (the ``nmt`` instance) already sends whole batches, calls of different source widths could
+    not be merged without padding, and ``length_penalty`` is one value a call."""
+    rows, padded = (-1,), (-1, -1)
     return onnx_model_config(
         GENERATE,
         inputs=[
-            Tensor("input_ids", "INT32", (-1, -1)),
-            Tensor("max_length", "INT32", scalar),
-            Tensor("min_length", "INT32", scalar),
-            Tensor("num_beams", "INT32", scalar),
-            Tensor("num_return_sequences", "INT32", scalar),
-            Tensor("length_penalty", "FP32", scalar),
-            Tensor("attention_mask", "INT32", (-1, -1)),
+            Tensor("input_ids", "INT32", padded),
+            Tensor("attention_mask", "INT32", padded),
+            Tensor("num_beams", "INT32", rows),
+            Tensor("max_length", "INT32", rows),
+            Tensor("length_penalty", "FP32", (1,)),
         ],
-        outputs=[Tensor("sequences", "INT32", (-1, -1, -1))],
+        outputs=[Tensor("sequences", "INT32", padded)],
         max_batch_size=0,
         instances=options.instances,
         threads=options.threads,
