@@ -43,6 +43,11 @@ if [[ -d "$carry/debs" ]]; then
     # The machine's onnxruntime is CPU-only; the GPU run serves TorchScript, so a failure
     # here is logged, not fatal (the launcher refuses any model that would need it).
     native onnxruntime 2>&1 | tee -a "$out/backends-build.log" || true
+    # Triton's newer pytorch backend, for AOTInductor packages (served as pytorch_aoti).
+    if [[ -d "$carry/aoti-src" ]] && PYTHONPATH=/tmp/site:$PWD bash scripts/gpu/aoti_backend.sh \
+            "$carry" /tmp/aoti-backend 2>&1 | tee -a "$out/backends-build.log"; then
+        export TRITON_KIT_AOTI_BACKEND=/tmp/aoti-backend/libtriton_pytorch_aoti.so
+    fi
 fi
 venv=/tmp/stub-venv
 python3 -m venv --without-pip "$venv"

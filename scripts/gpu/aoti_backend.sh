@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Triton's pytorch backend with AOTInductor support (platform "torch_aoti", added in r26.03),
+# built against this machine's torch for the Triton 2.51 the kit embeds, and served there under
+# its own backend name, pytorch_aoti (issue 30). Triton 2.51 refuses platform "torch_aoti" for
+# backend "pytorch" but accepts any platform for a backend it does not know; both speak backend
+# API 1.19. The r24.10 "pytorch" backend stays as it is for TorchScript.
+#
+# Sources: CARRY/aoti-src/*.tar.gz, git archives of pytorch_backend (main, 266fd38: its PT2
+# call-spec parser; r26.03's counts the call spec's two strings as two inputs), backend r26.02,
+# core r26.03 and common (main: the TritonJson MemberIs* the parser uses); sha256 in SHA256SUMS.
+# Checked on CPU here (torch 2.13): an AOTInductor MLP served through it matched in process.
+# Usage: scripts/gpu/aoti_backend.sh CARRY DEST_DIR   (writes DEST_DIR/libtriton_pytorch_aoti.so)
+set -euo pipefail
+carry=$1; dest=$2
+py=${PYTHON:-python3}
+work=$(mktemp -d /tmp/aoti-backend-XXXX); src=$work/src
+mkdir -p "$src" "$dest"
+(cd "$carry/aoti-src" && sha256sum -c --quiet SHA256SUMS)
+for archive in "$carry"/aoti-src/*.tar.gz; do tar -C "$src" -xzf "$archive"; done
+# The r26 sources ask for CMake 3.31.8; nothing this build uses needs more than 3.18.
+sed -i -E 's/cmake_minimum_required ?\(VERSION 3\.31\.8\)/cmake_minimum_required(VERSION 3.18)/' \
+    "$src"/*/CMakeLists.txt "$src/core/src/CMakeLists.txt"
+# common's test folder downloads googletest.
+sed -i 's/^\(\s*\)add_subdirectory(test)/\1# add_subdirectory(test)/' "$src/common/src/CMakeLists.txt"
+# The GPU machine has no Python headers; only OpTree (off) needs them.
+sed -i 's/COMPONENTS Interpreter Development.Module)/COMPONENTS Interpreter)/' "$src/pytorch_backend/CMakeLists.txt"
+# torch::cuda::device_count() needs <torch/cuda.h> with recent torch headers.
+sed -i '1i #include <torch/cuda.h>' "$src/pytorch_backend/src/pt/model_instance_state.cc" \
+    "$src/pytorch_backend/src/pt2/model_instance_state.cc"
+torch_dir=$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+gpu=$("$py" -c 'import torch; print("ON" if torch.version.cuda else "OFF")')
+CUDA_ARCH_LIST=${CUDA_ARCH_LIST:-9.0} cmake -G Ninja -S "$src/pytorch_backend" -B "$work/build" \
+    -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CXX_FLAGS=-Wno-error=maybe-uninitialized -Wno-error=deprecated-declarations" \
+    -DFETCHCONTENT_FULLY_DISCONNECTED=ON \
+    "-DFETCHCONTENT_SOURCE_DIR_REPO-COMMON=$src/common" \
+    "-DFETCHCONTENT_SOURCE_DIR_REPO-CORE=$src/core" \
+    "-DFETCHCONTENT_SOURCE_DIR_REPO-BACKEND=$src/backend" \
+    "-DTRITON_ENABLE_GPU=$gpu" -DTRITON_MIN_CXX_STANDARD=20 \
+    -DTRITON_PYTORCH_ENABLE_TORCHVISION=OFF -DTRITON_PYTORCH_ENABLE_TORCHTRT=OFF \
+    -DTRITON_PYTORCH_NVSHMEM=OFF -DTRITON_PYTORCH_OPTREE=OFF \
+    "-DTRITON_PYTORCH_INCLUDE_PATHS=$torch_dir/include;$torch_dir/include/torch/csrc/api/include" \
+    "-DTRITON_PYTORCH_LIB_PATHS=$torch_dir/lib" > "$work/configure.log" 2>&1 \
+    || { tail -40 "$work/configure.log"; exit 1; }
+cmake --build "$work/build" --target triton-pytorch-backend -j "$(nproc)" > "$work/compile.log" 2>&1 \
+    || { grep -A6 -E 'error|FAILED' "$work/compile.log" | head -60; exit 1; }
+lib=$dest/libtriton_pytorch_aoti.so
+cp "$work/build/libtriton_pytorch.so" "$lib"
+# The nvidia-pytriton wheel renames libtritonserver.so; the backend must NEED that name.
+server_lib=$("$py" -c 'from triton_kit.server.native_backends.__main__ import _wheel_server_library as f; print(f() or "")')
+if [[ -n "$server_lib" ]]; then patchelf --replace-needed libtritonserver.so "$server_lib" "$lib"; fi
+patchelf --set-rpath "$torch_dir/lib" "$lib"
+echo "built $lib (GPU $gpu) against torch $("$py" -c 'import torch; print(torch.__version__)')"

@@ -1,0 +1,314 @@
+"""The AOTInductor engine on the GPU: built, checked, timed in process and served natively.
+
+    python -m triton_kit.benchmarks.gpu.aoti --out OUT --backend-lib LIB [--seconds 2]
+
+Issue 30 asks for a compiled engine Triton serves without the python stub. Triton's
+pytorch backend loads AOTInductor packages (``platform: "torch_aoti"``) from r26.03 on;
+``LIB`` is that backend built on the GPU machine (``scripts/gpu/aoti_backend.sh``) and
+served under its own name, ``pytorch_aoti`` (Triton 2.51 accepts any platform for a
+backend it does not know, and the backend API is the same 1.19).
+
+Steps (``aoti.json`` is rewritten after each, so a run cut short keeps what it measured):
+
+1. ``build``: ResNet-50 FP16 (channels_last, UINT8 NHWC input), ``torch.export`` with a
+   dynamic batch (1..256), ``aoti_compile_and_package``. Every compile and link command is
+   logged. ``--shared-cxx`` drops ``-static-libstdc++``/``-static-libgcc`` from them: on the
+   H100's torch 2.11 the package's .so carried its own libstdc++, and its ``std::regex``
+   (``parse_device_str``) crashed on the process's locale (cuda-gdb backtrace, gpu.md).
+2. ``check``: the package loaded in a child process; logits against the eager module.
+3. ``in_process``: the loaded package at batch 1/64/256, host copies included.
+4. ``served``: one-image requests through perf_analyzer at c256 (then c1), the package
+   through ``pytorch_aoti`` at 1/2/4 instances, and TorchScript through Triton's own pytorch
+   backend (4 instances), all on one bare ``tritonserver``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton_kit.benchmarks.gpu.load import stats, timed_loop
+from triton_kit.benchmarks.gpu.models import resnet50_uint8
+from triton_kit.benchmarks.gpu.settings import Settings
+
+PREFERRED = (64, 128, 256)
+AOTI_BACKEND = "pytorch_aoti"
+
+
+@dataclass(frozen=True)
+class Options:
+    out: Path
+    backend_lib: Path | None
+    seconds: float
+    shared_cxx: bool
+    instances: tuple[int, ...]
+    smoke: bool = False  # CPU, tiny ResNet, 2 clients: checks the code where there is no GPU
+
+    @property
+    def settings(self) -> Settings:
+        device = "cpu" if self.smoke else "cuda"
+        return Settings(out=self.out, device=device, seconds=self.seconds, smoke=self.smoke)
+
+    @property
+    def concurrency(self) -> int:
+        return self.settings.concurrency(256)
+
+
+def parse(argv: list[str] | None) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--backend-lib",
+        type=Path,
+        default=os.environ.get("TRITON_KIT_AOTI_BACKEND"),
+        help="the pytorch backend r26.03 or newer (default: $TRITON_KIT_AOTI_BACKEND, which "
+        "scripts/gpu/bench.sh sets when it built one)",
+    )
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--shared-cxx", action=argparse.BooleanOptionalAction, default=True,
+                        help="link the package's .so against the shared libstdc++")  # fmt: skip
+    parser.add_argument("--instances", default="1,2,4")
+    parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
+    args = parser.parse_args(argv)
+    instances = tuple(int(n) for n in args.instances.split(","))
+    return Options(args.out, args.backend_lib, args.seconds, args.shared_cxx, instances, args.smoke)
+
+
+class Results:
+    def __init__(self, path: Path) -> None:
+        self.path, self.data = path, {}
+
+    def step(self, name: str, fn):
+        print(f"== {name}", flush=True)
+        started = time.perf_counter()
+        try:
+            value = fn()
+            self.data[name] = value
+        except Exception:
+            value = None
+            self.data.setdefault("errors", {})[name] = traceback.format_exc()
+            print(self.data["errors"][name], flush=True)
+        self.data.setdefault("seconds", {})[name] = round(time.perf_counter() - started, 1)
+        self.path.write_text(json.dumps(self.data, indent=2, default=str) + "\n")
+        return value
+
+
+def logged_compiles(log: Path, shared_cxx: bool) -> None:
+    """Log (and optionally edit) every command Inductor's C++ builder runs."""
+    from torch._inductor import cpp_builder
+
+    original = cpp_builder._run_compile_cmd
+    static = ("-static-libstdc++", "-static-libgcc")
+
+    def run(cmd_line: str, cwd: str) -> None:
+        edited = cmd_line
+        if shared_cxx:
+            for flag in static:
+                edited = edited.replace(flag, "")
+        with log.open("a") as sink:
+            sink.write(f"{cmd_line}\n" + (f"EDITED: {edited}\n" if edited != cmd_line else ""))
+        original(edited, cwd)
+
+    cpp_builder._run_compile_cmd = run
+
+
+def build(module, package: Path, options: Options) -> dict:
+    import torch
+
+    logged_compiles(options.out / "aoti-compile-commands.txt", options.shared_cxx)
+    module = module.to(memory_format=torch.channels_last)
+    device = options.settings.device
+    x = torch.randint(0, 256, (8, 224, 224, 3), dtype=torch.uint8, device=device)
+    batch = torch.export.Dim("batch", min=1, max=256)
+    started = time.perf_counter()
+    with torch.no_grad():
+        program = torch.export.export(module, (x,), dynamic_shapes=({0: batch},))
+        torch._inductor.aoti_compile_and_package(program, package_path=str(package))
+        reference = module(x).float().cpu()
+    torch.save({"x": x.cpu(), "logits": reference}, str(package) + ".ref")
+    return {"build_s": round(time.perf_counter() - started, 1), "libraries": needed(package)}
+
+
+def needed(package: Path) -> dict:
+    """Each .so in the package: its NEEDED libraries (is libstdc++ shared or inside?)."""
+    work = Path(tempfile.mkdtemp(prefix="aoti-so-"))
+    with zipfile.ZipFile(package) as archive:
+        names = [n for n in archive.namelist() if n.endswith(".so")]
+        archive.extractall(work, names)
+    found = {}
+    for name in names:
+        dynamic = subprocess.run(["readelf", "-d", str(work / name)], capture_output=True,
+                                 text=True).stdout  # fmt: skip
+        found[Path(name).name] = [ln.split("[")[1].rstrip("]") for ln in dynamic.splitlines()
+                                  if "(NEEDED)" in ln]  # fmt: skip
+    return found
+
+
+CHECK = r"""
+import faulthandler, sys, torch
+faulthandler.enable()
+path, device = sys.argv[1], sys.argv[2]
+runner = torch._inductor.aoti_load_package(path)
+ref = torch.load(path + ".ref")
+y = runner(ref["x"].to(device)).float().cpu()
+top = (y.argmax(1) == ref["logits"].argmax(1)).float().mean().item()
+print({"max_abs_diff": float((y - ref["logits"]).abs().max()), "top1_agreement": top})
+"""
+
+
+def check(package: Path, device: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", CHECK, str(package), device], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    return {"rc": done.returncode, "stdout": done.stdout[-2000:], "stderr": done.stderr[-3000:]}
+
+
+def in_process(package: Path, settings: Settings, batches=(1, 64, 256)) -> dict:
+    import numpy as np
+    import torch
+
+    runner = torch._inductor.aoti_load_package(str(package))
+    rng = np.random.default_rng(0)
+    rows = {}
+    for batch in batches:
+        host = torch.from_numpy(rng.integers(0, 256, (batch, 224, 224, 3), dtype=np.uint8))
+        if settings.gpu:
+            host = host.pin_memory()
+
+        def run(host=host):
+            with torch.inference_mode():
+                return runner(host.to(settings.device, non_blocking=True)).cpu()
+
+        latencies = timed_loop(run, settings.seconds)
+        rows[f"bs{batch}"] = {
+            **stats(latencies),
+            "items_per_s": batch * len(latencies) / sum(latencies),
+        }
+        print(batch, rows[f"bs{batch}"], flush=True)
+    return rows
+
+
+def aoti_config(name: str, instances: int, gpu: bool) -> str:
+    preferred = ", ".join(str(b) for b in PREFERRED)
+    kind = "kind: KIND_GPU gpus: [ 0 ]" if gpu else "kind: KIND_CPU"
+    return f"""name: "{name}"
+backend: "{AOTI_BACKEND}"
+platform: "torch_aoti"
+max_batch_size: 256
+input [ {{ name: "INPUT__0" data_type: TYPE_UINT8 dims: [ 224, 224, 3 ] }} ]
+output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }} ]
+instance_group [ {{ {kind} count: {instances} }} ]
+dynamic_batching {{ max_queue_delay_microseconds: 2000 preferred_batch_size: [ {preferred} ] }}
+"""
+
+
+def torchscript_baseline(module, settings: Settings) -> Path:
+    """The TorchScript the native pytorch backend serves (gpu.md's ``native_i4_d2000p``),
+    traced before the AOTI build turns the module channels_last."""
+    from triton_kit.benchmarks.gpu.serving import traced
+
+    path = Path(tempfile.mkdtemp(prefix="ts-")) / "model.pt"
+    traced(module, settings, False).save(str(path))
+    return path
+
+
+def write_repository(
+    repo: Path, package: Path, model_pt: Path, settings: Settings, options: Options
+) -> list[str]:
+    from triton_kit.benchmarks.gpu.serving import PREFERRED as TS_PREFERRED
+    from triton_kit.benchmarks.gpu.serving import Variant, write_variant
+
+    names = []
+    for count in options.instances:
+        name = f"aoti_i{count}_d2000p"
+        (repo / name / "1").mkdir(parents=True)
+        shutil.copy2(package, repo / name / "1" / "model.pt2")
+        (repo / name / "config.pbtxt").write_text(aoti_config(name, count, settings.gpu))
+        names.append(name)
+    write_variant(repo, Variant("native_i4_d2000p", 4, 2000, TS_PREFERRED), model_pt, settings)
+    return [*names, "native_i4_d2000p"]
+
+
+def served(repo: Path, names: list[str], options: Options) -> dict:
+    from triton_kit.benchmarks.launcher import bare_command, measure
+    from triton_kit.server.binary import assemble_backend_dir, find_installation, server_environment
+    from triton_kit.server.launcher import free_ports, wait_ready
+
+    installation = find_installation()
+    backends = assemble_backend_dir(installation, Path(tempfile.mkdtemp(prefix="aoti-b-")) / "b")
+    if options.backend_lib is not None:
+        (backends / AOTI_BACKEND).mkdir(exist_ok=True)
+        shutil.copy2(options.backend_lib, backends / AOTI_BACKEND / f"libtriton_{AOTI_BACKEND}.so")
+    ports = free_ports(3)
+    log = options.out / "aoti-tritonserver.log"
+    with log.open("ab") as sink:
+        process = subprocess.Popen([*bare_command(repo, backends, ports), "--log-verbose=0"],
+                                   env=server_environment(installation), stdout=sink,
+                                   stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    rows: dict = {}
+    try:
+        if not wait_ready(f"http://127.0.0.1:{ports[0]}", 600.0):
+            return {"error": "server not ready; see aoti-tritonserver.log"}
+        url = f"127.0.0.1:{ports[1]}"
+        for name in names:
+            key = f"{name}_c{options.concurrency}"
+            rows[key] = measure(url, name, options.concurrency, options.seconds, options.out)
+            print(name, rows[key], flush=True)
+        for name in names:
+            rows[f"{name}_c1"] = measure(url, name, 1, options.seconds, options.out)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+    return rows
+
+
+def run(options: Options) -> dict:
+    import torch
+
+    settings = options.settings
+    results = Results(options.out / "aoti.json")
+    module = resnet50_uint8(settings).to(settings.device).eval()
+    package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / "resnet50.pt2"
+    model_pt = torchscript_baseline(module, settings)
+    results.step("build", lambda: build(module, package, options))
+    loaded = results.step("check", lambda: check(package, settings.device))
+    if not loaded or loaded["rc"] != 0:
+        return results.data
+    batches = (1, 2) if options.smoke else (1, 64, 256)
+    results.step("in_process", lambda: in_process(package, settings, batches))
+    if settings.gpu:
+        torch.cuda.empty_cache()
+    repo = Path(tempfile.mkdtemp(prefix="aoti-repo-"))
+    names = results.step(
+        "repository", lambda: write_repository(repo, package, model_pt, settings, options)
+    )
+    if settings.gpu:
+        torch.cuda.empty_cache()
+    if names:
+        results.step("served", lambda: served(repo, names, options))
+    return results.data
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse(argv)
+    options.out.mkdir(parents=True, exist_ok=True)
+    data = run(options)
+    print(json.dumps({k: v for k, v in data.items() if k != "errors"}, default=str)[:6000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
