@@ -12,9 +12,10 @@ Steps (``aoti.json`` is rewritten after each, so a run cut short keeps what it m
 
 1. ``build``: ResNet-50 FP16 (channels_last, UINT8 NHWC input), ``torch.export`` with a
    dynamic batch (1..256), ``aoti_compile_and_package``. Every compile and link command is
-   logged. ``--shared-cxx`` drops ``-static-libstdc++``/``-static-libgcc`` from them: on the
-   H100's torch 2.11 the package's .so carried its own libstdc++, and its ``std::regex``
-   (``parse_device_str``) crashed on the process's locale (cuda-gdb backtrace, gpu.md).
+   logged, with the libraries the package's .so needs. ``--cxx`` picks Inductor's C++
+   compiler: on the H100 machine Inductor took ``/opt/gcc/bin/g++``, whose link put a
+   static libstdc++ into the .so, and that copy's ``std::regex`` (``parse_device_str``)
+   crashed on the process's shared-libstdc++ locale (cuda-gdb backtrace, gpu.md).
 2. ``check``: the package loaded in a child process; logits against the eager module.
 3. ``in_process``: the loaded package at batch 1/64/256, host copies included.
 4. ``served``: one-image requests through perf_analyzer at c256 (then c1), the package
@@ -51,7 +52,7 @@ class Options:
     out: Path
     backend_lib: Path | None
     seconds: float
-    shared_cxx: bool
+    cxx: str | None  # Inductor's C++ compiler; None: its own choice ($CXX, else g++)
     instances: tuple[int, ...]
     smoke: bool = False  # CPU, tiny ResNet, 2 clients: checks the code where there is no GPU
 
@@ -76,13 +77,15 @@ def parse(argv: list[str] | None) -> Options:
         "scripts/gpu/bench.sh sets when it built one)",
     )
     parser.add_argument("--seconds", type=float, default=2.0)
-    parser.add_argument("--shared-cxx", action=argparse.BooleanOptionalAction, default=True,
-                        help="link the package's .so against the shared libstdc++")  # fmt: skip
+    parser.add_argument(
+        "--cxx", default=os.environ.get("TRITON_KIT_AOTI_CXX"),
+        help="C++ compiler for the package (default: Inductor's own, $CXX or g++)",
+    )  # fmt: skip
     parser.add_argument("--instances", default="1,2,4")
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
-    return Options(args.out, args.backend_lib, args.seconds, args.shared_cxx, instances, args.smoke)
+    return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke)
 
 
 class Results:
@@ -104,21 +107,16 @@ class Results:
         return value
 
 
-def logged_compiles(log: Path, shared_cxx: bool) -> None:
-    """Log (and optionally edit) every command Inductor's C++ builder runs."""
+def logged_compiles(log: Path) -> None:
+    """Log every command Inductor's C++ builder runs (which compiler, which link flags)."""
     from torch._inductor import cpp_builder
 
     original = cpp_builder._run_compile_cmd
-    static = ("-static-libstdc++", "-static-libgcc")
 
     def run(cmd_line: str, cwd: str) -> None:
-        edited = cmd_line
-        if shared_cxx:
-            for flag in static:
-                edited = edited.replace(flag, "")
         with log.open("a") as sink:
-            sink.write(f"{cmd_line}\n" + (f"EDITED: {edited}\n" if edited != cmd_line else ""))
-        original(edited, cwd)
+            sink.write(cmd_line + "\n")
+        original(cmd_line, cwd)
 
     cpp_builder._run_compile_cmd = run
 
@@ -126,7 +124,9 @@ def logged_compiles(log: Path, shared_cxx: bool) -> None:
 def build(module, package: Path, options: Options) -> dict:
     import torch
 
-    logged_compiles(options.out / "aoti-compile-commands.txt", options.shared_cxx)
+    logged_compiles(options.out / "aoti-compile-commands.txt")
+    if options.cxx:
+        torch._inductor.config.cpp.cxx = (None, options.cxx)
     module = module.to(memory_format=torch.channels_last)
     device = options.settings.device
     x = torch.randint(0, 256, (8, 224, 224, 3), dtype=torch.uint8, device=device)
@@ -137,7 +137,12 @@ def build(module, package: Path, options: Options) -> dict:
         torch._inductor.aoti_compile_and_package(program, package_path=str(package))
         reference = module(x).float().cpu()
     torch.save({"x": x.cpu(), "logits": reference}, str(package) + ".ref")
-    return {"build_s": round(time.perf_counter() - started, 1), "libraries": needed(package)}
+    return {
+        "build_s": round(time.perf_counter() - started, 1),
+        "cxx": torch._inductor.config.cpp.cxx[1],
+        "env_cxx": os.environ.get("CXX"),
+        "libraries": needed(package),
+    }
 
 
 def needed(package: Path) -> dict:
