@@ -214,6 +214,7 @@ input [ {{ name: "INPUT__0" data_type: TYPE_UINT8 dims: [ 224, 224, 3 ] }} ]
 output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }} ]
 instance_group [ {{ {kind} count: {instances} }} ]
 dynamic_batching {{ max_queue_delay_microseconds: 2000 preferred_batch_size: [ {preferred} ] }}
+optimization {{ output_pinned_memory {{ enable: false }} }}
 """
 
 
@@ -245,32 +246,46 @@ def write_repository(
 
 
 def served(repo: Path, names: list[str], options: Options) -> dict:
-    from triton_kit.benchmarks.launcher import bare_command, measure
-    from triton_kit.server.binary import assemble_backend_dir, find_installation, server_environment
-    from triton_kit.server.launcher import free_ports, wait_ready
+    """Each model on a server of its own (a crash loses one row, and leaves its log): c256,
+    then c1 for the single-instance package and the TorchScript baseline."""
+    from triton_kit.server.binary import assemble_backend_dir, find_installation
 
     installation = find_installation()
     backends = assemble_backend_dir(installation, Path(tempfile.mkdtemp(prefix="aoti-b-")) / "b")
     if options.backend_lib is not None:
         (backends / AOTI_BACKEND).mkdir(exist_ok=True)
         shutil.copy2(options.backend_lib, backends / AOTI_BACKEND / f"libtriton_{AOTI_BACKEND}.so")
+    rows: dict = {}
+    for name in names:
+        alone = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+        shutil.copytree(repo / name, alone / name)
+        single = name in (names[0], "native_i4_d2000p")
+        rows.update(serve_one(alone, name, backends, options, c1=single))
+    return rows
+
+
+def serve_one(repo: Path, name: str, backends: Path, options: Options, c1: bool) -> dict:
+    from triton_kit.benchmarks.launcher import bare_command, measure
+    from triton_kit.server.binary import find_installation, server_environment
+    from triton_kit.server.launcher import free_ports, wait_ready
+
     ports = free_ports(3)
-    log = options.out / "aoti-tritonserver.log"
+    log = options.out / f"server-{name}.log"
     with log.open("ab") as sink:
-        process = subprocess.Popen([*bare_command(repo, backends, ports), "--log-verbose=0"],
-                                   env=server_environment(installation), stdout=sink,
+        process = subprocess.Popen(bare_command(repo, backends, ports),
+                                   env=server_environment(find_installation()), stdout=sink,
                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     rows: dict = {}
     try:
         if not wait_ready(f"http://127.0.0.1:{ports[0]}", 600.0):
-            return {"error": "server not ready; see aoti-tritonserver.log"}
+            return {f"{name}_error": f"server not ready; see {log.name}"}
         url = f"127.0.0.1:{ports[1]}"
-        for name in names:
-            key = f"{name}_c{options.concurrency}"
-            rows[key] = measure(url, name, options.concurrency, options.seconds, options.out)
-            print(name, rows[key], flush=True)
-        for name in names:
+        key = f"{name}_c{options.concurrency}"
+        rows[key] = measure(url, name, options.concurrency, options.seconds, options.out)
+        print(name, rows[key], flush=True)
+        if c1 and process.poll() is None:
             rows[f"{name}_c1"] = measure(url, name, 1, options.seconds, options.out)
+        rows[f"{name}_server_alive"] = process.poll() is None
     finally:
         process.send_signal(signal.SIGTERM)
         try:
