@@ -1,0 +1,57 @@
+"""The AOTInductor benchmark's pieces that need no GPU: the served config and the options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+from triton_kit.benchmarks.gpu import aoti
+
+
+def _parsed(text: str) -> model_config_pb2.ModelConfig:
+    config = model_config_pb2.ModelConfig()
+    text_format.Parse(text, config)  # unknown fields fail: Triton would refuse them too
+    return config
+
+
+def test_gpu_config_serves_the_package_through_the_renamed_backend() -> None:
+    config = _parsed(aoti.aoti_config("aoti_i2", 2, gpu=True))
+    assert (config.backend, config.platform) == ("pytorch_aoti", "torch_aoti")
+    assert config.max_batch_size == 256
+    assert [(g.kind, g.count, list(g.gpus)) for g in config.instance_group] == [
+        (model_config_pb2.ModelInstanceGroup.KIND_GPU, 2, [0])
+    ]
+    assert list(config.dynamic_batching.preferred_batch_size) == list(aoti.PREFERRED)
+    assert config.dynamic_batching.max_queue_delay_microseconds == 2000
+    # The crash's frames ran through the responder's pinned-output path (gpu.md).
+    assert config.optimization.output_pinned_memory.enable is False
+    assert [i.name for i in config.input] == ["INPUT__0"]
+    assert [o.name for o in config.output] == ["OUTPUT__0"]
+
+
+def test_cpu_config_has_no_gpu_list() -> None:
+    (group,) = _parsed(aoti.aoti_config("aoti_i1", 1, gpu=False)).instance_group
+    assert group.kind == model_config_pb2.ModelInstanceGroup.KIND_CPU
+    assert list(group.gpus) == []
+
+
+def test_backend_and_compiler_default_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TRITON_KIT_AOTI_BACKEND", "/b/libtriton_pytorch_aoti.so")
+    monkeypatch.setenv("TRITON_KIT_AOTI_CXX", "/usr/bin/g++")
+    options = aoti.parse(["--out", str(tmp_path)])
+    assert options.backend_lib == Path("/b/libtriton_pytorch_aoti.so")
+    assert options.cxx == "/usr/bin/g++"
+    assert options.instances == (1, 2, 4)
+    assert options.settings.device == "cuda" and options.concurrency == 256
+
+
+def test_smoke_runs_on_cpu_with_two_clients(tmp_path: Path) -> None:
+    options = aoti.parse(["--out", str(tmp_path), "--smoke", "--instances", "1"])
+    assert options.settings.device == "cpu"
+    assert options.concurrency == 2
+    assert options.instances == (1,)
