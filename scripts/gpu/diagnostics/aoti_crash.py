@@ -27,8 +27,6 @@ from pathlib import Path
 BUILD = r"""
 import sys, time, torch
 device, path = sys.argv[1], sys.argv[2]
-import json, os
-torch._inductor.config.aot_inductor.package_constants_in_so = os.environ.get("IN_SO", "1") == "1"
 torch.manual_seed(0)
 m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
 m = m.to(device).eval()
@@ -68,9 +66,9 @@ print("ran", r.run([x])[0].shape, flush=True)
 """
 
 
-def child(args: list[str], timeout: int = 300, env: dict | None = None) -> dict:
+def child(args: list[str], timeout: int = 300) -> dict:
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         return {"rc": "timeout", "stdout": str(exc.stdout)[-2000:]}
     return {"rc": done.returncode, "stdout": done.stdout[-4000:], "stderr": done.stderr[-6000:]}
@@ -81,25 +79,12 @@ def shell(command: str) -> str:
     return (done.stdout + done.stderr)[-6000:]
 
 
-def variants(work: Path, rows: dict) -> None:
-    """Loads that change one thing: where the package is extracted, where constants live."""
-    rows["machine"] = shell("grep -E ' /tmp | /dev/shm | / ' /proc/mounts; ulimit -a | head -20;"
-                            " grep -m1 -o -E 'avx512[a-z_]*' /proc/cpuinfo | sort -u | tr '\\n' ' '")
-    cpu = str(work / "mlp-cpu.pt2")
-    env = {**os.environ, "TMPDIR": "/dev/shm"}
-    rows["load-cpu-tmpdir-shm"] = child([sys.executable, "-c", LOAD, "cpu", cpu], env=env)
-    for device in ("cpu", "cuda"):
-        package = str(work / f"mlp-{device}-ondisk.pt2")
-        env = {**os.environ, "IN_SO": "0"}
-        rows[f"build-{device}-constants-apart"] = child([sys.executable, "-c", BUILD, device, package], env=env)
-        rows[f"load-{device}-constants-apart"] = child([sys.executable, "-c", LOAD, device, package])
-
-
 def main(out: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="aoti-crash-"))
+    versions = "import torch, sys; print(torch.__version__, torch.version.cuda, sys.version)"
     rows: dict[str, object] = {"versions": shell(
-        f"{sys.executable} -c 'import torch,sys; print(torch.__version__, torch.version.cuda, sys.version)';"
-        " g++ --version | head -1; nvcc --version | tail -2; which cuda-gdb")}
+        f"{sys.executable} -c '{versions}'; g++ --version | head -1; nvcc --version | tail -2;"
+        " which cuda-gdb")}  # fmt: skip
     for device in ("cpu", "cuda"):
         package = str(work / f"mlp-{device}.pt2")
         rows[f"build-{device}"] = child([sys.executable, "-c", BUILD, device, package])
@@ -122,11 +107,9 @@ def main(out: Path) -> None:
             script.write_text(LOAD)
             rows["cuda-gdb"] = shell(
                 f"timeout 240 cuda-gdb -batch -ex 'set pagination off' -ex run -ex 'bt 30' "
-                f"-ex 'info symbol $pc' -ex 'x/8i $pc' -ex 'info registers' "
                 f"--args {sys.executable} {script} cuda {package} 2>&1"
                 " | grep -v -E '^\\[(New|Thread)' | tail -150"
             )
-    variants(work, rows)
     (out / "aoti-crash.json").write_text(json.dumps(rows, indent=2, default=str))
     print(json.dumps({k: (v.get("rc") if isinstance(v, dict) and "rc" in v else "...")
                       for k, v in rows.items()}))  # fmt: skip
