@@ -122,3 +122,19 @@ def test_cpu_torch_build_keeps_the_cpu_default(
     assert {g.kind for g in model.instance_group} == {mc.ModelInstanceGroup.KIND_CPU}
     assert not model.dynamic_batching.preferred_batch_size
     _assert_triton_accepts_the_ensembles(configs)
+
+
+def test_gpu_build_with_cuda_graphs_keeps_the_cpu_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--cuda-graphs`` serves a python model with one graph per batch bucket, not what
+    was measured: it keeps max batch 16 (buckets 1..16) and no GPU batching defaults."""
+    _fake_torch_host(monkeypatch, gpu=True)
+    configs = _build(tmp_path, "--engine", "torch", "--cuda-graphs")
+    model = configs["resnet50_model"]
+    assert model.backend == "python"
+    assert [s.batch_size for s in model.optimization.cuda.graph_spec] == [1, 2, 4, 8, 16]
+    assert {name: configs[name].max_batch_size for name in RESNET_MODELS} == dict.fromkeys(
+        RESNET_MODELS, resnet50.DEFAULT_MAX_BATCH
+    )
+    _assert_triton_accepts_the_ensembles(configs)
