@@ -60,8 +60,17 @@ def _build(tmp_path: Path, *flags: str) -> dict[str, mc.ModelConfig]:
     }
 
 
-def _assert_triton_accepts_the_ensembles(configs: dict[str, mc.ModelConfig]) -> None:
-    """Triton refuses an ensemble whose max_batch_size exceeds any step's."""
+def _built_chain(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, gpu: bool, max_batch: int, *flags: str
+) -> mc.ModelConfig:
+    """Build with ``--engine torch FLAGS``; every model of both chains has ``max_batch``, and
+    Triton accepts the ensembles (it refuses one whose max_batch_size exceeds any step's).
+    Returns resnet50_model's config."""
+    _fake_torch_host(monkeypatch, gpu)
+    configs = _build(tmp_path, "--engine", "torch", *flags)
+    assert {name: configs[name].max_batch_size for name in RESNET_MODELS} == dict.fromkeys(
+        RESNET_MODELS, max_batch
+    )
     ensembles = [c for c in configs.values() if c.platform == "ensemble"]
     assert {c.name for c in ensembles} == {"resnet50", "resnet50_uint8"}
     for ensemble in ensembles:
@@ -71,6 +80,7 @@ def _assert_triton_accepts_the_ensembles(configs: dict[str, mc.ModelConfig]) -> 
                 f"{ensemble.name} max_batch_size {ensemble.max_batch_size} exceeds "
                 f"{step.model_name}'s {inner.max_batch_size}"
             )
+    return configs["resnet50_model"]
 
 
 def test_default_gpu_build_writes_the_configuration_measured_on_the_h100(
@@ -78,50 +88,31 @@ def test_default_gpu_build_writes_the_configuration_measured_on_the_h100(
 ) -> None:
     """benchmarks/results/gpu.md, native_i4_d2000p: max batch 256, 4 GPU instances, 2000 us,
     preferred 64/128/256; the ensembles and their python steps take the same 256."""
-    _fake_torch_host(monkeypatch, gpu=True)
-    configs = _build(tmp_path, "--engine", "torch")
-    model = configs["resnet50_model"]
+    model = _built_chain(monkeypatch, tmp_path, True, 256)
     assert model.platform == "pytorch_libtorch"
-    assert model.max_batch_size == 256
     assert [(g.count, g.kind) for g in model.instance_group] == [
         (4, mc.ModelInstanceGroup.KIND_GPU)
     ]
     assert model.dynamic_batching.max_queue_delay_microseconds == 2000
     assert list(model.dynamic_batching.preferred_batch_size) == [64, 128, 256]
-    assert {name: configs[name].max_batch_size for name in RESNET_MODELS} == dict.fromkeys(
-        RESNET_MODELS, 256
-    )
-    _assert_triton_accepts_the_ensembles(configs)
 
 
 def test_explicit_max_batch_size_wins_on_a_gpu_build(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """``--max-batch-size 128``: every model takes it; preferred sizes above it are dropped."""
-    _fake_torch_host(monkeypatch, gpu=True)
-    configs = _build(tmp_path, "--engine", "torch", "--max-batch-size", "128")
-    model = configs["resnet50_model"]
+    model = _built_chain(monkeypatch, tmp_path, True, 128, "--max-batch-size", "128")
     assert list(model.dynamic_batching.preferred_batch_size) == [64, 128]
     assert model.dynamic_batching.max_queue_delay_microseconds == 2000
-    assert {name: configs[name].max_batch_size for name in RESNET_MODELS} == dict.fromkeys(
-        RESNET_MODELS, 128
-    )
-    _assert_triton_accepts_the_ensembles(configs)
 
 
 def test_cpu_torch_build_keeps_the_cpu_default(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """No GPU visible: max batch 16, CPU instances, no GPU batching."""
-    _fake_torch_host(monkeypatch, gpu=False)
-    configs = _build(tmp_path, "--engine", "torch")
-    model = configs["resnet50_model"]
-    assert {name: configs[name].max_batch_size for name in RESNET_MODELS} == dict.fromkeys(
-        RESNET_MODELS, resnet50.DEFAULT_MAX_BATCH
-    )
+    model = _built_chain(monkeypatch, tmp_path, False, resnet50.DEFAULT_MAX_BATCH)
     assert {g.kind for g in model.instance_group} == {mc.ModelInstanceGroup.KIND_CPU}
     assert not model.dynamic_batching.preferred_batch_size
-    _assert_triton_accepts_the_ensembles(configs)
 
 
 def test_gpu_build_with_cuda_graphs_keeps_the_cpu_default(
@@ -129,12 +120,6 @@ def test_gpu_build_with_cuda_graphs_keeps_the_cpu_default(
 ) -> None:
     """``--cuda-graphs`` serves a python model with one graph per batch bucket, not what
     was measured: it keeps max batch 16 (buckets 1..16) and no GPU batching defaults."""
-    _fake_torch_host(monkeypatch, gpu=True)
-    configs = _build(tmp_path, "--engine", "torch", "--cuda-graphs")
-    model = configs["resnet50_model"]
+    model = _built_chain(monkeypatch, tmp_path, True, resnet50.DEFAULT_MAX_BATCH, "--cuda-graphs")
     assert model.backend == "python"
     assert [s.batch_size for s in model.optimization.cuda.graph_spec] == [1, 2, 4, 8, 16]
-    assert {name: configs[name].max_batch_size for name in RESNET_MODELS} == dict.fromkeys(
-        RESNET_MODELS, resnet50.DEFAULT_MAX_BATCH
-    )
-    _assert_triton_accepts_the_ensembles(configs)
