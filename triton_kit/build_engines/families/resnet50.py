@@ -42,13 +42,19 @@ from triton_kit.build_engines.steps import StepLog, StepSkipped, info, warn
 
 FAMILY = "resnet50"
 NUM_CLASSES = 1000
+# Every build but a native GPU one (ONNX Runtime, TensorRT, torch on CPU or with CUDA graphs).
 DEFAULT_MAX_BATCH = 16
 
-# Chosen on the H100 (benchmarks/results/gpu/issue30-call1, python -m
-# triton_kit.benchmarks.gpu.serving): one-image ResNet-50 requests at c256 through Triton's
-# pytorch backend, 10.1k img/s with these against 8.2k at 4 instances and 100 us, and
-# 5.9k / 2.9k at 1 / 2 instances with them (in process: 13.1k at batch 256).
+# Measured on the H100 in benchmarks/results/gpu.md (row native_i4_d2000p; raw files
+# benchmarks/results/gpu/issue30-call1, python -m triton_kit.benchmarks.gpu.serving):
+# one-image ResNet-50 requests at c256 through Triton's pytorch backend, 10.1k img/s with
+# these against 8.2k at 4 instances and 100 us, and 5.9k / 2.9k at 1 / 2 instances with them
+# (in process: 13.1k at batch 256). The trade-off, same report: +2.1 ms p50 for a lone client.
 GPU_RESNET_BATCHING = GpuBatching(instances=4, queue_delay_us=2000, preferred=(64, 128, 256))
+# The max_batch_size that measurement served with: a native GPU build (--engine torch on a
+# GPU host, no --cuda-graphs) gives it to resnet50_model, both ensembles and their python
+# pre/post-processing models together (an ensemble may not exceed any step's).
+GPU_MAX_BATCH = 256
 # Pre/post-processing batch too: concurrent requests share an execute call, so one bad
 # image must fail alone inside a real batch (tests assert executions < requests).
 PRE_POST_QUEUE_DELAY_US = 1000
@@ -224,7 +230,7 @@ def write_repository(
     diffs: dict[str, float],
 ) -> None:
     repo = options.output_repository
-    max_batch = options.max_batch_size or DEFAULT_MAX_BATCH
+    max_batch = max_batch_size(options)
     pixels = Tensor("PIXELS", "FP32", (3, 224, 224))
     logits = Tensor("LOGITS", "FP32", (NUM_CLASSES,))
     provenance = {
@@ -335,6 +341,21 @@ def preprocess_models(
             (config, {"model.py": python_shim(f"triton_kit.python_models.resnet50.model.{cls}")})
         )
     return models
+
+
+def max_batch_size(options: BuildOptions) -> int:
+    """``--max-batch-size`` where given; else the measured GPU_MAX_BATCH for a native GPU
+    build, DEFAULT_MAX_BATCH for every other."""
+    if options.max_batch_size:
+        return options.max_batch_size
+    return GPU_MAX_BATCH if _native_gpu_build(options) else DEFAULT_MAX_BATCH
+
+
+def _native_gpu_build(options: BuildOptions) -> bool:
+    """Will the model be served by Triton's own pytorch backend on the GPU (what
+    :func:`_native_gpu` finds in its config once built)? A torch build on a GPU host
+    without --cuda-graphs (those make it a python model with one graph per batch bucket)."""
+    return _gpu_preprocessing(options) and not options.tensorrt.cuda_graphs
 
 
 def _native_gpu(config) -> bool:

@@ -1,0 +1,125 @@
+"""The ResNet-50 repository a GPU build writes (issue 30), produced on this CPU machine.
+
+Only what needs CUDA is faked: ``torch.cuda.is_available()`` (``gpu_visible``), scripting the
+module onto the device and the TorchScript-vs-ONNX parity check. Options come from the real
+command-line parser; the family's ``write_repository`` and the torch engine's
+``torch_artifacts``/``torch_config`` run as they do on the H100.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+from triton_kit.build_engines.cli import build_parser, family_options
+from triton_kit.build_engines.families import resnet50
+from triton_kit.build_engines.flags import parse_build_args
+
+RESNET_MODELS = (
+    "resnet50",
+    "resnet50_uint8",
+    "resnet50_preprocess",
+    "resnet50_uint8_preprocess",
+    "resnet50_model",
+    "resnet50_postprocess",
+)
+
+
+def _fake_torch_host(monkeypatch: pytest.MonkeyPatch, gpu: bool) -> None:
+    from triton_kit.build_engines.engines.torchscript import artifacts, script
+
+    def script_module(module, example, path, precision, device):
+        assert device == ("cuda" if gpu else "cpu")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(b"stand-in TorchScript")
+        return Path(path)
+
+    monkeypatch.setattr(script, "gpu_visible", lambda: gpu)
+    monkeypatch.setattr(artifacts, "gpu_visible", lambda: gpu)
+    monkeypatch.setattr(artifacts, "script_module", script_module)
+    monkeypatch.setattr(artifacts, "check_parity", lambda *args: {"logits": 0.0})
+
+
+def _build(tmp_path: Path, *flags: str) -> dict[str, mc.ModelConfig]:
+    """``python -m triton_kit.build_engines resnet50 FLAGS``'s repository-writing step."""
+    repo, work = tmp_path / "repo", tmp_path / "work"
+    argv = ["resnet50", *flags, "--output-repository", str(repo), "--work-dir", str(work)]
+    args = parse_build_args(build_parser(), argv)
+    onnx_path = tmp_path / "model.onnx"
+    onnx_path.write_bytes(b"stand-in ONNX")
+    source = resnet50.Source(object(), "stand-in ResNet-50", random_weights=False)
+    resnet50.write_repository(
+        family_options("resnet50", args), resnet50.options_from(args), source, onnx_path, {}
+    )
+    return {
+        path.parent.name: text_format.Parse(path.read_text(), mc.ModelConfig())
+        for path in sorted(repo.glob("*/config.pbtxt"))
+    }
+
+
+def _built_chain(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, gpu: bool, max_batch: int, *flags: str
+) -> mc.ModelConfig:
+    """Build with ``--engine torch FLAGS``; every model of both chains has ``max_batch``, and
+    Triton accepts the ensembles (it refuses one whose max_batch_size exceeds any step's).
+    Returns resnet50_model's config."""
+    _fake_torch_host(monkeypatch, gpu)
+    configs = _build(tmp_path, "--engine", "torch", *flags)
+    assert {name: configs[name].max_batch_size for name in RESNET_MODELS} == dict.fromkeys(
+        RESNET_MODELS, max_batch
+    )
+    ensembles = [c for c in configs.values() if c.platform == "ensemble"]
+    assert {c.name for c in ensembles} == {"resnet50", "resnet50_uint8"}
+    for ensemble in ensembles:
+        for step in ensemble.ensemble_scheduling.step:
+            inner = configs[step.model_name]
+            assert ensemble.max_batch_size <= inner.max_batch_size, (
+                f"{ensemble.name} max_batch_size {ensemble.max_batch_size} exceeds "
+                f"{step.model_name}'s {inner.max_batch_size}"
+            )
+    return configs["resnet50_model"]
+
+
+def test_default_gpu_build_writes_the_configuration_measured_on_the_h100(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """benchmarks/results/gpu.md, native_i4_d2000p: max batch 256, 4 GPU instances, 2000 us,
+    preferred 64/128/256; the ensembles and their python steps take the same 256."""
+    model = _built_chain(monkeypatch, tmp_path, True, 256)
+    assert model.platform == "pytorch_libtorch"
+    assert [(g.count, g.kind) for g in model.instance_group] == [
+        (4, mc.ModelInstanceGroup.KIND_GPU)
+    ]
+    assert model.dynamic_batching.max_queue_delay_microseconds == 2000
+    assert list(model.dynamic_batching.preferred_batch_size) == [64, 128, 256]
+
+
+def test_explicit_max_batch_size_wins_on_a_gpu_build(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--max-batch-size 128``: every model takes it; preferred sizes above it are dropped."""
+    model = _built_chain(monkeypatch, tmp_path, True, 128, "--max-batch-size", "128")
+    assert list(model.dynamic_batching.preferred_batch_size) == [64, 128]
+    assert model.dynamic_batching.max_queue_delay_microseconds == 2000
+
+
+def test_cpu_torch_build_keeps_the_cpu_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No GPU visible: max batch 16, CPU instances, no GPU batching."""
+    model = _built_chain(monkeypatch, tmp_path, False, resnet50.DEFAULT_MAX_BATCH)
+    assert {g.kind for g in model.instance_group} == {mc.ModelInstanceGroup.KIND_CPU}
+    assert not model.dynamic_batching.preferred_batch_size
+
+
+def test_gpu_build_with_cuda_graphs_keeps_the_cpu_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--cuda-graphs`` serves a python model with one graph per batch bucket, not what
+    was measured: it keeps max batch 16 (buckets 1..16) and no GPU batching defaults."""
+    model = _built_chain(monkeypatch, tmp_path, True, resnet50.DEFAULT_MAX_BATCH, "--cuda-graphs")
+    assert model.backend == "python"
+    assert [s.batch_size for s in model.optimization.cuda.graph_spec] == [1, 2, 4, 8, 16]
