@@ -40,6 +40,8 @@ class Options:
     concurrency: int
     seconds: float
     rounds: int
+    report: Path | None = None  # a markdown report of the run, beside the JSON
+    argv: tuple[str, ...] = ()
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -51,11 +53,14 @@ def parse(argv: list[str] | None) -> Options:
     parser.add_argument("--seconds", type=float, default=2.0, help="perf_analyzer window")
     parser.add_argument("--rounds", type=int, default=2, help="bare/launcher pairs")
     parser.add_argument("--tiny", action="store_true", help="write and serve the tiny model")
+    parser.add_argument("--report", type=Path, help="also write a markdown report here")
     args = parser.parse_args(argv)
     repository = args.repository
     if args.tiny or repository is None:
         repository = write_tiny(Path(tempfile.mkdtemp(prefix="launcher-repo-")))
-    return Options(args.out, repository, args.model, args.concurrency, args.seconds, args.rounds)
+    given = tuple(sys.argv[1:] if argv is None else argv)
+    return Options(args.out, repository, args.model, args.concurrency, args.seconds, args.rounds,
+                   args.report, given)  # fmt: skip
 
 
 def write_tiny(repo: Path) -> Path:
@@ -168,12 +173,51 @@ def summarise(rows: dict[str, list[dict]]) -> dict:
     return {"runs": rows, "median_items_per_s": medians, "launcher_over_bare": ratio}
 
 
+def report(result: dict, header: str) -> str:
+    """The markdown report of one run: every round as measured, then the ratio."""
+    from triton_kit.benchmarks.harness.measure import markdown_table
+
+    rows: list[list[object]] = []
+    for kind, runs in result["runs"].items():
+        for number, run in enumerate(runs, 1):
+            if "items_per_s" not in run:
+                rows.append([kind, number, f"error: {run.get('error', '?')}".strip()])
+                continue
+            rows.append([kind, number, f"{run['items_per_s']:.0f}",
+                         *(f"{run[q]:.2f}" for q in ("p50", "p95", "p99")),
+                         "yes" if run.get("retried") else ""])  # fmt: skip
+    ratio = result["launcher_over_bare"]
+    medians = result["median_items_per_s"]
+    lines = [
+        header,
+        f"`{result['model']}` at c{result['concurrency']}, one item a request, perf_analyzer "
+        "(gRPC); rounds alternate bare, launcher. *retried*: the window did not settle and was "
+        "measured again with a doubled window and 50 % stability.",
+        "",
+        markdown_table(
+            ["server", "round", "items/s", "p50 ms", "p95 ms", "p99 ms", "retried"], rows
+        ),
+        "",
+        f"Medians: bare {medians['bare']}, launcher {medians['launcher']} items/s. "
+        + (f"**launcher / bare = {ratio:.2f}**" if ratio else "no ratio: a kind had no good round"),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
     options.out.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load = f"load average {os.getloadavg()[0]:.2f} at start"
     result = {"date": started, **compare(options)}
     (options.out / "launcher_row.json").write_text(json.dumps(result, indent=2) + "\n")
+    if options.report is not None:
+        from triton_kit.benchmarks.harness.measure import report_header
+
+        command = "python -m triton_kit.benchmarks.launcher " + " ".join(options.argv)
+        title = "The kit's launcher against a bare tritonserver"
+        header = report_header(title, command, f"{load}; shared machine: compare within this run")
+        options.report.write_text(report(result, header))
     print(json.dumps({k: result[k] for k in ("median_items_per_s", "launcher_over_bare")}))
     return 0
 

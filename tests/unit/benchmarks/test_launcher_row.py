@@ -45,3 +45,19 @@ def test_ratio_is_of_medians_and_absent_without_a_good_round() -> None:
         ]
         is None
     )
+
+
+def test_report_names_every_round_and_the_ratio() -> None:
+    rows = {
+        "bare": [{"items_per_s": 100.0, "p50": 1.0, "p95": 2.0, "p99": 3.0}, {"error": "x"}],
+        "launcher": [{"items_per_s": 99.0, "p50": 1.1, "p95": 2.1, "p99": 3.1, "retried": True},
+                     {"items_per_s": 101.0, "p50": 1.0, "p95": 2.0, "p99": 3.0}],
+    }  # fmt: skip
+    result = {"model": "tiny", "concurrency": 8, **launcher.summarise(rows)}
+    text = launcher.report(result, header="# H\n")
+    assert text.startswith("# H\n")
+    assert "| bare | 1 | 100 | 1.00 | 2.00 | 3.00 |" in text
+    assert "| bare | 2 | error: x |" in text
+    assert "| launcher | 1 | 99 | 1.10 | 2.10 | 3.10 | yes |" in text
+    assert "**launcher / bare = 1.00**" in text
+    assert "tiny" in text and "c8" in text
