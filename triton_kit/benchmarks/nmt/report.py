@@ -400,8 +400,6 @@ def render(
 
 
 def _obstacles(profiles, table: Callable) -> list[str]:
-    from triton_kit.benchmarks.nmt import profile
-
     return [
         "## The decoder step inside ONNX Runtime",
         "",
@@ -413,6 +411,44 @@ def _obstacles(profiles, table: Callable) -> list[str]:
         "Unsqueeze, Concat, Reshape, Transpose, ...), which the exported graph carries for "
         "its dynamic shapes; `µs per kernel` is the step time over its kernels.",
         "",
-        profile.render(list(profiles), table),
+        _profile_table(list(profiles), table),
         "",
     ]
+
+
+def _profile_table(profiles, table: Callable) -> str:
+    """benchmarks.nmt.profile's StepProfiles, one row each."""
+    headers = [
+        "decoder file",
+        "rows",
+        "step ms",
+        "kernels/step",
+        "bookkeeping kernels",
+        "bookkeeping share of kernel time",
+        "MatMul share",
+        "µs per kernel",
+    ]
+    rows = [
+        [
+            p.label,
+            p.rows,
+            f"{p.step_ms:.3f}",
+            p.kernels,
+            p.bookkeeping_kernels,
+            f"{p.bookkeeping_share:.0%}",
+            f"{p.matrix_share:.0%}",
+            f"{p.step_ms * 1e3 / p.kernels:.2f}",
+        ]
+        for p in profiles
+    ]
+    meanings = {
+        "decoder file": "which model size and precision's served `nmt_decoder`",
+        "rows": "decoder rows in the step (sentences x beam)",
+        "step ms": "one step's wall time, unprofiled",
+        "kernels/step": "kernels ONNX Runtime ran in one step",
+        "bookkeeping kernels": "of those, ops that only describe, slice, cast or move tensors",
+        "bookkeeping share of kernel time": "their share of the profiled kernel time",
+        "MatMul share": "MatMul/Gemm kernels' share of the profiled kernel time",
+        "µs per kernel": "`step ms` over `kernels/step`",
+    }
+    return table(headers, rows) + "\n\n" + defined(headers, meanings)
