@@ -169,12 +169,81 @@ def test_the_engine_search_becomes_default_only_if_as_fast_in_every_cell():
     assert "can become the default" in report._engine_default(cells([120.0, 100.0]), markdown_table)
 
 
-def test_one_command_takes_the_architecture(monkeypatch):
-    """``python -m triton_kit.benchmarks.nmt --architecture rnn ARGS`` runs the recurrent
-    benchmark with ARGS (Makefile's bench-nmt-rnn)."""
-    from triton_kit.benchmarks.nmt import rnn, run
+def test_one_command_takes_the_architecture():
+    """``python -m triton_kit.benchmarks.nmt --architecture rnn`` (Makefile's bench-nmt-rnn) is
+    the same benchmark with the recurrent model's defaults: nmt_rnn beside nmt, in process and
+    served, one run of the matrix, its own report; the Transformer's defaults are unchanged."""
+    from triton_kit.benchmarks import RESULTS
+    from triton_kit.benchmarks.nmt.run import parse_args
+
+    rnn = parse_args(["--architecture", "rnn", "--beams", "4"])
+    assert (rnn.architecture, rnn.beams, rnn.output) == ("rnn", "4", RESULTS / "nmt_rnn.md")
+    assert (rnn.sizes, rnn.repeats, rnn.sentences_per_client, rnn.concurrency) == (
+        "tiny",
+        1,
+        8,
+        "1,8,32",
+    )
+    assert rnn.int8_sizes == rnn.graph_sizes == rnn.torch_generate_sizes == ""
+    transformer = parse_args([])
+    assert (transformer.sizes, transformer.repeats, transformer.output) == (
+        "tiny,large",
+        3,
+        RESULTS / "nmt.md",
+    )
+    assert (transformer.int8_sizes, transformer.graph_sizes) == ("tiny,large", "tiny")
+
+
+def test_what_applies_to_which_architecture():
+    """CTranslate2 converts only Marian and ONNX Runtime's BeamSearch graph is the
+    Transformer's only: the recurrent model's run measures neither, and refuses the graph."""
+    import argparse
+
+    import pytest
+
+    from triton_kit.benchmarks.nmt.architectures import BENCHMARKED
+    from triton_kit.benchmarks.nmt.matrix import suites
+    from triton_kit.benchmarks.nmt.run import parse_args
+
+    rnn, transformer = BENCHMARKED["rnn"], BENCHMARKED["transformer"]
+    assert report.CT2_INT8 in transformer.engines and report.CT2_INT8 not in rnn.engines
+    assert "graph" in transformer.variants and "graph" not in rnn.variants
+    assert rnn.beside == ("transformer",) and transformer.beside == ()
+    assert rnn.architecture().names.bls == "nmt_rnn"
+    args = parse_args(["--architecture", "rnn", "--graph-sizes", "tiny"])
+    with pytest.raises(SystemExit, match="rnn has no graph build"):
+        suites(args, argparse.Namespace())  # refused before the workdir is touched
+
+
+def test_the_rnn_run_writes_the_comparison_report(tmp_path, monkeypatch):
+    """The matrix (stubbed) runs the Transformer's suite, then the recurrent model's, on the
+    recurrent model's engines; their cells make results/nmt_rnn.md's tables."""
+    from triton_kit.benchmarks.nmt import run
 
     seen = []
-    monkeypatch.setattr(rnn, "main", seen.append)
-    run.main(["--architecture", "rnn", "--beams", "4"])
-    assert seen == [["--beams", "4"]]
+
+    def fake_run(suite, workdir, threads):
+        seen.append((suite.architecture, suite.names.bls, suite.engines))
+        rate = 100.0 if suite.architecture == "rnn" else 50.0
+        return [
+            _phased(engine, 1, 8, rate * (1 if engine == report.IN_PROCESS else 0.5), {})
+            for engine in suite.engines
+        ]
+
+    monkeypatch.setattr(run, "run_suite", fake_run)
+    monkeypatch.setattr("triton_kit.benchmarks.nmt.matrix.copy_models", lambda *a: None)
+    output = tmp_path / "nmt_rnn.md"
+    argv = ["--architecture", "rnn", "--beams", "1", "--concurrency", "8"]
+    run.main([*argv, "--output", str(output)])
+    engines = (report.IN_PROCESS, report.TRITON)
+    assert seen == [("transformer", "nmt", engines), ("rnn", "nmt_rnn", engines)]
+    text = output.read_text()
+    assert "recurrent (nmt_rnn) beside the Transformer (nmt)" in text
+    ratios, measurements = [rows for _, rows in _tables_with_rows(text)[1:]]
+    assert ratios == [["1", "8", "0.50", "0.50", "2.00", "2.00"]]
+    assert [row[:2] for row in measurements] == [
+        [report.TRANSFORMER_LABEL, "in-process"],
+        [report.TRANSFORMER_LABEL, "Triton"],
+        [report.RNN_LABEL, "in-process"],
+        [report.RNN_LABEL, "Triton"],
+    ]

@@ -1,4 +1,5 @@
-"""NMT: in-process search against Triton and CTranslate2 (``run``, rendered by ``report``,
-results/nmt.md), the recurrent model beside the Transformer (``rnn``,
-``python -m triton_kit.benchmarks.nmt --architecture rnn``, results/nmt_rnn.md); ``large``
-builds the large random Marian."""
+"""NMT: one benchmark of either architecture (``run``: ``python -m triton_kit.benchmarks.nmt
+[--architecture transformer|rnn]``; results/nmt.md, or results/nmt_rnn.md for the recurrent
+model beside the Transformer), rendered by ``report``; what applies to which architecture is
+``architectures``' table, the engines ``in_process``, ``served`` and ``ct2``, the matrix
+runner ``matrix`` and its closed loops ``measure``; ``large`` builds the large random Marian."""

@@ -1,5 +1,5 @@
 """`python -m triton_kit.benchmarks.nmt [--architecture transformer|rnn]`: runs benchmarks.nmt.run
-(the recurrent model's benchmark, benchmarks.nmt.rnn, with ``--architecture rnn``)."""
+for either architecture."""
 
 from triton_kit.benchmarks.nmt.run import main
 

@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Callable
 
 from triton_kit.benchmarks.harness.measure import report_header
+from triton_kit.benchmarks.nmt.measure import MAX_BATCH
 
 IN_PROCESS, TRITON = "in-process ORT", "Triton (gRPC)"
 CT2_FP32, CT2_INT8 = "CTranslate2 fp32", "CTranslate2 int8"
@@ -268,6 +269,20 @@ def _round(value: float | None) -> float | str:
     return "" if value is None else round(value, 2)
 
 
+def _measured(cell, percentiles: tuple[int, ...]) -> list:
+    """A cell's row of the measurements table: beam, concurrency, sentences, sentences/s,
+    tokens/s, the latency percentiles (ms) and the score (exact match or agreement)."""
+    return [
+        cell.beam,
+        cell.concurrency,
+        len(cell.latencies_s),
+        round(cell.sentences_per_s, 1),
+        round(cell.tokens_per_s),
+        *(round(cell.ms(q), 1) for q in percentiles),
+        f"{cell.exact:.3f}",
+    ]
+
+
 def _all(cells, table: Callable, score: str) -> str:
     headers = ["engine", "beam", "conc.", "sentences", "sentences/s", "tokens/s"]
     headers += ["p50 ms", "p99 ms", score]
@@ -283,20 +298,7 @@ def _all(cells, table: Callable, score: str) -> str:
         "exact match": "share of translations equal to the num2words reference",
         "agreement with in-process": "share of translations equal to in-process ORT's",
     }
-    rows = [
-        [
-            c.engine,
-            c.beam,
-            c.concurrency,
-            len(c.latencies_s),
-            round(c.sentences_per_s, 1),
-            round(c.tokens_per_s),
-            round(c.ms(50), 1),
-            round(c.ms(99), 1),
-            f"{c.exact:.3f}",
-        ]
-        for c in cells
-    ]
+    rows = [[c.engine, *_measured(c, (50, 99))] for c in cells]
     return table(headers, rows) + "\n\n" + defined(headers, meanings)
 
 
@@ -400,8 +402,6 @@ def render(
 
 
 def _obstacles(profiles, table: Callable) -> list[str]:
-    from triton_kit.benchmarks.nmt import profile
-
     return [
         "## The decoder step inside ONNX Runtime",
         "",
@@ -413,6 +413,125 @@ def _obstacles(profiles, table: Callable) -> list[str]:
         "Unsqueeze, Concat, Reshape, Transpose, ...), which the exported graph carries for "
         "its dynamic shapes; `µs per kernel` is the step time over its kernels.",
         "",
-        profile.render(list(profiles), table),
+        _profile_table(list(profiles), table),
         "",
     ]
+
+
+def _profile_table(profiles, table: Callable) -> str:
+    """benchmarks.nmt.profile's StepProfiles, one row each."""
+    headers = [
+        "decoder file",
+        "rows",
+        "step ms",
+        "kernels/step",
+        "bookkeeping kernels",
+        "bookkeeping share of kernel time",
+        "MatMul share",
+        "µs per kernel",
+    ]
+    rows = [
+        [
+            p.label,
+            p.rows,
+            f"{p.step_ms:.3f}",
+            p.kernels,
+            p.bookkeeping_kernels,
+            f"{p.bookkeeping_share:.0%}",
+            f"{p.matrix_share:.0%}",
+            f"{p.step_ms * 1e3 / p.kernels:.2f}",
+        ]
+        for p in profiles
+    ]
+    meanings = {
+        "decoder file": "which model size and precision's served `nmt_decoder`",
+        "rows": "decoder rows in the step (sentences x beam)",
+        "step ms": "one step's wall time, unprofiled",
+        "kernels/step": "kernels ONNX Runtime ran in one step",
+        "bookkeeping kernels": "of those, ops that only describe, slice, cast or move tensors",
+        "bookkeeping share of kernel time": "their share of the profiled kernel time",
+        "MatMul share": "MatMul/Gemm kernels' share of the profiled kernel time",
+        "µs per kernel": "`step ms` over `kernels/step`",
+    }
+    return table(headers, rows) + "\n\n" + defined(headers, meanings)
+
+
+# The recurrent model's report (``--architecture rnn``, results/nmt_rnn.md): its cells beside
+# the Transformer's, keyed by each architecture's label.
+RNN_LABEL, TRANSFORMER_LABEL = "GRU + attention (nmt_rnn)", "transformer (nmt)"
+COMPARISON_ENGINES = {IN_PROCESS: "in-process", TRITON: "Triton"}
+
+
+def render_comparison(
+    results: dict, *, machine: str, seconds: float, args: argparse.Namespace, table, command: str
+) -> str:
+    """``results``: the recurrent model's and the Transformer's cells (:data:`RNN_LABEL`,
+    :data:`TRANSFORMER_LABEL`), in-process and served; other engines measured get rows but no
+    ratio."""
+    cells = [(label, c) for label, found in results.items() for c in found]
+    rows = [
+        [label, COMPARISON_ENGINES.get(c.engine, c.engine), *_measured(c, (50, 95, 99))]
+        for label, c in cells
+    ]
+    rate = {(label, c.engine, c.beam, c.concurrency): c.sentences_per_s for label, c in cells}
+    ratios = []
+    for beam, level in dict.fromkeys((c.beam, c.concurrency) for _, c in cells):
+        rnn = [rate[(RNN_LABEL, e, beam, level)] for e in (IN_PROCESS, TRITON)]
+        tf = [rate[(TRANSFORMER_LABEL, e, beam, level)] for e in (IN_PROCESS, TRITON)]
+        ratios.append(
+            [
+                beam,
+                level,
+                _ratio(rnn[1], rnn[0]),
+                _ratio(tf[1], tf[0]),
+                _ratio(rnn[0], tf[0]),
+                _ratio(rnn[1], tf[1]),
+            ]
+        )
+    headers = ["model", "engine", "beam", "concurrency", "sentences", "sentences/s"]
+    headers += ["tokens/s", "p50 ms", "p95 ms", "p99 ms", "exact match"]
+    ratio_headers = ["beam", "concurrency", "RNN served / in-process"]
+    ratio_headers += ["Transformer served / in-process", "RNN / Transformer in-process"]
+    ratio_headers += ["RNN / Transformer served"]
+    repeats = (
+        "one run of the matrix (no repeats)"
+        if args.repeats == 1
+        else f"{args.repeats} runs of the matrix (engine order rotated), median row"
+    )
+    return "\n".join(
+        [
+            report_header(
+                "NMT benchmark: recurrent (nmt_rnn) beside the Transformer (nmt)",
+                command=command,
+                load=f"one run of the matrix in {seconds:.0f} s; the machine is shared with "
+                "other jobs, so compare ratios within this run, not absolute figures across runs",
+                machine=machine,
+            ),
+            "- Models: assets/nmt-en-fr-numbers (Marian 3+3 layers, d_model 128) and "
+            "assets/nmt-rnn-en-fr-numbers (bidirectional GRU encoder, GRU decoder, hidden "
+            "192, Luong attention), same vocabulary and held-out numbers, same search code.",
+            "- in-process: python_models.nmt.decode on ONNX Runtime sessions of the served "
+            "ONNX files, with a micro-batcher (batches of at most "
+            f"{MAX_BATCH}); Triton: the BLS model through the gRPC SDK, one sentence a "
+            f"request. Every ONNX model runs with {args.threads} intra-op thread(s).",
+            f"- Closed loops; {repeats}; tokens/s counts target "
+            "pieces + `</s>`; exact match against num2words.",
+            "",
+            "## Ratios (sentences/s)",
+            "",
+            table(ratio_headers, ratios),
+            "",
+            "## Notes",
+            "",
+            "- The served/in-process gap is the per-step cost of serving: the BLS model calls "
+            "the decoder model once per generated token through Triton. The recurrent "
+            "decoder step is cheaper than the Transformer's, so that fixed cost weighs more "
+            "on it; moving the decoder into the search model's process (issue 11) removes "
+            "most of it for both.",
+            "",
+            "## All measurements",
+            "",
+            table(headers, rows),
+            "",
+        ]
+    )
