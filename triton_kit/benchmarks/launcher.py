@@ -111,12 +111,17 @@ def serve_and_measure(command: list[str], env: dict, http: int, grpc: int, optio
         return measure(f"127.0.0.1:{grpc}", options.model, options.concurrency,
                        options.seconds, options.out)  # fmt: skip
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop(process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM (the server drains), then SIGKILL to its process group after 60 s."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def measure(url: str, model: str, concurrency: int, seconds: float, out: Path) -> dict:

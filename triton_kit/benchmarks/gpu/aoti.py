@@ -29,18 +29,17 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from triton_kit.benchmarks.gpu.load import stats, timed_loop
 from triton_kit.benchmarks.gpu.models import resnet50_uint8
+from triton_kit.benchmarks.gpu.serving import Results
 from triton_kit.benchmarks.gpu.settings import Settings
 
 PREFERRED = (64, 128, 256)
@@ -86,25 +85,6 @@ def parse(argv: list[str] | None) -> Options:
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke)
-
-
-class Results:
-    def __init__(self, path: Path) -> None:
-        self.path, self.data = path, {}
-
-    def step(self, name: str, fn):
-        print(f"== {name}", flush=True)
-        started = time.perf_counter()
-        try:
-            value = fn()
-            self.data[name] = value
-        except Exception:
-            value = None
-            self.data.setdefault("errors", {})[name] = traceback.format_exc()
-            print(self.data["errors"][name], flush=True)
-        self.data.setdefault("seconds", {})[name] = round(time.perf_counter() - started, 1)
-        self.path.write_text(json.dumps(self.data, indent=2, default=str) + "\n")
-        return value
 
 
 def logged_compiles(log: Path) -> None:
@@ -265,7 +245,7 @@ def served(repo: Path, names: list[str], options: Options) -> dict:
 
 
 def serve_one(repo: Path, name: str, backends: Path, options: Options, c1: bool) -> dict:
-    from triton_kit.benchmarks.launcher import bare_command, measure
+    from triton_kit.benchmarks.launcher import bare_command, measure, stop
     from triton_kit.server.binary import find_installation, server_environment
     from triton_kit.server.launcher import free_ports, wait_ready
 
@@ -287,11 +267,7 @@ def serve_one(repo: Path, name: str, backends: Path, options: Options, c1: bool)
             rows[f"{name}_c1"] = measure(url, name, 1, options.seconds, options.out)
         rows[f"{name}_server_alive"] = process.poll() is None
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        stop(process)
     return rows
 
 
@@ -299,7 +275,7 @@ def run(options: Options) -> dict:
     import torch
 
     settings = options.settings
-    results = Results(options.out / "aoti.json")
+    results = Results(options.out, {}, name="aoti.json")
     module = resnet50_uint8(settings).to(settings.device).eval()
     package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / "resnet50.pt2"
     model_pt = torchscript_baseline(module, settings)

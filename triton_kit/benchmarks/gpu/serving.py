@@ -121,10 +121,11 @@ def parse(argv: list[str] | None) -> Options:
 
 
 class Results:
-    """serving.json, rewritten after every step; a failing step keeps its traceback."""
+    """``name`` in ``out`` (serving.json), rewritten after every step; a failing step keeps
+    its traceback."""
 
-    def __init__(self, out: Path, env: dict) -> None:
-        self.path = out / "serving.json"
+    def __init__(self, out: Path, env: dict, name: str = "serving.json") -> None:
+        self.path = out / name
         self.data: dict = {"env": env}
         self.started = time.perf_counter()
 
