@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from transformers import MarianTokenizer
 
-from triton_kit.benchmarks.nmt.run import held_out_pairs
+from triton_kit.benchmarks.nmt.measure import held_out_pairs
 from triton_kit.build_engines.families.nmt.export import load_model
 from triton_kit.build_engines.families.nmt.torchscript.generate import generate, generation_module
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT

@@ -114,7 +114,7 @@ def test_candidates_on_the_device_match_the_numpy_search(engines):
 def test_gpu_benchmark_entry_point_runs_the_torch_engine(engines):
     """triton_kit.benchmarks.nmt.run.step_model_throughput, which the H100 run calls, on CPU
     and small."""
-    from triton_kit.benchmarks.nmt.run import step_model_throughput
+    from triton_kit.benchmarks.nmt.in_process import step_model_throughput
 
     _, _, _, torch_model = engines
     cells = step_model_throughput(lambda: torch_model, levels=(1, 4), sentences=8)
@@ -130,7 +130,7 @@ def test_a_failing_batch_reaches_its_callers_instead_of_hanging_them():
     read a model's device logits hung the GPU benchmark's test)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from triton_kit.benchmarks.nmt.run import MicroBatcher
+    from triton_kit.benchmarks.nmt.measure import MicroBatcher
 
     def broken(texts, beam, done):
         raise RuntimeError(f"cannot decode {len(texts)} texts")

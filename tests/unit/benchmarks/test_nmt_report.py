@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from triton_kit.benchmarks.harness.measure import markdown_table
 from triton_kit.benchmarks.nmt import report
-from triton_kit.benchmarks.nmt.run import Cell, markdown_table
+from triton_kit.benchmarks.nmt.measure import Cell
 
 
 def _cell(engine: str, beam: int, level: int, rate: float) -> Cell:

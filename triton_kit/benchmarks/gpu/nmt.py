@@ -5,7 +5,8 @@ Run on a GPU host (scripts/gpu/bench.sh .whl OUT triton_kit.benchmarks.gpu.nmt -
     python -m triton_kit.benchmarks.gpu.nmt --out OUT_DIR [--sizes tiny,large] [--precision fp16]
 
 At concurrency 1, 8 and 32, closed loops, one sentence a request; the in-process rows get
-the micro-batcher of triton_kit/benchmarks/nmt/run.py (what Triton's dynamic batcher gives ``nmt``).
+the micro-batcher of triton_kit/benchmarks/nmt/measure.py (what Triton's dynamic batcher
+gives ``nmt``).
 ``tiny`` is the kit's trained English→French numbers model; ``large`` a randomly
 initialised Marian of opus-mt-en-de's shape (6+6 layers, d_model 512, 58k vocabulary;
 speed only).
@@ -41,7 +42,9 @@ from functools import partial
 from pathlib import Path
 
 from triton_kit.benchmarks.gpu.report import header
-from triton_kit.benchmarks.nmt.run import DEFAULT_CHECKPOINT, ROOT, step_model_throughput
+from triton_kit.benchmarks.nmt.architectures import ROOT
+from triton_kit.benchmarks.nmt.in_process import step_model_throughput
+from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 
 LEVELS = (1, 8, 32)
 # The CPU-served rows' intra-op threads: every core of the host (the ONNX Runtime build
@@ -288,7 +291,7 @@ def torch_repository(
 ) -> Path:
     """``python -m triton_kit.build_engines nmt --engine torch`` of ``checkpoint``, copied for
     serving (``nmt_generate`` under the JIT ``executor``)."""
-    from triton_kit.benchmarks.nmt.run import copy_models
+    from triton_kit.benchmarks.nmt.served import copy_models
     from triton_kit.build_engines.cli import build_from_argv
 
     built, served = work / "built", work / "repo"
@@ -339,7 +342,11 @@ def _in_process(repository: Path, checkpoint: Path, options: Options) -> list:
 def _in_process_generate(repository: Path, checkpoint: Path, options: Options) -> list:
     """The served ``nmt_generate`` TorchScript, loaded as Triton's pytorch backend loads it,
     called once per micro-batch (the ``nmt`` model's BLS call, without the server)."""
-    from triton_kit.benchmarks.nmt.run import Served, engine_throughput, torch_generate_engine
+    from triton_kit.benchmarks.nmt.in_process import (
+        Served,
+        engine_throughput,
+        torch_generate_engine,
+    )
 
     served = Served.load(repository)
     run = torch_generate_engine(repository, served)
@@ -354,7 +361,7 @@ def _served_perf_analyzer(repository: Path, checkpoint: Path, options: Options) 
     kit's Python clients: at c32 the GIL-bound Python client threads space their requests
     out, so the server sees smaller batches than the in-process micro-batcher does."""
     from triton_kit.benchmarks.harness import perf_analyzer
-    from triton_kit.benchmarks.nmt.run import held_out_pairs
+    from triton_kit.benchmarks.nmt.measure import held_out_pairs
     from triton_kit.server.launcher import ServerConfig, TritonServer
 
     texts = [source for source, _ in held_out_pairs(with_references=False)]
@@ -401,7 +408,8 @@ def _served_with_delay(delay_us: int, repository: Path, checkpoint: Path, option
 
 
 def _served(repository: Path, checkpoint: Path, options: Options) -> list:
-    from triton_kit.benchmarks.nmt.run import count_tokens_for, held_out_pairs, measure_triton
+    from triton_kit.benchmarks.nmt.measure import count_tokens_for, held_out_pairs
+    from triton_kit.benchmarks.nmt.served import measure_triton
     from triton_kit.python_models.common.base import PROFILE_DIR_ENV
     from triton_kit.server.launcher import ServerConfig, TritonServer
 

@@ -40,38 +40,9 @@ from pathlib import Path
 
 from triton_kit.benchmarks.harness.measure import machine_description, markdown_table
 from triton_kit.benchmarks.nmt.architectures import BENCHMARKED, ROOT
-from triton_kit.benchmarks.nmt.in_process import (
-    Served,
-    engine_throughput,
-    step_model_throughput,
-    torch_generate_engine,
-)
 from triton_kit.benchmarks.nmt.matrix import decoder_profiles, run_suite, suites
-from triton_kit.benchmarks.nmt.measure import Cell, MicroBatcher, count_tokens_for, held_out_pairs
 from triton_kit.benchmarks.nmt.report import render, render_comparison
-from triton_kit.benchmarks.nmt.served import copy_models, measure_triton
 from triton_kit.build_engines.families.nmt.options import ARCHITECTURES
-from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
-
-# What the GPU benchmark (triton_kit.benchmarks.gpu.nmt), the diagnostics scripts and the tests
-# import from here, from before the split.
-__all__ = [
-    "DEFAULT_CHECKPOINT",
-    "ROOT",
-    "Cell",
-    "MicroBatcher",
-    "Served",
-    "copy_models",
-    "count_tokens_for",
-    "engine_throughput",
-    "held_out_pairs",
-    "main",
-    "markdown_table",
-    "measure_triton",
-    "parse_args",
-    "step_model_throughput",
-    "torch_generate_engine",
-]
 
 
 class _Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
