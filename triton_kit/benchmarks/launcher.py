@@ -213,15 +213,18 @@ def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
     options.out.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    from triton_kit.benchmarks.harness.measure import machine_description, report_header
+
+    machine = machine_description()  # its load average is the start's, as it says
     load = f"load average {os.getloadavg()[0]:.2f} at start"
     result = {"date": started, **compare(options)}
     (options.out / "launcher_row.json").write_text(json.dumps(result, indent=2) + "\n")
     if options.report is not None:
-        from triton_kit.benchmarks.harness.measure import report_header
-
         command = "python -m triton_kit.benchmarks.launcher " + " ".join(options.argv)
         title = "The kit's launcher against a bare tritonserver"
-        header = report_header(title, command, f"{load}; shared machine: compare within this run")
+        header = report_header(
+            title, command, f"{load}; shared machine: compare within this run", machine=machine
+        )
         options.report.write_text(report(result, header))
     print(json.dumps({k: result[k] for k in ("median_items_per_s", "launcher_over_bare")}))
     return 0
