@@ -134,6 +134,17 @@ class TorchPreprocess:
             except RuntimeError:
                 out[index] = None  # PIL decodes it (or names what is wrong with it)
 
+    def pixels_hwc(self, images: np.ndarray) -> np.ndarray:
+        """:meth:`pixels` of [n, H, W, 3] uint8 images, copied to the device at most
+        ``pixel_budget`` pixels at a time."""
+        counts = [images.shape[1] * images.shape[2]] * len(images)
+        return np.concatenate(
+            [
+                self.pixels([self.from_hwc(images[index]) for index in chunk])
+                for chunk in budget_chunks(counts, self.pixel_budget)
+            ]
+        )
+
     def pixels(self, images: Sequence) -> np.ndarray:
         """Resize each CHW uint8 image, crop, normalise; stacked on the host."""
         with self.torch.inference_mode():

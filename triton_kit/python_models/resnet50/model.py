@@ -128,8 +128,7 @@ class RawImagePreprocessor(ImagePreprocessor):
             )
         check_size(images.shape[2], images.shape[1], self.limits)
         if self.recipe is not None:
-            tensors = [self.recipe.from_hwc(image) for image in images]
-            return {"PIXELS": self.recipe.pixels(tensors)}
+            return {"PIXELS": self.recipe.pixels_hwc(images)}
         pixels = [preprocess(Image.fromarray(image, "RGB"), self.spec) for image in images]
         return {"PIXELS": np.stack(pixels)}
 

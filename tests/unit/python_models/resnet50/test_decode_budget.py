@@ -20,7 +20,7 @@ from triton_kit.python_models.common.contracts import DECODE_PIXEL_BUDGET
 from triton_kit.python_models.common.parameters import ModelParameters
 from triton_kit.python_models.resnet50.gpu import budget_chunks
 from triton_kit.python_models.resnet50.image import ImageLimits
-from triton_kit.python_models.resnet50.model import ImagePreprocessor
+from triton_kit.python_models.resnet50.model import ImagePreprocessor, RawImagePreprocessor
 
 LARGEST = (8000, 5000)  # exactly ImageLimits.max_pixels: legal
 
@@ -114,6 +114,33 @@ def test_an_over_limit_image_fails_its_own_request_only(model: ImagePreprocessor
     for request, result in ((good[:2], results[0]), (good[2:3], results[2])):
         (alone,) = model.process_batch(_requests(request))
         assert isinstance(result, dict) and result["PIXELS"].tobytes() == alone["PIXELS"].tobytes()
+
+
+def test_uint8_images_go_to_the_device_within_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RawImagePreprocessor's torch path: the request's images copied and resized a budget's
+    worth at a time, with the bytes of copying them all at once."""
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
+    model = RawImagePreprocessor()
+    model.model_name = "resnet50_uint8_preprocess"
+    model.params = ModelParameters({"torch_on_cpu": "true"})
+    model.setup()
+    recipe = model.recipe
+    images = np.random.default_rng(0).integers(0, 256, (5, 60, 80, 3), dtype=np.uint8)
+    one_shot = recipe.pixels([recipe.from_hwc(image) for image in images])
+    copied: list[int] = []
+    resize = recipe.pixels
+
+    def pixels(tensors):
+        copied.append(len(tensors))
+        return resize(tensors)
+
+    monkeypatch.setattr(recipe, "pixels", pixels)
+    monkeypatch.setattr(recipe, "pixel_budget", 2 * 60 * 80)
+    (result,) = model.process_batch([{"IMAGE_UINT8": images}])
+    assert copied == [2, 2, 1]
+    assert result["PIXELS"].tobytes() == one_shot.tobytes()
 
 
 @pytest.mark.parametrize(
