@@ -25,15 +25,19 @@ from triton_kit.python_models.resnet50.model import ImagePreprocessor, RawImageP
 LARGEST = (8000, 5000)  # exactly ImageLimits.max_pixels: legal
 
 
-@pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch) -> ImagePreprocessor:
+def _torch_path(cls, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)  # setup sets it
-    model = ImagePreprocessor()
-    model.model_name = "resnet50_preprocess"
+    model = cls()
+    model.model_name = cls.__name__
     model.params = ModelParameters({"torch_on_cpu": "true"})
     model.setup()
     assert model.recipe is not None
     return model
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> ImagePreprocessor:
+    return _torch_path(ImagePreprocessor, monkeypatch)
 
 
 def _encode(size: tuple[int, int], rgb: tuple[int, int, int], fmt: str = "JPEG") -> bytes:
@@ -121,11 +125,7 @@ def test_uint8_images_go_to_the_device_within_the_budget(
 ) -> None:
     """RawImagePreprocessor's torch path: the request's images copied and resized a budget's
     worth at a time, with the bytes of copying them all at once."""
-    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
-    model = RawImagePreprocessor()
-    model.model_name = "resnet50_uint8_preprocess"
-    model.params = ModelParameters({"torch_on_cpu": "true"})
-    model.setup()
+    model = _torch_path(RawImagePreprocessor, monkeypatch)
     recipe = model.recipe
     images = np.random.default_rng(0).integers(0, 256, (5, 60, 80, 3), dtype=np.uint8)
     one_shot = recipe.pixels([recipe.from_hwc(image) for image in images])
