@@ -22,7 +22,7 @@ from PIL import Image
 from tritonclient.utils import InferenceServerException
 
 from tests.support.batching import first_co_batched
-from tests.support.images import case_bytes, jpeg
+from tests.support.images import case_bytes, encode, jpeg
 from tests.support.prerequisites import require_models
 from tests.support.reference import STD_RGB, imagenet_label, reference_pixels, resnet50_reference
 from triton_kit.server import TritonServer
@@ -177,10 +177,16 @@ def _pixels(url: str, data: bytes) -> np.ndarray | InferenceServerException:
 
 
 def test_torch_path_batches_images_and_fails_bad_ones_alone(torch_path_server: str) -> None:
-    """Every image of an execute call decoded/resized together; each request gets its own
-    pixels (within 2 levels of the reference); bad images get their own INVALID_ARG."""
+    """Every image of an execute call decoded/resized together (within the decode pixel
+    budget); each request gets its own pixels (within 2 levels of the reference); bad images,
+    one over the 40 MP limit among them, get their own INVALID_ARG."""
     good = case_bytes()
-    bad = {b"": "empty", b"not an image at all": "not a decodable image"}
+    over_limit = encode(Image.new("L", (8000, 6000)), "PNG")  # 48 MP, ~150 kB
+    bad = {
+        b"": "empty",
+        b"not an image at all": "not a decodable image",
+        over_limit: "the limit is 40000000 pixels",
+    }
     calls = [data for _, data in good] + list(bad)
 
     def send_all() -> list:

@@ -15,6 +15,14 @@ SCORES = "SCORES"
 LABELS = "LABELS"
 CLASSIFY_OUTPUTS = (CLASS_IDS, SCORES, LABELS)
 
+# The most decoded pixels the resnet50 pre-processor's torch path (nvJPEG on a GPU instance)
+# holds at once: it decodes and resizes an execute call's images in chunks of at most this many
+# pixels (summed from the headers, before decoding), so device memory is bounded by this, not by
+# the max batch (256 images at the 40 MP per-image limit would be ~30 GB decoded). Why 80 M:
+# two images at the per-image limit (ImageLimits.max_pixels, 40 M; one image over the budget
+# still goes alone), 240 MB of RGB uint8, while 256 typical photos (~0.25 MP) stay one call.
+DECODE_PIXEL_BUDGET = 80_000_000
+
 
 # The longest text (UTF-8 bytes) a request may carry, for bert and nmt alike.
 DEFAULT_MAX_TEXT_BYTES = 65536

@@ -10,11 +10,12 @@ this module runs there too, for tests. Python 3.10.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from triton_kit.python_models.common.base import InvalidInput
+from triton_kit.python_models.common.contracts import DECODE_PIXEL_BUDGET
 from triton_kit.python_models.resnet50.image import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -30,13 +31,20 @@ JPEG_MAGIC = b"\xff\xd8\xff"
 class TorchPreprocess:
     """CHW or HWC uint8 images in, FP32 [n, 3, crop, crop] out, on ``device``."""
 
-    def __init__(self, spec: PreprocessSpec, device: str = "cpu", torchvision: bool = True) -> None:
+    def __init__(
+        self,
+        spec: PreprocessSpec,
+        device: str = "cpu",
+        torchvision: bool = True,
+        pixel_budget: int = DECODE_PIXEL_BUDGET,
+    ) -> None:
         import torch
 
         self.torch = torch
         self.spec = spec
         self.device = torch.device(device)
         self.torchvision = torchvision  # decode_jpeg available (nvJPEG on a CUDA device)
+        self.pixel_budget = pixel_budget  # decoded pixels held at once (see contracts)
         self.mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(3, 1, 1) * 255
         self.std = torch.tensor(IMAGENET_STD, device=self.device).view(3, 1, 1) * 255
 
@@ -52,19 +60,40 @@ class TorchPreprocess:
         encoded = [self.torch.frombuffer(bytearray(d), dtype=self.torch.uint8) for d in datas]
         return list(decode_jpeg(encoded, mode=ImageReadMode.RGB, device=self.device))
 
+    def preprocess(self, datas: Sequence[bytes], limits: ImageLimits) -> list:
+        """PIXELS (FP32 [3, crop, crop] on the host), or the InvalidInput to report, per
+        encoded image, in order.
+
+        Decoded and resized a chunk at a time, each chunk at most ``pixel_budget`` decoded
+        pixels (from the headers; one image over it goes alone), so device memory is bounded
+        by the budget, not by the batch. Each image's pixels are those of :meth:`decode` then
+        :meth:`pixels` on the whole batch.
+        """
+        out, sizes = self._headers(datas, limits)
+        valid = [index for index, result in enumerate(out) if result is None]
+        for chunk in budget_chunks([sizes[index] for index in valid], self.pixel_budget):
+            indices = [valid[position] for position in chunk]
+            rows = self._chunk([datas[index] for index in indices], limits)
+            for index, row in zip(indices, rows, strict=True):
+                out[index] = row
+        return out
+
+    def _chunk(self, datas: Sequence[bytes], limits: ImageLimits) -> list:
+        """Decode and resize one chunk; its decoded tensors are freed on return."""
+        images = self.decode(datas, limits)
+        good = [image for image in images if not isinstance(image, Exception)]
+        rows = iter(self.pixels(good) if good else ())
+        return [image if isinstance(image, Exception) else next(rows) for image in images]
+
     def decode(self, datas: Sequence[bytes], limits: ImageLimits) -> list:
-        """A CHW tensor, or the InvalidInput to report, per encoded image.
+        """A CHW tensor, or the InvalidInput to report, per encoded image (all at once: see
+        :meth:`preprocess` for a batch).
 
         Limits are checked from each header first; JPEGs go to ``decode_jpeg`` in one call
         (image by image if that call fails), the rest and any JPEG it refuses (CMYK, ...) to
         PIL.
         """
-        out: list = [None] * len(datas)
-        for index, data in enumerate(datas):
-            try:
-                decode_image(data, limits, load=False)
-            except InvalidInput as exc:
-                out[index] = exc
+        out, _ = self._headers(datas, limits)
         jpegs = [
             i for i, d in enumerate(datas) if out[i] is None and self.torchvision and is_jpeg(d)
         ]
@@ -77,6 +106,19 @@ class TorchPreprocess:
                 except InvalidInput as exc:
                     out[index] = exc
         return out
+
+    @staticmethod
+    def _headers(datas: Sequence[bytes], limits: ImageLimits) -> tuple[list, list[int]]:
+        """Per image: the InvalidInput its header earns (else None), and its pixel count."""
+        out: list = [None] * len(datas)
+        sizes = [0] * len(datas)
+        for index, data in enumerate(datas):
+            try:
+                width, height = decode_image(data, limits, load=False).size
+                sizes[index] = width * height
+            except InvalidInput as exc:
+                out[index] = exc
+        return out, sizes
 
     def _decode_jpegs(self, datas: Sequence[bytes], indices: list[int], out: list) -> None:
         try:
@@ -91,6 +133,17 @@ class TorchPreprocess:
                 out[index] = self.decode_jpegs([datas[index]])[0]
             except RuntimeError:
                 out[index] = None  # PIL decodes it (or names what is wrong with it)
+
+    def pixels_hwc(self, images: np.ndarray) -> np.ndarray:
+        """:meth:`pixels` of [n, H, W, 3] uint8 images, copied to the device at most
+        ``pixel_budget`` pixels at a time."""
+        counts = [images.shape[1] * images.shape[2]] * len(images)
+        return np.concatenate(
+            [
+                self.pixels([self.from_hwc(images[index]) for index in chunk])
+                for chunk in budget_chunks(counts, self.pixel_budget)
+            ]
+        )
 
     def pixels(self, images: Sequence) -> np.ndarray:
         """Resize each CHW uint8 image, crop, normalise; stacked on the host."""
@@ -112,6 +165,21 @@ class TorchPreprocess:
         top, left = (height - crop) // 2, (width - crop) // 2
         x = x[:, top : top + crop, left : left + crop]
         return (x - self.mean) / self.std
+
+
+def budget_chunks(pixels: Sequence[int], budget: int) -> Iterator[list[int]]:
+    """The indices of ``pixels``, in order, in runs whose pixels total at most ``budget``;
+    an image over the budget alone goes in a run of its own (the per-image limit bounds it)."""
+    chunk: list[int] = []
+    total = 0
+    for index, count in enumerate(pixels):
+        if chunk and total + count > budget:
+            yield chunk
+            chunk, total = [], 0
+        chunk.append(index)
+        total += count
+    if chunk:
+        yield chunk
 
 
 def is_jpeg(data: bytes) -> bool:

@@ -76,21 +76,20 @@ class ImagePreprocessor(PythonModel):
         return TorchPreprocess(self.spec, device or "cpu", torchvision)
 
     def process_batch(self, batch: list[Arrays]) -> list[Arrays | Exception]:
-        """PIL: one request at a time. Torch: every image of the batch decoded and resized
-        together, one host copy; a bad image fails its own request only."""
+        """PIL: one request at a time, image by image. Torch: the batch's images decoded and
+        resized together, in chunks within DECODE_PIXEL_BUDGET decoded pixels (contracts); a
+        bad image fails its own request only."""
         if self.recipe is None:
             return super().process_batch(batch)
         datas = [[_as_bytes(item) for item in inputs["IMAGE"].reshape(-1)] for inputs in batch]
-        images = self.recipe.decode([d for request in datas for d in request], self.limits)
-        good = [image for image in images if not isinstance(image, Exception)]
-        pixels = iter(self.recipe.pixels(good) if good else ())
+        rows = self.recipe.preprocess([d for request in datas for d in request], self.limits)
         results: list[Arrays | Exception] = []
         start = 0
         for request in datas:
-            mine = images[start : start + len(request)]
+            mine = rows[start : start + len(request)]
             start += len(request)
-            own = [next(pixels) for image in mine if not isinstance(image, Exception)]
-            error = next((image for image in mine if isinstance(image, Exception)), None)
+            own = [row for row in mine if not isinstance(row, Exception)]
+            error = next((row for row in mine if isinstance(row, Exception)), None)
             if error is None and not own:
                 error = InvalidInput("IMAGE holds no image")
             results.append(error if error is not None else {"PIXELS": np.stack(own)})
@@ -129,8 +128,7 @@ class RawImagePreprocessor(ImagePreprocessor):
             )
         check_size(images.shape[2], images.shape[1], self.limits)
         if self.recipe is not None:
-            tensors = [self.recipe.from_hwc(image) for image in images]
-            return {"PIXELS": self.recipe.pixels(tensors)}
+            return {"PIXELS": self.recipe.pixels_hwc(images)}
         pixels = [preprocess(Image.fromarray(image, "RGB"), self.spec) for image in images]
         return {"PIXELS": np.stack(pixels)}
 
