@@ -17,6 +17,40 @@ work=$(mktemp -d /tmp/aoti-backend-XXXX); src=$work/src
 mkdir -p "$src" "$dest"
 (cd "$carry/aoti-src" && sha256sum -c --quiet SHA256SUMS)
 for archive in "$carry"/aoti-src/*.tar.gz; do tar -C "$src" -xzf "$archive"; done
+# TRITON_KIT_AOTI_BACKEND_UTILS=r24.10: the backend utilities (input collector, output responder)
+# Triton 2.51 was released with, from the r24.10 sources the kit already carries, instead of
+# r26.02's (a suspect for the GPU crash, gpu_aoti.md). They lack only the status-returning
+# GetElementCount forms the newer backend calls; a two-function shim adds them. On CPU this
+# build serves packages exactly as the other does.
+if [[ "${TRITON_KIT_AOTI_BACKEND_UTILS:-}" == r24.10 ]]; then
+    rm -rf "$src/backend"
+    tar -C "$src" -xzf "$carry/triton-src/backend-r24.10.tar.gz"
+    "$py" - "$src/backend/include/triton/backend/backend_common.h" <<'PY'
+import sys
+from pathlib import Path
+header = Path(sys.argv[1])
+anchor = "int64_t GetElementCount(const std::vector<int64_t>& shape);"
+shim = '''
+inline TRITONSERVER_Error*
+GetElementCount(const int64_t* dims, const size_t dims_count, int64_t* count)
+{
+  *count = GetElementCount(dims, dims_count);
+  return (*count < 0) ? TRITONSERVER_ErrorNew(
+                            TRITONSERVER_ERROR_INVALID_ARG,
+                            "unable to get the element count of a dynamic shape")
+                      : nullptr;
+}
+
+inline TRITONSERVER_Error*
+GetElementCount(const std::vector<int64_t>& shape, int64_t* count)
+{
+  return GetElementCount(shape.data(), shape.size(), count);
+}'''
+text = header.read_text()
+assert anchor in text, "backend r24.10's backend_common.h changed"
+header.write_text(text.replace(anchor, anchor + "\n" + shim, 1))
+PY
+fi
 # The r26 sources ask for CMake 3.31.8; nothing this build uses needs more than 3.18.
 sed -i -E 's/cmake_minimum_required ?\(VERSION 3\.31\.8\)/cmake_minimum_required(VERSION 3.18)/' \
     "$src"/*/CMakeLists.txt "$src/core/src/CMakeLists.txt"
