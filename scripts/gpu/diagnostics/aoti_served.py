@@ -68,11 +68,11 @@ instance_group [ {{ {group} }} ]
 
 def one_request(url: str, name: str, dtype: str, max_batch: int) -> str:
     import numpy as np
-    import tritonclient.http as http
+    import tritonclient.grpc as grpc  # the GPU carry's tritonclient has gRPC, not HTTP
 
-    client = http.InferenceServerClient(url)
+    client = grpc.InferenceServerClient(url)
     x = np.ones((2, 16), dtype=np.uint8 if dtype == "UINT8" else np.float32)
-    tensor = http.InferInput("INPUT__0", list(x.shape), dtype)
+    tensor = grpc.InferInput("INPUT__0", list(x.shape), dtype)
     tensor.set_data_from_numpy(x)
     y = client.infer(name, [tensor]).as_numpy("OUTPUT__0")
     return f"ok {y.shape} {y.ravel()[:2]}"
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             if not wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0):
                 rows[name] = "not ready"
             else:
-                rows[name] = one_request(f"127.0.0.1:{ports[0]}", name, dtype, max_batch)
+                rows[name] = one_request(f"127.0.0.1:{ports[1]}", name, dtype, max_batch)
         except Exception as exc:
             rows[name] = f"{type(exc).__name__}: {exc}"[:300]
         time.sleep(1)

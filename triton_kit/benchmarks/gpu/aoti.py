@@ -18,9 +18,10 @@ Steps (``aoti.json`` is rewritten after each, so a run cut short keeps what it m
    crashed on the process's shared-libstdc++ locale (cuda-gdb backtrace, gpu.md).
 2. ``check``: the package loaded in a child process; logits against the eager module.
 3. ``in_process``: the loaded package at batch 1/64/256, host copies included.
-4. ``served``: one-image requests through perf_analyzer at c256 (then c1), the package
-   through ``pytorch_aoti`` at 1/2/4 instances, and TorchScript through Triton's own pytorch
-   backend (4 instances), all on one bare ``tritonserver``.
+4. ``served``: one-image requests through perf_analyzer at c256 (then c1 for the first
+   package and the baseline), the package through ``pytorch_aoti`` at 1/2/4 instances (output
+   pinned memory off) and TorchScript through Triton's own pytorch backend (4 instances), each
+   model on a bare ``tritonserver`` of its own so a crash loses one row and keeps its log.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ class Options:
 
 
 def parse(argv: list[str] | None) -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m triton_kit.benchmarks.gpu.aoti", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
         "--backend-lib",
