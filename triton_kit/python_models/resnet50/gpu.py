@@ -79,8 +79,9 @@ class TorchPreprocess:
         return out
 
     def _chunk(self, datas: Sequence[bytes], limits: ImageLimits) -> list:
-        """Decode and resize one chunk; its decoded tensors are freed on return."""
-        images = self.decode(datas, limits)
+        """Decode and resize one chunk of images whose headers passed; its decoded tensors
+        are freed on return."""
+        images = self._decode_checked(datas, limits, [None] * len(datas))  # headers: checked
         good = [image for image in images if not isinstance(image, Exception)]
         rows = iter(self.pixels(good) if good else ())
         return [image if isinstance(image, Exception) else next(rows) for image in images]
@@ -93,7 +94,11 @@ class TorchPreprocess:
         (image by image if that call fails), the rest and any JPEG it refuses (CMYK, ...) to
         PIL.
         """
-        out, _ = self._headers(datas, limits)
+        return self._decode_checked(datas, limits, self._headers(datas, limits)[0])
+
+    def _decode_checked(self, datas: Sequence[bytes], limits: ImageLimits, out: list) -> list:
+        """:meth:`decode` once the headers are checked (``out``: None or the header's error)."""
+        out = list(out)
         jpegs = [
             i for i, d in enumerate(datas) if out[i] is None and self.torchvision and is_jpeg(d)
         ]
