@@ -5,18 +5,21 @@
 # backend "pytorch" but accepts any platform for a backend it does not know; both speak backend
 # API 1.19. The r24.10 "pytorch" backend stays as it is for TorchScript.
 #
-# Sources: CARRY/aoti-src/*.tar.gz, git archives of pytorch_backend (main, 266fd38: its PT2
-# call-spec parser; r26.03's counts the call spec's two strings as two inputs), backend r26.02,
-# core r26.03 and common (main: the TritonJson MemberIs* the parser uses); sha256 in SHA256SUMS.
-# Checked on CPU here (torch 2.13): an AOTInductor MLP served through it matched in process.
-# Usage: scripts/gpu/aoti_backend.sh CARRY DEST_DIR   (writes DEST_DIR/libtriton_pytorch_aoti.so)
+# Sources: third_party/triton-aoti (pinned archives of pytorch_backend, backend, core and
+# common; its README says which refs and why), or $TRITON_KIT_AOTI_SOURCES.
+# tests/integration/server/test_aoti_backend.py builds it on CPU and serves an AOTInductor
+# package through it; on the H100 it serves ResNet-50 (benchmarks/results/gpu_aoti.md).
+# Usage: scripts/gpu/aoti_backend.sh CARRY DEST_DIR   (writes DEST_DIR/libtriton_pytorch_aoti.so;
+# CARRY is read only for TRITON_KIT_AOTI_BACKEND_UTILS=r24.10: CARRY/triton-src)
+# TRITON_KIT_AOTI_BUILD_TYPE=RelWithDebInfo keeps line tables for a debugger (default Release).
 set -euo pipefail
 carry=$1; dest=$2
 py=${PYTHON:-python3}
 work=$(mktemp -d /tmp/aoti-backend-XXXX); src=$work/src
 mkdir -p "$src" "$dest"
-(cd "$carry/aoti-src" && sha256sum -c --quiet SHA256SUMS)
-for archive in "$carry"/aoti-src/*.tar.gz; do tar -C "$src" -xzf "$archive"; done
+sources=${TRITON_KIT_AOTI_SOURCES:-$(cd "$(dirname "$0")/../.." && pwd)/third_party/triton-aoti}
+(cd "$sources" && sha256sum -c --quiet SHA256SUMS)
+for archive in "$sources"/*.tar.gz; do tar -C "$src" -xzf "$archive"; done
 # TRITON_KIT_AOTI_BACKEND_UTILS=r24.10: the backend utilities (input collector, output responder)
 # Triton 2.51 was released with, from the r24.10 sources the kit already carries, instead of
 # r26.02's (a suspect for the GPU crash, gpu_aoti.md). They lack only the status-returning
@@ -51,6 +54,24 @@ assert anchor in text, "backend r24.10's backend_common.h changed"
 header.write_text(text.replace(anchor, anchor + "\n" + shim, 1))
 PY
 fi
+# Two fixes to the PT2 output path (ReadOutputTensors), found on the H100 (gpu_aoti.md): the
+# responder was told the outputs are not batched along their first dimension, so when the
+# dynamic batcher put N requests into one execution each response got the whole batch and
+# responses 2..N read past the end of the output (a SIGSEGV on the GPU, wrong shapes on CPU);
+# and it took its pinned-memory switch from the input setting. r24.10's TorchScript path
+# passes max_batch_size > 0 and the output setting.
+"$py" - "$src/pytorch_backend/src/pt2/model_instance_state.cc" <<'PY'
+import sys
+from pathlib import Path
+source = Path(sys.argv[1])
+text = source.read_text()
+old = """      /* first_dim_batching= */ false,
+      /* pinned_enabled= */ model_->EnablePinnedInput(),"""
+new = """      /* first_dim_batching= */ model_->MaxBatchSize() > 0,
+      /* pinned_enabled= */ model_->EnablePinnedOutput(),"""
+assert text.count(old) == 1, "pytorch_backend's PT2 ReadOutputTensors changed"
+source.write_text(text.replace(old, new))
+PY
 # The r26 sources ask for CMake 3.31.8; nothing this build uses needs more than 3.18.
 sed -i -E 's/cmake_minimum_required ?\(VERSION 3\.31\.8\)/cmake_minimum_required(VERSION 3.18)/' \
     "$src"/*/CMakeLists.txt "$src/core/src/CMakeLists.txt"
@@ -67,7 +88,7 @@ gpu=$("$py" -c 'import torch; print("ON" if torch.version.cuda else "OFF")')
 # triton_kit/benchmarks/gpu/aoti.py on the GPU machine's /opt/gcc and its static libstdc++.
 export CXX=${TRITON_KIT_AOTI_CXX:-${CXX:-c++}}
 CUDA_ARCH_LIST=${CUDA_ARCH_LIST:-9.0} cmake -G Ninja -S "$src/pytorch_backend" -B "$work/build" \
-    -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_BUILD_TYPE=${TRITON_KIT_AOTI_BUILD_TYPE:-Release}" \
     "-DCMAKE_CXX_FLAGS=-Wno-error=maybe-uninitialized -Wno-error=deprecated-declarations" \
     -DFETCHCONTENT_FULLY_DISCONNECTED=ON \
     "-DFETCHCONTENT_SOURCE_DIR_REPO-COMMON=$src/common" \

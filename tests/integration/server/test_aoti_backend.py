@@ -1,0 +1,126 @@
+"""AOTInductor packages served by Triton's newer pytorch backend (``pytorch_aoti``, built by
+scripts/gpu/aoti_backend.sh from third_party/triton-aoti), on a bare tritonserver.
+
+The defect this guards (issue 30): the backend's PT2 output path told the responder its
+outputs were not batched, so when the dynamic batcher put several requests into one
+execution every response got the whole batch and responses 2..N read past the output's
+end: wrong shapes here on CPU, a SIGSEGV on the H100's first loaded request. The reference
+is numpy on the module's own weights, not the backend or Inductor.
+
+``TRITON_KIT_AOTI_BACKEND=LIB`` serves an already built library instead of building one
+(about two minutes on two cores).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import tritonclient.grpc as grpcclient
+
+from tests.support.prerequisites import PROJECT_ROOT
+from triton_kit.benchmarks.launcher import bare_command
+from triton_kit.server.binary import assemble_backend_dir, find_installation, server_environment
+from triton_kit.server.launcher import free_ports, wait_ready
+
+pytestmark = pytest.mark.slow
+
+ROWS = 4  # concurrent one-row requests; the 300 ms queue delay batches them together
+CONFIG = """name: "mlp"
+backend: "pytorch_aoti"
+platform: "torch_aoti"
+max_batch_size: 8
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+dynamic_batching { max_queue_delay_microseconds: 300000 }
+"""
+
+
+@pytest.fixture(scope="module")
+def backend_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    built = os.environ.get("TRITON_KIT_AOTI_BACKEND")
+    if built:
+        return Path(built)
+    dest = tmp_path_factory.mktemp("aoti-backend")
+    script = PROJECT_ROOT / "scripts" / "gpu" / "aoti_backend.sh"
+    env = {**os.environ, "PYTHON": sys.executable}
+    # The carry argument is read only by the r24.10-utilities variant, not built here.
+    done = subprocess.run(["bash", str(script), str(dest), str(dest)],
+                          capture_output=True, text=True, env=env, timeout=1200)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return dest / "libtriton_pytorch_aoti.so"
+
+
+@pytest.fixture(scope="module")
+def linear(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Linear, Path]:
+    """A Linear(16, 4) compiled into a package with a dynamic batch of 1..8."""
+    torch.manual_seed(0)
+    module = torch.nn.Linear(16, 4).eval()
+    package = tmp_path_factory.mktemp("aoti-package") / "model.pt2"
+    batch = torch.export.Dim("batch", min=1, max=8)
+    with torch.no_grad():
+        program = torch.export.export(module, (torch.ones(4, 16),), dynamic_shapes=({0: batch},))
+        torch._inductor.aoti_compile_and_package(program, package_path=str(package))
+    return module, package
+
+
+@pytest.fixture(scope="module")
+def grpc_url(
+    backend_library: Path,
+    linear: tuple[torch.nn.Linear, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("aoti-served")
+    (root / "repo" / "mlp" / "1").mkdir(parents=True)
+    shutil.copy2(linear[1], root / "repo" / "mlp" / "1" / "model.pt2")
+    (root / "repo" / "mlp" / "config.pbtxt").write_text(CONFIG)
+    installation = find_installation()
+    backends = assemble_backend_dir(installation, root / "backends")
+    (backends / "pytorch_aoti").mkdir(exist_ok=True)
+    shutil.copy2(backend_library, backends / "pytorch_aoti" / "libtriton_pytorch_aoti.so")
+    ports = free_ports(3)
+    log = root / "tritonserver.log"
+    with log.open("wb") as sink:
+        server = subprocess.Popen(bare_command(root / "repo", backends, ports),
+                                  env=server_environment(installation), stdout=sink,
+                                  stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        assert wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0), log.read_text()[-3000:]
+        yield f"127.0.0.1:{ports[1]}"
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def _one_row(url: str, row: np.ndarray) -> np.ndarray:
+    client = grpcclient.InferenceServerClient(url)
+    tensor = grpcclient.InferInput("INPUT__0", [1, 16], "FP32")
+    tensor.set_data_from_numpy(row[None, :])
+    return client.infer("mlp", [tensor], client_timeout=60).as_numpy("OUTPUT__0")
+
+
+def test_batched_requests_each_get_their_own_row(
+    grpc_url: str, linear: tuple[torch.nn.Linear, Path]
+) -> None:
+    module = linear[0]
+    weight = module.weight.detach().numpy()
+    bias = module.bias.detach().numpy()
+    rows = np.random.default_rng(0).normal(size=(ROWS, 16)).astype(np.float32)
+    with ThreadPoolExecutor(ROWS) as pool:
+        got = list(pool.map(lambda r: _one_row(grpc_url, r), rows))
+    stats = grpcclient.InferenceServerClient(grpc_url).get_inference_statistics("mlp")
+    (model,) = stats.model_stats
+    assert model.inference_count == ROWS
+    assert model.execution_count < ROWS, "the requests were not batched: the test proves nothing"
+    assert [y.shape for y in got] == [(1, 4)] * ROWS
+    np.testing.assert_allclose(np.concatenate(got), rows @ weight.T + bias, rtol=1e-5, atol=1e-5)
