@@ -39,12 +39,19 @@ if [[ -d "$carry/debs" ]]; then
         CMAKE_PREFIX_PATH=/tmp/debs/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
     native() { PYTHONPATH=/tmp/site:$PWD python3 -m triton_kit.server.native_backends build \
         --sources "$carry/triton-src" --jobs "$(nproc)" "$@"; }
-    native pytorch 2>&1 | tee "$out/backends-build.log" || { cp build/triton-backends/.work/*.log "$out/" 2>/dev/null; exit 1; }
+    # TRITON_KIT_GPU_NATIVE names which of Triton's r24.10 backends to build (default both;
+    # "pytorch" alone saves a minute, "" none: a run that needs only pytorch_aoti).
+    native_wanted=" ${TRITON_KIT_GPU_NATIVE-pytorch onnxruntime} "
+    if [[ "$native_wanted" == *" pytorch "* ]]; then
+        native pytorch 2>&1 | tee "$out/backends-build.log" || { cp build/triton-backends/.work/*.log "$out/" 2>/dev/null; exit 1; }
+    fi
     # The machine's onnxruntime is CPU-only; the GPU run serves TorchScript, so a failure
     # here is logged, not fatal (the launcher refuses any model that would need it).
-    native onnxruntime 2>&1 | tee -a "$out/backends-build.log" || true
+    if [[ "$native_wanted" == *" onnxruntime "* ]]; then
+        native onnxruntime 2>&1 | tee -a "$out/backends-build.log" || true
+    fi
     # Triton's newer pytorch backend, for AOTInductor packages (served as pytorch_aoti).
-    if [[ -d "$carry/aoti-src" ]] && PYTHONPATH=/tmp/site:$PWD bash scripts/gpu/aoti_backend.sh \
+    if [[ -d third_party/triton-aoti ]] && PYTHONPATH=/tmp/site:$PWD bash scripts/gpu/aoti_backend.sh \
             "$carry" /tmp/aoti-backend 2>&1 | tee -a "$out/backends-build.log"; then
         export TRITON_KIT_AOTI_BACKEND=/tmp/aoti-backend/libtriton_pytorch_aoti.so
     fi
