@@ -28,7 +28,17 @@ VARIANTS = {
     "uint8_gpu": ("UINT8", "KIND_GPU", 8),
     "fp32_model": ("FP32", "KIND_MODEL", 8),
     "fp32_gpu_nobatch": ("FP32", "KIND_GPU", 0),
+    "fp32_gpu_nopin": ("FP32", "KIND_GPU", 8),
 }
+# pytorch_aoti's output responder takes its pinned flag from input_pinned_memory.
+NO_PINNED = (
+    "optimization { input_pinned_memory { enable: false } output_pinned_memory { enable: false } }"
+)
+# The first variant whose server dies is served again under cuda-gdb: its frames, with lines
+# when the backend is built with TRITON_KIT_AOTI_BUILD_TYPE=RelWithDebInfo.
+GDB = ["cuda-gdb", "-batch", "-ex", "set pagination off", "-ex", "set print thread-events off",
+       "-ex", "handle SIGPIPE nostop noprint", "-ex", "run", "-ex", "bt 40", "-ex", "bt full 6",
+       "-ex", "info registers rip", "--args"]  # fmt: skip
 
 
 def package(dtype: str, batched: bool, path: Path) -> None:
@@ -63,6 +73,7 @@ max_batch_size: {max_batch}
 input [ {{ name: "INPUT__0" data_type: TYPE_{dtype} dims: {dims} }} ]
 output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: {out_dims} }} ]
 instance_group [ {{ {group} }} ]
+{NO_PINNED if name.endswith("_nopin") else ""}
 """
 
 
@@ -74,7 +85,7 @@ def one_request(url: str, name: str, dtype: str, max_batch: int) -> str:
     x = np.ones((2, 16), dtype=np.uint8 if dtype == "UINT8" else np.float32)
     tensor = grpc.InferInput("INPUT__0", list(x.shape), dtype)
     tensor.set_data_from_numpy(x)
-    y = client.infer(name, [tensor]).as_numpy("OUTPUT__0")
+    y = client.infer(name, [tensor], client_timeout=20).as_numpy("OUTPUT__0")
     return f"ok {y.shape} {y.ravel()[:2]}"
 
 
@@ -99,7 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copy2(library, backends / "pytorch_aoti" / library.name)
     packages: dict[tuple[str, bool], Path] = {}
     rows = {}
-    for name, (dtype, kind, max_batch) in VARIANTS.items():
+    debugged = False
+    for name, (dtype, kind, max_batch) in [*VARIANTS.items(), ("gdb", (None, None, None))]:
+        if name == "gdb":
+            crashed = [n for n, row in rows.items() if "SIGSEGV" in row]
+            if debugged or not crashed:
+                break
+            name, (dtype, kind, max_batch), debugged = crashed[0], VARIANTS[crashed[0]], True
         key = (dtype, max_batch > 0)
         if key not in packages:
             packages[key] = Path(tempfile.mkdtemp(prefix="p-")) / "model.pt2"
@@ -109,21 +126,26 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy2(packages[key], repo / name / "1" / "model.pt2")
         (repo / name / "config.pbtxt").write_text(config(name, dtype, kind, max_batch))
         ports = free_ports(3)
-        log = out / f"server-{name}.log"
+        log = out / f"server-{name}{'-gdb' if debugged else ''}.log"
         command = [*bare_command(repo, backends, ports), "--log-verbose=1"]
+        command = [*GDB, *command] if debugged else command
         with log.open("wb") as sink:
             server = subprocess.Popen(command, env=server_environment(installation), stdout=sink,
                                       stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
         try:
-            if not wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0):
-                rows[name] = "not ready"
+            if not wait_ready(f"http://127.0.0.1:{ports[0]}", 300.0 if debugged else 120.0):
+                row = "not ready"
             else:
-                rows[name] = one_request(f"127.0.0.1:{ports[1]}", name, dtype, max_batch)
+                row = one_request(f"127.0.0.1:{ports[1]}", name, dtype, max_batch)
         except Exception as exc:
-            rows[name] = f"{type(exc).__name__}: {exc}"[:300]
-        time.sleep(1)
-        rows[name] += f" | server alive: {server.poll() is None}"
-        print(name, rows[name], flush=True)
+            row = f"{type(exc).__name__}: {exc}"[:300]
+        time.sleep(5 if debugged else 1)
+        label = f"{name} (cuda-gdb)" if debugged else name
+        # Triton's handler prints the signal and may leave the process hanging, not dead.
+        segv = b"Signal (11)" in log.read_bytes() or b"SIGSEGV" in log.read_bytes()
+        alive = server.poll() is None
+        rows[label] = f"{row} | server alive: {alive}" + (" | SIGSEGV" if segv else "")
+        print(label, rows[label], flush=True)
         if server.poll() is None:
             server.send_signal(signal.SIGTERM)
             try:
