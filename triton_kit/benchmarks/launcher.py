@@ -124,16 +124,20 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def measure(url: str, model: str, concurrency: int, seconds: float, out: Path) -> dict:
+def measure(url: str, model: str, concurrency: int, seconds: float, out: Path, **shm) -> dict:
     """perf_analyzer, once more with a doubled window and looser stability if it did not
-    settle (a shared host's noise is not the launcher's cost). A first untimed window pays
-    the model's first-use costs (allocator growth, library plans) at the batch sizes the
-    batcher forms."""
-    perf_analyzer.run(url, model, concurrency, 1.0, out, stability=100)
-    row = perf_analyzer.run(url, model, concurrency, seconds, out, stability=20)
+    settle (a shared host's noise is not the launcher's cost), and a last time accepting any
+    two windows (marked ``unsettled``) so a noisy row is still reported. A first untimed
+    window pays the model's first-use costs (allocator growth, library plans) at the batch
+    sizes the batcher forms. ``shm``: perf_analyzer.run's shared-memory keywords."""
+    perf_analyzer.run(url, model, concurrency, 1.0, out, stability=100, **shm)
+    row = perf_analyzer.run(url, model, concurrency, seconds, out, stability=20, **shm)
     if "error" in row:
-        row = perf_analyzer.run(url, model, concurrency, 2 * seconds, out, stability=50)
+        row = perf_analyzer.run(url, model, concurrency, 2 * seconds, out, stability=50, **shm)
         row["retried"] = True
+    if "error" in row:
+        row = perf_analyzer.run(url, model, concurrency, 2 * seconds, out, stability=100, **shm)
+        row["unsettled"] = True
     return row
 
 

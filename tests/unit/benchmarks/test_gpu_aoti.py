@@ -26,8 +26,8 @@ def test_gpu_config_serves_the_package_through_the_renamed_backend() -> None:
     ]
     assert list(config.dynamic_batching.preferred_batch_size) == list(aoti.PREFERRED)
     assert config.dynamic_batching.max_queue_delay_microseconds == 2000
-    # The crash's frames ran through the responder's pinned-output path (gpu.md).
-    assert config.optimization.output_pinned_memory.enable is False
+    # Pinned output stays on (Triton's default): the crash was the unbatched responder, not it.
+    assert not config.HasField("optimization")
     assert [i.name for i in config.input] == ["INPUT__0"]
     assert [o.name for o in config.output] == ["OUTPUT__0"]
 
@@ -55,3 +55,18 @@ def test_smoke_runs_on_cpu_with_two_clients(tmp_path: Path) -> None:
     assert options.settings.device == "cpu"
     assert options.concurrency == 2
     assert options.instances == (1,)
+
+
+def test_shared_memory_loads_default_to_all_three_and_refuse_unknown_kinds(tmp_path: Path) -> None:
+    assert aoti.parse(["--out", str(tmp_path)]).shared_memory == ("none", "system", "cuda")
+    assert aoti.parse(["--out", str(tmp_path), "--shared-memory", "cuda"]).shared_memory == (
+        "cuda",
+    )
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--shared-memory", "nvlink"])
+
+
+def test_batch_one_config_does_not_wait() -> None:
+    batching = _parsed(aoti.aoti_config("aoti_i1_d0", 1, gpu=True, delay_us=0)).dynamic_batching
+    assert batching.max_queue_delay_microseconds == 0
+    assert list(batching.preferred_batch_size) == []

@@ -16,12 +16,17 @@ Steps (``aoti.json`` is rewritten after each, so a run cut short keeps what it m
    compiler: on the H100 machine Inductor took ``/opt/gcc/bin/g++``, whose link put a
    static libstdc++ into the .so, and that copy's ``std::regex`` (``parse_device_str``)
    crashed on the process's shared-libstdc++ locale (cuda-gdb backtrace, gpu.md).
-2. ``check``: the package loaded in a child process; logits against the eager module.
-3. ``in_process``: the loaded package at batch 1/64/256, host copies included.
-4. ``served``: one-image requests through perf_analyzer at c256 (then c1 for the first
-   package and the baseline), the package through ``pytorch_aoti`` at 1/2/4 instances (output
-   pinned memory off) and TorchScript through Triton's own pytorch backend (4 instances), each
-   model on a bare ``tritonserver`` of its own so a crash loses one row and keeps its log.
+2. ``in_process``: the package loaded by ``aoti_load_package``, its logits checked against
+   the eager module's on the build's images, then timed at batch 1/64/256, host copies
+   included.
+3. ``served``: the package through ``pytorch_aoti`` at each ``--instances`` count (queue
+   delay 2000 us, preferred 64/128/256) and at 1 instance with no delay (the batch-1 row),
+   and TorchScript through Triton's own pytorch backend (4 instances), each model on a bare
+   ``tritonserver`` of its own so a crash loses one row and keeps its log. The package's
+   served logits are checked first (the check images as concurrent one-image requests,
+   batched together); then one-image requests through perf_analyzer at c256, the images
+   inside the gRPC messages and through system and CUDA shared memory; then c1 for the
+   no-delay package and the baseline.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ from triton_kit.benchmarks.gpu.settings import Settings
 
 PREFERRED = (64, 128, 256)
 AOTI_BACKEND = "pytorch_aoti"
+LOGITS_BYTES = 1000 * 4  # one image's FP32 logits, for perf_analyzer's output regions
+SHARED_MEMORY = ("none", "system", "cuda")
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class Options:
     cxx: str | None  # Inductor's C++ compiler; None: its own choice ($CXX, else g++)
     instances: tuple[int, ...]
     smoke: bool = False  # CPU, tiny ResNet, 2 clients: checks the code where there is no GPU
+    shared_memory: tuple[str, ...] = SHARED_MEMORY  # how perf_analyzer sends images at c256
 
     @property
     def settings(self) -> Settings:
@@ -84,10 +92,19 @@ def parse(argv: list[str] | None) -> Options:
         help="C++ compiler for the package (default: Inductor's own, $CXX or g++)",
     )  # fmt: skip
     parser.add_argument("--instances", default="1,2,4")
+    parser.add_argument(
+        "--shared-memory", default=",".join(SHARED_MEMORY),
+        help="how the c256 loads send their images: inside the gRPC message (none), through "
+        "system or CUDA shared memory (default: all three)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
-    return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke)
+    shm = tuple(args.shared_memory.split(","))
+    unknown = set(shm) - set(SHARED_MEMORY)
+    if unknown:
+        parser.error(f"--shared-memory: unknown {sorted(unknown)}; choose from {SHARED_MEMORY}")
+    return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke, shm)
 
 
 def logged_compiles(log: Path) -> None:
@@ -143,22 +160,15 @@ def needed(package: Path) -> dict:
     return found
 
 
-CHECK = r"""
-import faulthandler, sys, torch
-faulthandler.enable()
-path, device = sys.argv[1], sys.argv[2]
-runner = torch._inductor.aoti_load_package(path)
-ref = torch.load(path + ".ref")
-y = runner(ref["x"].to(device)).float().cpu()
-top = (y.argmax(1) == ref["logits"].argmax(1)).float().mean().item()
-print({"max_abs_diff": float((y - ref["logits"]).abs().max()), "top1_agreement": top})
-"""
+def check(runner, package: Path, device: str) -> dict:
+    """The loaded package against the eager module's logits on the build's images."""
+    import torch
 
-
-def check(package: Path, device: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHECK, str(package), device], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
-    return {"rc": done.returncode, "stdout": done.stdout[-2000:], "stderr": done.stderr[-3000:]}
+    ref = torch.load(str(package) + ".ref")
+    with torch.inference_mode():
+        y = runner(ref["x"].to(device)).float().cpu()
+    top = (y.argmax(1) == ref["logits"].argmax(1)).float().mean().item()
+    return {"max_abs_diff": float((y - ref["logits"]).abs().max()), "top1_agreement": top}
 
 
 def in_process(package: Path, settings: Settings, batches=(1, 64, 256)) -> dict:
@@ -166,8 +176,9 @@ def in_process(package: Path, settings: Settings, batches=(1, 64, 256)) -> dict:
     import torch
 
     runner = torch._inductor.aoti_load_package(str(package))
+    rows: dict = {"check": check(runner, package, settings.device)}
+    print("check", rows["check"], flush=True)
     rng = np.random.default_rng(0)
-    rows = {}
     for batch in batches:
         host = torch.from_numpy(rng.integers(0, 256, (batch, 224, 224, 3), dtype=np.uint8))
         if settings.gpu:
@@ -186,8 +197,15 @@ def in_process(package: Path, settings: Settings, batches=(1, 64, 256)) -> dict:
     return rows
 
 
-def aoti_config(name: str, instances: int, gpu: bool) -> str:
+def aoti_config(name: str, instances: int, gpu: bool, delay_us: int = 2000) -> str:
+    """Batching as gpu.md's best TorchScript row (2000 us, preferred 64/128/256); delay 0 and
+    no preferred sizes for the batch-1 row, where waiting only adds latency."""
     preferred = ", ".join(str(b) for b in PREFERRED)
+    batching = (
+        f"max_queue_delay_microseconds: {delay_us} preferred_batch_size: [ {preferred} ]"
+        if delay_us
+        else "max_queue_delay_microseconds: 0"
+    )
     kind = "kind: KIND_GPU gpus: [ 0 ]" if gpu else "kind: KIND_CPU"
     return f"""name: "{name}"
 backend: "{AOTI_BACKEND}"
@@ -196,8 +214,7 @@ max_batch_size: 256
 input [ {{ name: "INPUT__0" data_type: TYPE_UINT8 dims: [ 224, 224, 3 ] }} ]
 output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }} ]
 instance_group [ {{ {kind} count: {instances} }} ]
-dynamic_batching {{ max_queue_delay_microseconds: 2000 preferred_batch_size: [ {preferred} ] }}
-optimization {{ output_pinned_memory {{ enable: false }} }}
+dynamic_batching {{ {batching} }}
 """
 
 
@@ -218,19 +235,20 @@ def write_repository(
     from triton_kit.benchmarks.gpu.serving import Variant, write_variant
 
     names = []
-    for count in options.instances:
-        name = f"aoti_i{count}_d2000p"
+    for count, delay in [*((n, 2000) for n in options.instances), (1, 0)]:
+        name = f"aoti_i{count}_d{delay}" + ("p" if delay else "")
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
-        (repo / name / "config.pbtxt").write_text(aoti_config(name, count, settings.gpu))
+        (repo / name / "config.pbtxt").write_text(aoti_config(name, count, settings.gpu, delay))
         names.append(name)
     write_variant(repo, Variant("native_i4_d2000p", 4, 2000, TS_PREFERRED), model_pt, settings)
     return [*names, "native_i4_d2000p"]
 
 
-def served(repo: Path, names: list[str], options: Options) -> dict:
-    """Each model on a server of its own (a crash loses one row, and leaves its log): c256,
-    then c1 for the single-instance package and the TorchScript baseline."""
+def served(repo: Path, names: list[str], options: Options, reference: Path) -> dict:
+    """Each model on a server of its own (a crash loses one row, and leaves its log): the
+    package's outputs against ``reference``, then c256, then c1 for the first package and the
+    TorchScript baseline."""
     from triton_kit.server.binary import assemble_backend_dir, find_installation
 
     installation = find_installation()
@@ -242,12 +260,47 @@ def served(repo: Path, names: list[str], options: Options) -> dict:
     for name in names:
         alone = Path(tempfile.mkdtemp(prefix=f"{name}-"))
         shutil.copytree(repo / name, alone / name)
-        single = name in (names[0], "native_i4_d2000p")
-        rows.update(serve_one(alone, name, backends, options, c1=single))
+        single = name == "native_i4_d2000p"
+        checked = reference if name.startswith("aoti_") else None
+        rows.update(serve_one(alone, name, backends, options, c1=single, reference=checked))
     return rows
 
 
-def serve_one(repo: Path, name: str, backends: Path, options: Options, c1: bool) -> dict:
+def served_outputs(url: str, name: str, reference: Path) -> dict:
+    """The reference images as concurrent one-image requests, so the batcher puts several into
+    one execution: each response must be its own image's logits (the PT2 output path once gave
+    every response the whole batch)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    import torch
+    import tritonclient.grpc as grpc
+
+    ref = torch.load(str(reference))
+    images, expected = ref["x"].numpy(), ref["logits"].numpy()
+
+    def one(row: int) -> np.ndarray:
+        client = grpc.InferenceServerClient(url)
+        tensor = grpc.InferInput("INPUT__0", [1, *images.shape[1:]], "UINT8")
+        tensor.set_data_from_numpy(images[row : row + 1])
+        return client.infer(name, [tensor], client_timeout=60).as_numpy("OUTPUT__0")
+
+    with ThreadPoolExecutor(len(images)) as pool:
+        got = list(pool.map(one, range(len(images))))
+    shapes = sorted({tuple(y.shape) for y in got})
+    logits = np.concatenate(got) if shapes == [(1, expected.shape[1])] else None
+    return {
+        "shapes": [list(s) for s in shapes],
+        "max_abs_diff": None if logits is None else float(np.abs(logits - expected).max()),
+        "top1_agreement": None
+        if logits is None
+        else float((logits.argmax(1) == expected.argmax(1)).mean()),
+    }
+
+
+def serve_one(
+    repo: Path, name: str, backends: Path, options: Options, c1: bool, reference: Path | None
+) -> dict:
     from triton_kit.benchmarks.launcher import bare_command, measure, stop
     from triton_kit.server.binary import find_installation, server_environment
     from triton_kit.server.launcher import free_ports, wait_ready
@@ -263,11 +316,21 @@ def serve_one(repo: Path, name: str, backends: Path, options: Options, c1: bool)
         if not wait_ready(f"http://127.0.0.1:{ports[0]}", 600.0):
             return {f"{name}_error": f"server not ready; see {log.name}"}
         url = f"127.0.0.1:{ports[1]}"
-        key = f"{name}_c{options.concurrency}"
-        rows[key] = measure(url, name, options.concurrency, options.seconds, options.out)
-        print(name, rows[key], flush=True)
-        if c1 and process.poll() is None:
-            rows[f"{name}_c1"] = measure(url, name, 1, options.seconds, options.out)
+        if reference is not None:
+            rows[f"{name}_outputs"] = served_outputs(url, name, reference)
+            print(name, rows[f"{name}_outputs"], flush=True)
+        loads = [(1, "none")] if name.endswith("_d0") else [
+            (options.concurrency, shm) for shm in options.shared_memory
+        ]  # fmt: skip
+        if c1:
+            loads.append((1, "none"))
+        for concurrency, shm in loads:
+            if process.poll() is not None:
+                break
+            key = f"{name}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
+            rows[key] = measure(url, name, concurrency, options.seconds, options.out,
+                                shared_memory=shm, output_bytes=LOGITS_BYTES)  # fmt: skip
+            print(key, rows[key], flush=True)
         rows[f"{name}_server_alive"] = process.poll() is None
     finally:
         stop(process)
@@ -283,11 +346,9 @@ def run(options: Options) -> dict:
     package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / "resnet50.pt2"
     model_pt = torchscript_baseline(module, settings)
     results.step("build", lambda: build(module, package, options))
-    loaded = results.step("check", lambda: check(package, settings.device))
-    if not loaded or loaded["rc"] != 0:
-        return results.data
     batches = (1, 2) if options.smoke else (1, 64, 256)
-    results.step("in_process", lambda: in_process(package, settings, batches))
+    if not results.step("in_process", lambda: in_process(package, settings, batches)):
+        return results.data
     if settings.gpu:
         torch.cuda.empty_cache()
     repo = Path(tempfile.mkdtemp(prefix="aoti-repo-"))
@@ -297,7 +358,8 @@ def run(options: Options) -> dict:
     if settings.gpu:
         torch.cuda.empty_cache()
     if names:
-        results.step("served", lambda: served(repo, names, options))
+        reference = Path(str(package) + ".ref")
+        results.step("served", lambda: served(repo, names, options, reference))
     return results.data
 
 

@@ -55,6 +55,8 @@ def run(
     out: Path,
     input_data: str = "random",
     stability: int = 20,
+    shared_memory: str = "none",
+    output_bytes: int = 0,
 ) -> dict:
     """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
 
@@ -62,18 +64,26 @@ def run(
     (:func:`text_inputs`; text models need real text). Windows of ``seconds`` until
     throughput and p99 agree within ``stability`` % (at most 8; on a shared host, 20 % may
     never be reached). Returns {"skipped"} without a binary
-    and {"error"} when it fails.
+    and {"error"} when it fails. ``shared_memory`` "system" or "cuda" sends the inputs (and
+    receives outputs of ``output_bytes`` each) through Triton's shared-memory regions instead
+    of inside the gRPC messages.
     """
     executable = binary()
     if not executable:
         return {"skipped": "perf_analyzer not installed (scripts/install-perf-analyzer.sh)"}
-    csv_path = out / f"perf_analyzer-{model}-c{concurrency}.csv"
+    tag = "" if shared_memory == "none" else f"-{shared_memory}-shm"
+    csv_path = out / f"perf_analyzer-{model}-c{concurrency}{tag}.csv"
     command = [
         executable, "-m", model, "-u", url.removeprefix("grpc://"), "-i", "grpc", "-b", "1",
         "--concurrency-range", str(concurrency), "--input-data", input_data,
         "--measurement-interval", str(int(seconds * 1000)), "--percentile", "99",
         "--stability-percentage", str(stability), "--max-trials", "8", "-f", str(csv_path),
     ]  # fmt: skip
+    if shared_memory != "none":
+        command += [
+            f"--shared-memory={shared_memory}",
+            f"--output-shared-memory-size={output_bytes}",
+        ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 20 + 60)
     if done.returncode != 0 or not csv_path.exists():
         return {"error": (done.stdout + done.stderr)[-2000:]}
