@@ -27,6 +27,7 @@ class ModelCounters:
     compute_infer_ns: int = 0
     compute_output_ns: int = 0
     execution_count: int = 0
+    inference_count: int = 0  # items: a request of N rows counts N (BLS calls carry batches)
 
     def minus(self, other: ModelCounters) -> ModelCounters:
         mine, theirs = asdict(self), asdict(other)
@@ -53,6 +54,7 @@ def parse_model_stats(payload: dict[str, Any]) -> dict[str, ModelCounters]:
             compute_infer_ns=durations["compute_infer"][1],
             compute_output_ns=durations["compute_output"][1],
             execution_count=int(model.get("execution_count", 0)),
+            inference_count=int(model.get("inference_count", 0)),
         )
         name = model["name"]
         # Several versions of one model: add them up.

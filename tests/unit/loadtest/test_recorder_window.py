@@ -29,6 +29,7 @@ STATS = {
             "name": "bert",
             "version": "1",
             "execution_count": 2,
+            "inference_count": 4,
             "inference_stats": {
                 "success": {"count": 3, "ns": 300},
                 "fail": {"count": 1, "ns": 5},
@@ -49,6 +50,7 @@ BERT = {
     "compute_input_ns": 7,
     "compute_infer_ns": 200,
     "compute_output_ns": 9,
+    "inference_count": 4,
 }
 
 

@@ -8,10 +8,12 @@ comes from ``PERF_ANALYZER`` or ``<venv>/bin/perf_analyzer``
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -45,6 +47,31 @@ def tensor_inputs(path: Path, requests: Sequence[Mapping[str, np.ndarray]]) -> s
     ]  # fmt: skip
     path.write_text(json.dumps({"data": data}))
     return str(path)
+
+
+def bytes_inputs(path: Path, name: str, items: Sequence[bytes]) -> str:
+    """A ``--input-data`` file sending ``items`` in turn, one BYTES element per request (encoded
+    images): base64 of Triton's serialised element (a little-endian uint32 length, then the
+    bytes), which perf_analyzer sends as it is."""
+    data = [{name: {"b64": _b64(struct.pack("<I", len(item)) + item)}} for item in items]
+    path.write_text(json.dumps({"data": data}))
+    return str(path)
+
+
+def array_inputs(path: Path, name: str, arrays: Sequence[np.ndarray]) -> str:
+    """A ``--input-data`` file sending ``arrays`` in turn (one item each, no batch dimension)
+    as base64 of their raw bytes, with their shapes: compact for large tensors (decoded
+    images), where :func:`tensor_inputs` writes every element as JSON text."""
+    data = [
+        {name: {"b64": _b64(np.ascontiguousarray(a).tobytes()), "shape": list(a.shape)}}
+        for a in arrays
+    ]
+    path.write_text(json.dumps({"data": data}))
+    return str(path)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def run(
