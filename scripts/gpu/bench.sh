@@ -50,8 +50,9 @@ if [[ -d "$carry/debs" ]]; then
     if [[ "$native_wanted" == *" onnxruntime "* ]]; then
         native onnxruntime 2>&1 | tee -a "$out/backends-build.log" || true
     fi
-    # Triton's newer pytorch backend, for AOTInductor packages (served as pytorch_aoti).
-    if [[ -d third_party/triton-aoti ]] && PYTHONPATH=/tmp/site:$PWD bash scripts/gpu/aoti_backend.sh \
+    # Triton's newer pytorch backend, for AOTInductor packages (served as pytorch_aoti);
+    # TRITON_KIT_GPU_AOTI=0 skips it (a minute of device time) for runs that do not serve one.
+    if [[ -d third_party/triton-aoti && "${TRITON_KIT_GPU_AOTI:-1}" != 0 ]] && PYTHONPATH=/tmp/site:$PWD bash scripts/gpu/aoti_backend.sh \
             "$carry" /tmp/aoti-backend 2>&1 | tee -a "$out/backends-build.log"; then
         export TRITON_KIT_AOTI_BACKEND=/tmp/aoti-backend/libtriton_pytorch_aoti.so
     fi
