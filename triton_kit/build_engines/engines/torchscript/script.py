@@ -47,7 +47,10 @@ def script_module(
 def check_parity(
     script_path: Path, onnx_path: Path, feeds: Mapping[str, np.ndarray], device: str = "cpu"
 ) -> dict[str, float]:
-    """Max abs difference per output between the TorchScript model and ONNX Runtime."""
+    """Per output, the max abs difference between the TorchScript model and ONNX Runtime,
+    over the ONNX output's largest magnitude where that exceeds 1: absolute for outputs
+    within [-1, 1] (embeddings), relative to the scale for larger ones (logits), where FP16's
+    rounding grows with the values (0.6 on ResNet-50 logits of ~30 on the H100)."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
@@ -58,7 +61,7 @@ def check_parity(
     got = got if isinstance(got, tuple) else (got,)
     names = [o.name for o in session.get_outputs()]
     return {
-        name: float(np.abs(g.float().cpu().numpy() - e).max())
+        name: float(np.abs(g.float().cpu().numpy() - e).max() / max(1.0, float(np.abs(e).max())))
         for name, g, e in zip(names, got, expected, strict=True)
     }
 
