@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_kit.server.errors import BinaryNotFoundError
-from triton_kit.server.native_backends import NATIVE_BACKENDS, NativeBackendError, built_library
+from triton_kit.server.native_backends import SERVED_BACKENDS, NativeBackendError, built_library
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONTAINER_BINARY = Path("/opt/tritonserver/bin/tritonserver")
@@ -81,13 +81,14 @@ def assemble_backend_dir(installation: TritonInstallation, dest: Path) -> Path:
     A container or custom build keeps its own backends (its native onnxruntime and
     pytorch). The wheel ships only the python backend, so Triton's own onnxruntime and
     pytorch backends, built from the 24.10 sources by ``python -m triton_kit.server.native_backends
-    build``, are added where they are built and current; a missing one is not replaced by
-    anything (``missing_native_backends`` says why, the launcher refuses to start).
+    build``, and the opt-in ``pytorch_aoti`` (``... build pytorch_aoti``), are added where they
+    are built and current; a missing one is not replaced by anything
+    (``missing_native_backends`` says why, the launcher refuses to start).
     """
     dest.mkdir(parents=True, exist_ok=True)
     if installation.from_wheel:
         _add_python_stub(installation, dest / "python")
-        for name in NATIVE_BACKENDS:
+        for name in SERVED_BACKENDS:
             _add_native_backend(name, dest / name)
     else:
         for backend in sorted(installation.backends.iterdir()):

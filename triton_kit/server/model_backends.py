@@ -11,13 +11,17 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kit.server.native_backends import NATIVE_BACKENDS
+from triton_kit.server.native_backends import NATIVE_BACKENDS, SERVED_BACKENDS
 
 _PLATFORM_BACKENDS = {
     "ensemble": "ensemble",
     "tensorrt_plan": "tensorrt",
     "onnxruntime_onnx": "onnxruntime",
     "pytorch_libtorch": "pytorch",
+}
+# What the backend table says of each native backend (whose sources built it).
+_NATIVE_ORIGIN = {name: "Triton's own, r24.10" for name in NATIVE_BACKENDS} | {
+    "pytorch_aoti": "Triton's own pytorch backend for AOTInductor packages, third_party/triton-aoti"
 }
 
 
@@ -41,8 +45,8 @@ def backend_table(repository: Path) -> list[tuple[str, str]]:
     """``(model, what serves it)`` rows for people: Triton's own backends named as such."""
     rows = []
     for model, backend in model_backends(repository).items():
-        if backend in NATIVE_BACKENDS:
-            rows.append((model, f"{backend} (Triton's own, r24.10)"))
+        if backend in _NATIVE_ORIGIN:
+            rows.append((model, f"{backend} ({_NATIVE_ORIGIN[backend]})"))
         else:
             rows.append((model, backend))
     return rows
@@ -52,6 +56,6 @@ def native_backends_needed(repository: Path) -> dict[str, list[str]]:
     """``{native backend: [models]}`` for the models that Triton's own backends serve."""
     needed: dict[str, list[str]] = {}
     for model, backend in model_backends(repository).items():
-        if backend in NATIVE_BACKENDS:
+        if backend in SERVED_BACKENDS:
             needed.setdefault(backend, []).append(model)
     return needed

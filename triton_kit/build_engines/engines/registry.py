@@ -15,6 +15,7 @@ class Engine(Enum):
     ONNXRUNTIME = "onnxruntime", "triton_kit.build_engines.engines.onnxruntime"
     TENSORRT = "tensorrt", "triton_kit.build_engines.engines.tensorrt.engine"
     TORCH = "torch", "triton_kit.build_engines.engines.torchscript.engine"
+    AOTI = "aoti", "triton_kit.build_engines.engines.aoti.engine"
 
     def __new__(cls, flag: str, module: str) -> Engine:
         member = object.__new__(cls)

@@ -258,7 +258,7 @@ def write_repository(
         model_config,
         options,
         calibration_feeds(model_options.seed),
-        torch_source=_torch_source(source),  # --engine torch (issue 10)
+        torch_source=_torch_source(source),  # --engine torch (issue 10) and aoti (issue 30)
     )
     if _native_gpu(model_config) and model_options.queue_delay_us == _DEFAULTS.queue_delay_us:
         apply_gpu_batching(model_config, GPU_RESNET_BATCHING)  # issue 30's H100 grid
@@ -282,7 +282,7 @@ def write_repository(
         },
     )
     for name, image in ((FAMILY, IMAGE), (f"{FAMILY}_uint8", IMAGE_UINT8)):
-        write_model(repo, classify_ensemble(name, image, max_batch))
+        write_model(repo, classify_ensemble(name, image, max_batch, _served_io(model_config)))
     (repo / f"{FAMILY}_model" / "build.json").write_text(
         json.dumps(
             {
@@ -359,24 +359,36 @@ def _native_gpu_build(options: BuildOptions) -> bool:
 
 
 def _native_gpu(config) -> bool:
-    """Served by Triton's own pytorch backend on GPU instances (a GPU torch build)."""
+    """Served by Triton's own pytorch backend (TorchScript) or pytorch_aoti (an AOTInductor
+    package) on GPU instances (a GPU torch or aoti build)."""
     from tritonclient.grpc import model_config_pb2 as mc
 
     kinds = {group.kind for group in config.instance_group}
-    return config.platform == "pytorch_libtorch" and kinds == {mc.ModelInstanceGroup.KIND_GPU}
+    native = config.platform in ("pytorch_libtorch", "torch_aoti")
+    return native and kinds == {mc.ModelInstanceGroup.KIND_GPU}
 
 
 def _gpu_preprocessing(options: BuildOptions) -> bool:
-    """A torch build on a GPU host decodes and resizes there (issue 10)."""
-    if options.engine is not Engine.TORCH:
+    """A torch or aoti build on a GPU host decodes and resizes there (issue 10)."""
+    if options.engine not in (Engine.TORCH, Engine.AOTI):
         return False
     from triton_kit.build_engines.engines.torchscript.script import gpu_visible
 
     return gpu_visible()
 
 
-def classify_ensemble(name: str, image: Tensor, max_batch: int) -> object:
-    """``image`` -> its pre-processor -> the model -> top-k."""
+def _served_io(model_config) -> tuple[str, str]:
+    """The model's input and output names as served: ``pixel_values``/``logits``, or
+    ``INPUT__0``/``OUTPUT__0`` for an AOTInductor package (the PT2 path takes tensors by
+    position)."""
+    return model_config.input[0].name, model_config.output[0].name
+
+
+def classify_ensemble(
+    name: str, image: Tensor, max_batch: int, model_io: tuple[str, str] = ("pixel_values", "logits")
+) -> object:
+    """``image`` -> its pre-processor -> the model (its served input and output names) ->
+    top-k."""
     return ensemble_config(
         name,
         [image],
@@ -384,7 +396,7 @@ def classify_ensemble(name: str, image: Tensor, max_batch: int) -> object:
         max_batch,
         [
             Step(f"{name}_preprocess", {image.name: image.name}, {"PIXELS": "pixels"}),
-            Step(f"{FAMILY}_model", {"pixel_values": "pixels"}, {"logits": "logits"}),
+            Step(f"{FAMILY}_model", {model_io[0]: "pixels"}, {model_io[1]: "logits"}),
             Step(
                 f"{FAMILY}_postprocess",
                 {"LOGITS": "logits"},
@@ -395,7 +407,7 @@ def classify_ensemble(name: str, image: Tensor, max_batch: int) -> object:
 
 
 def _torch_source(source: Source) -> tuple[object, dict[str, np.ndarray]] | None:
-    """The module and parity feeds for --engine torch (None for a user ONNX)."""
+    """The module and parity feeds for --engine torch and aoti (None for a user ONNX)."""
     if source.module is None:
         return None
     pixels = np.random.default_rng(2).standard_normal((2, 3, 224, 224), dtype=np.float32)

@@ -1,8 +1,10 @@
 """Triton's own onnxruntime and pytorch backends, built from the 24.10 sources for the
-embedded server, so it runs the same backend code as the official container.
+embedded server, so it runs the same backend code as the official container; and, opt-in,
+``pytorch_aoti`` (Triton's newer pytorch backend, for AOTInductor packages: ``aoti.py``).
 
-``python -m triton_kit.server.native_backends build`` builds them (``make backends``);
-``installed_backends`` hands the launcher the ones that are built and current.
+``python -m triton_kit.server.native_backends build`` builds the first two (``make backends``),
+``... build pytorch_aoti`` the opt-in one; ``built_library`` hands the launcher the ones that
+are built and current.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from triton_kit.server.native_backends.provenance import REBUILD_COMMAND, check_
 
 __all__ = [
     "NATIVE_BACKENDS",
+    "OPT_IN_BACKENDS",
     "REBUILD_COMMAND",
+    "SERVED_BACKENDS",
     "NativeBackendError",
     "built_library",
     "default_out",
 ]
 
-NATIVE_BACKENDS = ("onnxruntime", "pytorch")
+NATIVE_BACKENDS = ("onnxruntime", "pytorch")  # built by default, from the r24.10 sources
+OPT_IN_BACKENDS = ("pytorch_aoti",)  # built only when named (aoti.py)
+SERVED_BACKENDS = NATIVE_BACKENDS + OPT_IN_BACKENDS  # what the launcher adds where built
 OUT_ENV = "TRITON_KIT_NATIVE_BACKENDS"
 
 

@@ -8,10 +8,20 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from triton_kit.server.native_backends import NATIVE_BACKENDS, default_out
+from triton_kit.server.native_backends import (
+    NATIVE_BACKENDS,
+    OPT_IN_BACKENDS,
+    SERVED_BACKENDS,
+    default_out,
+)
+from triton_kit.server.native_backends.aoti import AOTI_BACKEND, build_aoti
 from triton_kit.server.native_backends.build import BuildSettings, build
 from triton_kit.server.native_backends.errors import NativeBackendError
-from triton_kit.server.native_backends.sources import DEFAULT_SOURCE_DIRS, SOURCES_ENV
+from triton_kit.server.native_backends.sources import (
+    DEFAULT_SOURCE_DIRS,
+    SOURCES_ENV,
+    source_dir_candidates,
+)
 
 
 @dataclass(frozen=True)
@@ -26,8 +36,10 @@ def parse(argv: list[str]) -> BuildCommand:
         description=(
             "Build Triton's own onnxruntime and pytorch backends (branch r24.10, the 24.10 "
             "container's) against this environment's onnxruntime and torch, for the embedded "
-            "tritonserver. Skips a backend whose sources, patches, flags and framework "
-            "version have not changed since its last build."
+            "tritonserver, and on request pytorch_aoti (Triton's newer pytorch backend, "
+            "for AOTInductor packages, from third_party/triton-aoti). Skips a backend whose "
+            "sources, patches, flags and framework version have not changed since its last "
+            "build."
         ),
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -36,7 +48,8 @@ def parse(argv: list[str]) -> BuildCommand:
         "backends",
         nargs="*",
         metavar="BACKEND",
-        help=f"which to build: {', '.join(NATIVE_BACKENDS)} (default: both)",
+        help=f"which to build: {', '.join(SERVED_BACKENDS)} (default: "
+        f"{' and '.join(NATIVE_BACKENDS)}; {', '.join(OPT_IN_BACKENDS)} only when named)",
     )
     cmd.add_argument(
         "--sources",
@@ -67,9 +80,9 @@ def parse(argv: list[str]) -> BuildCommand:
     cmd.add_argument("--jobs", type=int, default=None, help="parallel compile jobs")
     cmd.add_argument("--force", action="store_true", help="rebuild even if up to date")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.backends) - set(NATIVE_BACKENDS))
+    unknown = sorted(set(args.backends) - set(SERVED_BACKENDS))
     if unknown:
-        parser.error(f"unknown backend {', '.join(unknown)}: choose from {NATIVE_BACKENDS}")
+        parser.error(f"unknown backend {', '.join(unknown)}: choose from {SERVED_BACKENDS}")
     out = args.out or default_out()
     return BuildCommand(
         backends=tuple(args.backends or NATIVE_BACKENDS),
@@ -96,11 +109,25 @@ def _wheel_server_library() -> str | None:
     return names[0] if names else None
 
 
+def _build_aoti(settings: BuildSettings) -> None:
+    """The script reads ``<carry>/triton-src`` (the r24.10 archives) for one variant only."""
+    carry = next(iter(source_dir_candidates(settings.archives))).parent
+    build_aoti(
+        settings.out,
+        carry=carry,
+        force=settings.force,
+        server_library=settings.tritonserver_library,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     command = parse(sys.argv[1:] if argv is None else argv)
     try:
         for backend in command.backends:
-            build(backend, command.settings)
+            if backend == AOTI_BACKEND:
+                _build_aoti(command.settings)
+            else:
+                build(backend, command.settings)
     except NativeBackendError as exc:
         print(f"native backends: {exc}", file=sys.stderr)
         return 1

@@ -16,6 +16,14 @@ from triton_kit.server.native_backends.frameworks import installed
 
 RECORD_NAME = "build-info.json"
 REBUILD_COMMAND = "make backends (python -m triton_kit.server.native_backends build)"
+# Backends ``build`` leaves out unless named: their own command.
+_OPT_IN_REBUILD = {
+    "pytorch_aoti": "python -m triton_kit.server.native_backends build pytorch_aoti",
+}
+
+
+def rebuild_command(backend: str) -> str:
+    return _OPT_IN_REBUILD.get(backend, REBUILD_COMMAND)
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,7 @@ def check_current(folder: Path, backend: str) -> Path:
     if record is None or not (folder / record.library).is_file():
         raise NativeBackendError(
             f"Triton's {backend} backend is not built (no {folder / RECORD_NAME}): "
-            f"run `{REBUILD_COMMAND}`"
+            f"run `{rebuild_command(backend)}`"
         )
     framework = installed(record.framework)
     if framework is None or framework.version != record.framework_version:
@@ -55,6 +63,6 @@ def check_current(folder: Path, backend: str) -> Path:
         raise NativeBackendError(
             f"Triton's {backend} backend in {folder} was built against {record.framework} "
             f"{record.framework_version}, but {record.framework} here is {now}: "
-            f"run `{REBUILD_COMMAND}`"
+            f"run `{rebuild_command(backend)}`"
         )
     return folder / record.library

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 
-class _HalfInside(torch.nn.Module):
+class HalfInside(torch.nn.Module):
     """FP16 weights and activations, FP32 in and out: the same I/O as the FP32 model."""
 
     def __init__(self, module: torch.nn.Module) -> None:
@@ -36,7 +36,7 @@ def script_module(
         raise ValueError(f"--engine torch supports fp32 and fp16, not {precision}")
     model = module.eval().to(device)
     if precision == "fp16":
-        model = _HalfInside(model)
+        model = HalfInside(model)
     with torch.inference_mode(False), torch.no_grad():
         traced = torch.jit.trace(model, tuple(t.to(device) for t in example), check_trace=False)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -51,14 +51,22 @@ def check_parity(
     over the ONNX output's largest magnitude where that exceeds 1: absolute for outputs
     within [-1, 1] (embeddings), relative to the scale for larger ones (logits), where FP16's
     rounding grows with the values (0.6 on ResNet-50 logits of ~30 on the H100)."""
+    module = torch.jit.load(str(script_path), map_location=device).eval()
+    return parity_with_onnx(module, onnx_path, feeds, device)
+
+
+def parity_with_onnx(
+    module, onnx_path: Path, feeds: Mapping[str, np.ndarray], device: str = "cpu"
+) -> dict[str, float]:
+    """:func:`check_parity`'s scaled differences for any callable taking the feeds' tensors in
+    order (a TorchScript module, a loaded AOTInductor package)."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     expected = session.run(None, dict(feeds))
-    module = torch.jit.load(str(script_path), map_location=device).eval()
     with torch.no_grad():
         got = module(*(torch.from_numpy(v).to(device) for v in feeds.values()))
-    got = got if isinstance(got, tuple) else (got,)
+    got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
     names = [o.name for o in session.get_outputs()]
     return {
         name: float(np.abs(g.float().cpu().numpy() - e).max() / max(1.0, float(np.abs(e).max())))

@@ -1,0 +1,69 @@
+"""``--engine aoti`` (issue 30): the served config of an AOTInductor package, and what the
+engine refuses before any work."""
+
+from __future__ import annotations
+
+import pytest
+from tritonclient.grpc import model_config_pb2 as mc
+
+from triton_kit.build_engines.engines.aoti import engine
+from triton_kit.build_engines.engines.aoti.config import aoti_config
+from triton_kit.build_engines.engines.registry import ENGINE_NAMES, Engine
+from triton_kit.build_engines.options import BuildOptions
+from triton_kit.build_engines.repository import Tensor, onnx_model_config
+from triton_kit.build_engines.steps import BuildError
+
+
+def _onnx_config(max_batch: int = 16, dims: tuple[int, ...] = (3, 224, 224)) -> mc.ModelConfig:
+    return onnx_model_config(
+        "resnet50_model",
+        [Tensor("pixel_values", "FP32", dims)],
+        [Tensor("logits", "FP32", (1000,))],
+        max_batch,
+        instances=2,
+        threads=1,
+        dynamic_batching_delay_us=0,
+    )
+
+
+def test_the_package_is_served_by_pytorch_aoti_with_positional_names() -> None:
+    config = aoti_config(_onnx_config(), gpu=False, precision="fp32")
+    assert (config.backend, config.platform) == ("pytorch_aoti", "torch_aoti")
+    assert config.default_model_filename == "model.pt2"
+    assert [t.name for t in config.input] == ["INPUT__0"]
+    assert [t.name for t in config.output] == ["OUTPUT__0"]
+    assert list(config.input[0].dims) == [3, 224, 224]
+    assert config.parameters["tensor_names"].string_value == (
+        "INPUT__0=pixel_values;OUTPUT__0=logits"
+    )
+    assert "intra_op_thread_count" not in config.parameters
+    assert config.max_batch_size == 16 and config.HasField("dynamic_batching")
+    assert {g.kind for g in config.instance_group} == {mc.ModelInstanceGroup.KIND_CPU}
+    gpu = aoti_config(_onnx_config(), gpu=True, precision="fp16")
+    assert {g.kind for g in gpu.instance_group} == {mc.ModelInstanceGroup.KIND_GPU}
+
+
+def test_aoti_is_an_engine_choice() -> None:
+    assert "aoti" in ENGINE_NAMES and Engine("aoti") is Engine.AOTI
+
+
+def test_int8_is_refused_before_any_work() -> None:
+    with pytest.raises(BuildError, match="fp32/fp16"):
+        engine.validate(BuildOptions(engine=Engine.AOTI, precision="int8"))
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (_onnx_config(max_batch=1), "max_batch_size is 1"),
+        (_onnx_config(dims=(3, -1, -1)), "only the batch dimension"),
+    ],
+)
+def test_shapes_it_cannot_export_are_refused(config: mc.ModelConfig, message: str) -> None:
+    with pytest.raises(BuildError, match=message):
+        engine.artifacts("m", None, config, BuildOptions(engine=Engine.AOTI), source=(None, {}))
+
+
+def test_a_user_onnx_without_source_is_refused() -> None:
+    with pytest.raises(BuildError, match="PyTorch source"):
+        engine.artifacts("m", None, _onnx_config(), BuildOptions(engine=Engine.AOTI))

@@ -1,0 +1,60 @@
+"""The files and config of one model built with ``--engine aoti``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from tritonclient.grpc import model_config_pb2 as mc
+
+from triton_kit.build_engines.engines.aoti.config import PACKAGE_FILE, aoti_config
+from triton_kit.build_engines.engines.aoti.options import AotiOptions
+from triton_kit.build_engines.engines.aoti.package import compile_package, package_parity
+from triton_kit.build_engines.engines.torchscript.artifacts import TOLERANCE
+from triton_kit.build_engines.engines.torchscript.script import gpu_visible
+from triton_kit.build_engines.steps import BuildError, info
+
+
+def aoti_artifacts(
+    name: str,
+    module: torch.nn.Module,
+    feeds: dict[str, np.ndarray],
+    onnx_path: Path,
+    onnx_config: mc.ModelConfig,
+    *,
+    precision: str,
+    work_dir: Path,
+    check_feeds: Sequence[dict[str, np.ndarray]] = (),
+    aoti: AotiOptions | None = None,
+) -> tuple[mc.ModelConfig, dict[str, Path | bytes | str]]:
+    """Compile ``module`` (exported on ``feeds``) into ``model.pt2``, check the loaded package
+    against the verified ONNX on ``feeds``, their first row alone (another batch size of the
+    dynamic dimension) and every ``check_feeds``; return the served config and files."""
+    aoti = aoti or AotiOptions.from_environment()
+    gpu = gpu_visible()
+    device = "cuda" if gpu else "cpu"
+    if precision == "fp16" and not gpu:
+        info(f"{name}: no GPU visible; an FP16 package will run slowly on CPU")
+    package = compile_package(
+        module,
+        tuple(torch.from_numpy(v) for v in feeds.values()),
+        Path(work_dir) / "aoti" / name / PACKAGE_FILE,
+        max_batch_size=onnx_config.max_batch_size,
+        precision=precision,
+        device=device,
+        cxx=aoti.cxx,
+    )
+    info(f"{name}: AOTInductor package {package} ({package.stat().st_size / 2**20:.1f} MiB)")
+    first_row = {k: v[:1] for k, v in feeds.items()}
+    worst = 0.0
+    for check in (feeds, first_row, *check_feeds):
+        diffs = package_parity(package, onnx_path, check, device)
+        shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in check.items())
+        info(f"{name}: AOTInductor ({precision}, {device}) vs ONNX Runtime on {shapes}: {diffs}")
+        worst = max(worst, *diffs.values())
+    if worst > TOLERANCE[precision]:
+        raise BuildError(f"{name}: the AOTInductor package differs from ONNX by {worst:.3g}")
+    config = aoti_config(onnx_config, gpu=gpu, precision=precision)
+    return config, {PACKAGE_FILE: package}

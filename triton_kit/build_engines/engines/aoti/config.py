@@ -1,0 +1,38 @@
+"""The config.pbtxt of a model served by ``pytorch_aoti``.
+
+The pytorch backend's PT2 path takes tensors by position, named ``INPUT__n``/``OUTPUT__n``;
+the family's names (what its ensembles and clients use) are kept in the ``tensor_names``
+parameter, in order, and an ensemble maps to the served config's names.
+"""
+
+from __future__ import annotations
+
+from tritonclient.grpc import model_config_pb2 as mc
+
+AOTI_BACKEND = "pytorch_aoti"  # triton_kit.server.native_backends.aoti.AOTI_BACKEND
+AOTI_PLATFORM = "torch_aoti"
+PACKAGE_FILE = "model.pt2"
+_ONNX_RUNTIME_ONLY = ("intra_op_thread_count", "inter_op_thread_count")
+
+
+def aoti_config(onnx_config: mc.ModelConfig, *, gpu: bool, precision: str) -> mc.ModelConfig:
+    """The ONNX model's config (batching, instances, queue) served from ``model.pt2``."""
+    config = mc.ModelConfig()
+    config.CopyFrom(onnx_config)
+    config.ClearField("platform")
+    config.backend = AOTI_BACKEND
+    config.platform = AOTI_PLATFORM
+    config.default_model_filename = PACKAGE_FILE
+    names = []
+    for prefix, tensors in (("INPUT", config.input), ("OUTPUT", config.output)):
+        for index, tensor in enumerate(tensors):
+            names.append(f"{prefix}__{index}={tensor.name}")
+            tensor.name = f"{prefix}__{index}"
+    for key in _ONNX_RUNTIME_ONLY:
+        config.parameters.pop(key, None)
+    config.parameters["precision"].string_value = precision
+    config.parameters["tensor_names"].string_value = ";".join(names)
+    kind = mc.ModelInstanceGroup.KIND_GPU if gpu else mc.ModelInstanceGroup.KIND_CPU
+    for group in config.instance_group:
+        group.kind = kind
+    return config
