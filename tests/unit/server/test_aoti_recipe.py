@@ -23,9 +23,7 @@ def test_build_leaves_it_out_unless_named(tmp_path: Path) -> None:
     assert SCRIPT.is_file()
 
 
-def test_a_repository_that_needs_it_names_its_build_command(
-    tmp_path: Path, monkeypatch
-) -> None:
+def test_a_repository_that_needs_it_names_its_build_command(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "repo" / "resnet50_model").mkdir(parents=True)
     (tmp_path / "repo" / "resnet50_model" / "config.pbtxt").write_text(CONFIG)
     needed = native_backends_needed(tmp_path / "repo")
