@@ -11,6 +11,7 @@ import argparse
 import os
 from pathlib import Path
 
+from triton_kit.build_engines.engines.aoti.options import CXX_ENV, AotiOptions
 from triton_kit.build_engines.engines.registry import ENGINE_NAMES
 from triton_kit.build_engines.engines.tensorrt.options import (
     HARDWARE_LEVELS,
@@ -65,6 +66,7 @@ def build_options(args: argparse.Namespace, family: str | None = None) -> BuildO
         ),
         int8_keep_float=tuple(args.int8_keep_float or ()),
         tensorrt=TensorRTOptions(**tensorrt),
+        aoti=AotiOptions(cxx=args.aoti_cxx or None),
         shape_ranges=tuple(args.shape_range or ()),
         queue=queue_policy(args.queue_policy, args.max_queue_size, args.queue_timeout_ms),
     )
@@ -117,8 +119,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--engine",
         choices=ENGINE_NAMES,
         default=_BUILD.engine.value,
-        help="serve the ONNX with onnxruntime, compile a TensorRT plan (needs TensorRT), or "
-        "serve TorchScript with the PyTorch backend (resnet50 and bert so far)",
+        help="serve the ONNX with onnxruntime, compile a TensorRT plan (needs TensorRT), "
+        "serve TorchScript with the PyTorch backend (resnet50 and bert so far), or an "
+        "AOTInductor package with the opt-in pytorch_aoti backend (aoti: resnet50; "
+        "`python -m triton_kit.server.native_backends build pytorch_aoti` builds it)",
     )
     common.add_argument(
         "--dry-run",
@@ -129,6 +133,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     add_queue_arguments(parser)
     add_precision_arguments(parser)
     add_tensorrt_arguments(parser)
+    add_aoti_arguments(parser)
 
 
 def add_export_arguments(
@@ -210,6 +215,18 @@ def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=_CALIBRATION.percentile,
         help="percentile for --calibration-method percentile (default: %(default)s)",
+    )
+
+
+def add_aoti_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("AOTInductor (--engine aoti)")
+    group.add_argument(
+        "--aoti-cxx",
+        default=os.environ.get(CXX_ENV),
+        metavar="CXX",
+        help="C++ compiler Inductor builds the package with (default: $TRITON_KIT_AOTI_CXX, "
+        "else Inductor's own choice, $CXX or g++); on a host whose compiler links libstdc++ "
+        "statically, give /usr/bin/g++ (benchmarks/results/gpu_aoti.md)",
     )
 
 

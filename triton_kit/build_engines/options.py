@@ -11,6 +11,7 @@ import shlex
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from triton_kit.build_engines.engines.aoti.options import AotiOptions
 from triton_kit.build_engines.engines.registry import Engine
 from triton_kit.build_engines.engines.tensorrt.options import TensorRTOptions
 from triton_kit.build_engines.precision.int8 import CalibrationSettings
@@ -51,6 +52,7 @@ class BuildOptions:
     calibration: CalibrationSettings = field(default_factory=CalibrationSettings)
     int8_keep_float: tuple[str, ...] = ()  # as given; "none" drops the family's patterns
     tensorrt: TensorRTOptions = field(default_factory=TensorRTOptions)
+    aoti: AotiOptions = field(default_factory=AotiOptions)  # --engine aoti
     shape_ranges: tuple[str, ...] = ()  # --shape-range AXIS=MIN:OPT:MAX[,...]
     queue: QueuePolicy = DEFAULT_QUEUE_POLICY  # of every dynamically batched model
 

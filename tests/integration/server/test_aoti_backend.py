@@ -1,5 +1,6 @@
 """AOTInductor packages served by Triton's newer pytorch backend (``pytorch_aoti``, built by
-scripts/gpu/aoti_backend.sh from third_party/triton-aoti), on a bare tritonserver.
+scripts/gpu/aoti_backend.sh from third_party/triton-aoti through ``python -m
+triton_kit.server.native_backends build pytorch_aoti``), on a bare tritonserver.
 
 The defect this guards (issue 30): the backend's PT2 output path told the responder its
 outputs were not batched, so when the dynamic batcher put several requests into one
@@ -7,8 +8,8 @@ execution every response got the whole batch and responses 2..N read past the ou
 end: wrong shapes here on CPU, a SIGSEGV on the H100's first loaded request. The reference
 is numpy on the module's own weights, not the backend or Inductor.
 
-``TRITON_KIT_AOTI_BACKEND=LIB`` serves an already built library instead of building one
-(about two minutes on two cores).
+``TRITON_KIT_AOTI_BACKEND=LIB`` serves an already built library instead of the kit's build
+(about two minutes on two cores, skipped when an identical one is in build/triton-backends).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,7 +27,7 @@ import pytest
 import torch
 import tritonclient.grpc as grpcclient
 
-from tests.support.prerequisites import PROJECT_ROOT
+from tests.support.aoti import built_aoti_backend
 from triton_kit.benchmarks.launcher import bare_command
 from triton_kit.server.binary import assemble_backend_dir, find_installation, server_environment
 from triton_kit.server.launcher import free_ports, wait_ready
@@ -47,18 +47,11 @@ dynamic_batching { max_queue_delay_microseconds: 300000 }
 
 
 @pytest.fixture(scope="module")
-def backend_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def backend_library() -> Path:
     built = os.environ.get("TRITON_KIT_AOTI_BACKEND")
     if built:
         return Path(built)
-    dest = tmp_path_factory.mktemp("aoti-backend")
-    script = PROJECT_ROOT / "scripts" / "gpu" / "aoti_backend.sh"
-    env = {**os.environ, "PYTHON": sys.executable}
-    # The carry argument is read only by the r24.10-utilities variant, not built here.
-    done = subprocess.run(["bash", str(script), str(dest), str(dest)],
-                          capture_output=True, text=True, env=env, timeout=1200)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return dest / "libtriton_pytorch_aoti.so"
+    return built_aoti_backend() / "libtriton_pytorch_aoti.so"
 
 
 @pytest.fixture(scope="module")

@@ -67,3 +67,16 @@ def test_shapes_it_cannot_export_are_refused(config: mc.ModelConfig, message: st
 def test_a_user_onnx_without_source_is_refused() -> None:
     with pytest.raises(BuildError, match="PyTorch source"):
         engine.artifacts("m", None, _onnx_config(), BuildOptions(engine=Engine.AOTI))
+
+
+def test_aoti_cxx_is_parsed_once_into_the_options(monkeypatch) -> None:
+    from triton_kit.build_engines.cli import build_parser, family_options
+
+    parser = build_parser()
+    args = parser.parse_args(["resnet50", "--engine", "aoti", "--aoti-cxx", "/usr/bin/g++"])
+    assert family_options("resnet50", args).aoti.cxx == "/usr/bin/g++"
+    monkeypatch.setenv("TRITON_KIT_AOTI_CXX", "/opt/other/g++")
+    args = build_parser().parse_args(["resnet50", "--engine", "aoti"])
+    assert family_options("resnet50", args).aoti.cxx == "/opt/other/g++"
+    monkeypatch.delenv("TRITON_KIT_AOTI_CXX")
+    assert family_options("resnet50", build_parser().parse_args(["resnet50"])).aoti.cxx is None

@@ -26,13 +26,12 @@ def aoti_artifacts(
     *,
     precision: str,
     work_dir: Path,
+    aoti: AotiOptions,
     check_feeds: Sequence[dict[str, np.ndarray]] = (),
-    aoti: AotiOptions | None = None,
 ) -> tuple[mc.ModelConfig, dict[str, Path | bytes | str]]:
     """Compile ``module`` (exported on ``feeds``) into ``model.pt2``, check the loaded package
     against the verified ONNX on ``feeds``, their first row alone (another batch size of the
     dynamic dimension) and every ``check_feeds``; return the served config and files."""
-    aoti = aoti or AotiOptions.from_environment()
     gpu = gpu_visible()
     device = "cuda" if gpu else "cpu"
     if precision == "fp16" and not gpu:

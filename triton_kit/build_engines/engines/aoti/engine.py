@@ -64,6 +64,7 @@ def artifacts(
         precision=options.precision,
         work_dir=options.work_dir,
         check_feeds=more[0] if more else (),
+        aoti=options.aoti,
     )
 
 
