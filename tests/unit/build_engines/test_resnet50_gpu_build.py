@@ -123,3 +123,15 @@ def test_gpu_build_with_cuda_graphs_keeps_the_cpu_default(
     model = _built_chain(monkeypatch, tmp_path, True, resnet50.DEFAULT_MAX_BATCH, "--cuda-graphs")
     assert model.backend == "python"
     assert [s.batch_size for s in model.optimization.cuda.graph_spec] == [1, 2, 4, 8, 16]
+
+
+@pytest.mark.parametrize(("flags", "expected"), [((), "false"), (("--pixels-on-device",), "true")])
+def test_pixels_on_device_is_a_pre_processor_parameter_off_by_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flags: tuple[str, ...], expected: str
+) -> None:
+    """``--pixels-on-device`` writes ``pixels_on_device: true`` into both pre-processors (their
+    torch path then hands PIXELS out through DLPack); without it they say false."""
+    _fake_torch_host(monkeypatch, True)
+    configs = _build(tmp_path, "--engine", "torch", *flags)
+    for name in ("resnet50_preprocess", "resnet50_uint8_preprocess"):
+        assert configs[name].parameters["pixels_on_device"].string_value == expected

@@ -79,13 +79,21 @@ class ResNet50Options:
     source: str = "transformers"
     seed: int = 0
     queue_delay_us: int = 0
+    pixels_on_device: bool = False  # torch pre-processing hands PIXELS out through DLPack
 
 
 _DEFAULTS = ResNet50Options()
 
 
 def options_from(args: argparse.Namespace) -> ResNet50Options:
-    return ResNet50Options(args.checkpoint, args.onnx, args.source, args.seed, args.queue_delay_us)
+    return ResNet50Options(
+        args.checkpoint,
+        args.onnx,
+        args.source,
+        args.seed,
+        args.queue_delay_us,
+        args.pixels_on_device,
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +120,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         seed=_DEFAULTS.seed,
         queue_delay_us=_DEFAULTS.queue_delay_us,
         delayed="the ONNX model",
+    )
+    group.add_argument(
+        "--pixels-on-device",
+        action="store_true",
+        help="where the pre-processors run torch (a --engine torch build on a GPU host): "
+        "hand PIXELS to resnet50_model in GPU memory through DLPack instead of a host copy "
+        "(their config parameter pixels_on_device; off by default: not yet measured on a GPU)",
     )
 
 
@@ -263,7 +278,9 @@ def write_repository(
     if _native_gpu(model_config) and model_options.queue_delay_us == _DEFAULTS.queue_delay_us:
         apply_gpu_batching(model_config, GPU_RESNET_BATCHING)  # issue 30's H100 grid
     write_model(repo, model_config, files)
-    for pre_config, pre_files in preprocess_models(options, max_batch, pixels):
+    for pre_config, pre_files in preprocess_models(
+        options, max_batch, pixels, model_options.pixels_on_device
+    ):
         write_model(repo, pre_config, pre_files)
     write_model(
         repo,
@@ -310,15 +327,17 @@ TOP_K_OUTPUTS = (
 
 
 def preprocess_models(
-    options: BuildOptions, max_batch: int, pixels: Tensor
+    options: BuildOptions, max_batch: int, pixels: Tensor, pixels_on_device: bool = False
 ) -> list[tuple[object, dict]]:
-    """Encoded and UINT8 pre-processors; on the GPU (nvJPEG, torch) for a torch build there."""
+    """Encoded and UINT8 pre-processors; on the GPU (nvJPEG, torch) for a torch build there.
+    ``pixels_on_device``: their torch path hands PIXELS out as device memory (DLPack)."""
     parameters = {
         "resize_shorter": 256,
         "crop": 224,
         "max_image_bytes": 20 * 2**20,
         "max_image_pixels": 40_000_000,
         "min_image_side": 8,
+        "pixels_on_device": pixels_on_device,
     }
     models = []
     for name, image, cls in (

@@ -52,6 +52,12 @@ class ImagePreprocessor(PythonModel):
         # PIL's bomb guard follows the configured limit (warning above it, error at 2x).
         Image.MAX_IMAGE_PIXELS = self.limits.max_pixels
         self.recipe = self._torch_recipe()  # None: the PIL path
+        # Torch path only: PIXELS leave as the recipe's tensor through DLPack (on a GPU
+        # instance: device memory, which the next step reads there) instead of a numpy copy
+        # on the host. Off unless the config says so (not yet measured on a GPU).
+        self.pixels_on_device = self.recipe is not None and self.params.bool(
+            "pixels_on_device", False
+        )
         if self.recipe is not None and getattr(self, "profile", None) is not None:
             self.recipe.on_phase = self._phase
 
@@ -98,8 +104,9 @@ class ImagePreprocessor(PythonModel):
         self, pixels: Pixels, counts: list[int], name: str
     ) -> list[Arrays | Exception]:
         """Each request's PIXELS (its ``counts[i]`` images, in order): a slice of the batch,
-        copied to the host once; or the first InvalidInput among its images."""
-        batch = self.recipe.host(pixels.batch)
+        on the host, or left on the device where ``pixels_on_device`` says so; or the first
+        InvalidInput among its images."""
+        batch = pixels.batch if self.pixels_on_device else self.recipe.host(pixels.batch)
         results: list[Arrays | Exception] = []
         start = 0
         for count in counts:
@@ -113,6 +120,8 @@ class ImagePreprocessor(PythonModel):
                 continue
             first = mine[0]  # a request's good images are a run of rows
             results.append({"PIXELS": batch[first : first + count]})
+        if self.pixels_on_device:
+            self.recipe.synchronize()  # the rows are complete before the stub copies them
         return results
 
     def process_one(self, inputs: Arrays) -> Arrays:

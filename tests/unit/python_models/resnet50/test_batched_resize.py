@@ -175,6 +175,43 @@ def test_a_request_with_one_bad_image_fails_and_its_neighbours_keep_their_rows(
         assert result["PIXELS"].tobytes() == alone["PIXELS"].tobytes()
 
 
+# -- PIXELS left as the recipe's tensor (pixels_on_device) --------------------------------
+
+
+@pytest.mark.parametrize("cls", [ImagePreprocessor, RawImagePreprocessor])
+def test_pixels_on_device_hands_out_the_tensor_the_host_path_copies(
+    monkeypatch: pytest.MonkeyPatch, cls: type
+) -> None:
+    """``pixels_on_device: true``: each request's PIXELS is its rows of the recipe's tensor
+    (C-contiguous FP32, what Tensor.from_dlpack takes), equal to what the default numpy path
+    returns; the default stays numpy."""
+    datas = [_jpeg((64, 48), seed) for seed in range(3)]
+    if cls is ImagePreprocessor:
+        batch = _requests(datas[:2], datas[2:])
+    else:
+        batch = [{"IMAGE_UINT8": np.stack([_hwc(d) for d in datas[:2]])}]
+        batch.append({"IMAGE_UINT8": _hwc(datas[2])[None]})
+    host = _model(cls, monkeypatch).process_batch(batch)
+    device = _model(cls, monkeypatch, pixels_on_device="true").process_batch(batch)
+    for on_host, on_device in zip(host, device, strict=True):
+        assert isinstance(on_host["PIXELS"], np.ndarray)
+        tensor = on_device["PIXELS"]
+        assert isinstance(tensor, torch.Tensor) and tensor.is_contiguous()
+        assert tensor.dtype == torch.float32 and hasattr(tensor, "__dlpack__")
+        assert tensor.numpy().tobytes() == on_host["PIXELS"].tobytes()
+
+
+def test_pixels_on_device_is_off_on_the_pil_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
+    model = ImagePreprocessor()
+    model.model_name = "pil"
+    model.params = ModelParameters({"pixels_on_device": "true"})
+    model.setup()
+    assert model.recipe is None and not model.pixels_on_device
+    (result,) = model.process_batch(_requests([_jpeg((64, 48), 0)]))
+    assert isinstance(result["PIXELS"], np.ndarray)
+
+
 # -- top-k: every request's rows in one call ----------------------------------------------
 
 
