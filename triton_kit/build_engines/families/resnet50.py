@@ -58,6 +58,12 @@ GPU_MAX_BATCH = 256
 # Pre/post-processing batch too: concurrent requests share an execute call, so one bad
 # image must fail alone inside a real batch (tests assert executions < requests).
 PRE_POST_QUEUE_DELAY_US = 1000
+# GPU instances of each pre-processor in a native GPU build (two stubs: two Python
+# processes decoding and resizing side by side). On the H100 one instance of
+# resnet50_preprocess was busy 104% of the time and capped the JPEG ensemble at 722 img/s
+# against ~13k for the engine alone (benchmarks.gpu.pipelines, c256); two are not yet
+# measured. Every other build keeps --instances.
+GPU_PREPROCESS_INSTANCES = 2
 
 
 @dataclass
@@ -355,7 +361,8 @@ def preprocess_models(
             queue=options.queue,
         )
         if _gpu_preprocessing(options):
-            set_instances(config, options.instances, "KIND_GPU")
+            count = GPU_PREPROCESS_INSTANCES if _native_gpu_build(options) else options.instances
+            set_instances(config, count, "KIND_GPU")
         models.append(
             (config, {"model.py": python_shim(f"triton_kit.python_models.resnet50.model.{cls}")})
         )
