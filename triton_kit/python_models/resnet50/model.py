@@ -38,6 +38,13 @@ class ImagePreprocessor(PythonModel):
         gpu = args.get("model_instance_kind", "CPU") == "GPU"
         self.gpu_device = f"cuda:{args.get('model_instance_device_id', 0)}" if gpu else None
         super().initialize(args)
+        # Torch path, served by Triton only: PIXELS leave as the recipe's tensor through
+        # DLPack (on a GPU instance: device memory, which resnet50_model reads there) instead
+        # of a numpy copy on the host. Off unless the config says so (not yet measured on a
+        # GPU). A model set up in process (setup alone, as the benchmarks do) keeps numpy.
+        self.pixels_on_device = self.recipe is not None and self.params.bool(
+            "pixels_on_device", False
+        )
 
     def setup(self) -> None:
         self.spec = PreprocessSpec(
@@ -52,12 +59,7 @@ class ImagePreprocessor(PythonModel):
         # PIL's bomb guard follows the configured limit (warning above it, error at 2x).
         Image.MAX_IMAGE_PIXELS = self.limits.max_pixels
         self.recipe = self._torch_recipe()  # None: the PIL path
-        # Torch path only: PIXELS leave as the recipe's tensor through DLPack (on a GPU
-        # instance: device memory, which the next step reads there) instead of a numpy copy
-        # on the host. Off unless the config says so (not yet measured on a GPU).
-        self.pixels_on_device = self.recipe is not None and self.params.bool(
-            "pixels_on_device", False
-        )
+        self.pixels_on_device = False  # numpy PIXELS; initialize may say otherwise
         if self.recipe is not None and getattr(self, "profile", None) is not None:
             self.recipe.on_phase = self._phase
 

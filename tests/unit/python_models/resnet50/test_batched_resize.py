@@ -178,38 +178,92 @@ def test_a_request_with_one_bad_image_fails_and_its_neighbours_keep_their_rows(
 # -- PIXELS left as the recipe's tensor (pixels_on_device) --------------------------------
 
 
+def _served(cls, monkeypatch: pytest.MonkeyPatch, tmp_path, **parameters: str):
+    """``cls`` as Triton's stub starts it (``initialize``; pb_utils is the test stand-in,
+    given a ``Tensor.from_dlpack`` that records what it is handed), on the torch path."""
+    import json
+
+    from tests.support import pb_utils_standin as standin
+
+    utils = standin.install(monkeypatch, "triton_kit.python_models.common.base")
+    handed: list = []
+
+    def from_dlpack(name: str, value: object) -> standin.Tensor:
+        handed.append(value)
+        return standin.Tensor(name, np.from_dlpack(value))
+
+    monkeypatch.setattr(utils.Tensor, "from_dlpack", staticmethod(from_dlpack), raising=False)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
+    image = ("IMAGE", "TYPE_STRING", [1])
+    if cls is RawImagePreprocessor:
+        image = ("IMAGE_UINT8", "TYPE_UINT8", [-1, -1, 3])
+    config = {
+        "max_batch_size": 16,
+        "input": [{"name": image[0], "data_type": image[1], "dims": image[2]}],
+        "output": [{"name": "PIXELS", "data_type": "TYPE_FP32", "dims": [3, 224, 224]}],
+        "parameters": {
+            key: {"string_value": value}
+            for key, value in {"torch_on_cpu": "true", **parameters}.items()
+        },
+    }
+    model = cls()
+    model.initialize(
+        {
+            "model_config": json.dumps(config),
+            "model_name": cls.__name__,
+            "model_repository": str(tmp_path / cls.__name__),
+            "model_version": "1",
+        }
+    )
+    return model, handed
+
+
 @pytest.mark.parametrize("cls", [ImagePreprocessor, RawImagePreprocessor])
-def test_pixels_on_device_hands_out_the_tensor_the_host_path_copies(
-    monkeypatch: pytest.MonkeyPatch, cls: type
+def test_pixels_on_device_hands_each_request_its_rows_through_dlpack(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, cls: type
 ) -> None:
-    """``pixels_on_device: true``: each request's PIXELS is its rows of the recipe's tensor
-    (C-contiguous FP32, what Tensor.from_dlpack takes), equal to what the default numpy path
-    returns; the default stays numpy."""
+    """Served with ``pixels_on_device: true``, each response's PIXELS go to
+    ``Tensor.from_dlpack`` as that request's rows of the recipe's tensor (C-contiguous FP32),
+    with the bytes the default numpy path sends; without it nothing goes that way."""
+    from tests.support.pb_utils_standin import outputs, request
+
     datas = [_jpeg((64, 48), seed) for seed in range(3)]
     if cls is ImagePreprocessor:
-        batch = _requests(datas[:2], datas[2:])
+        inputs = [
+            {"IMAGE": np.array([[d] for d in part], np.object_)} for part in (datas[:2], datas[2:])
+        ]
     else:
-        batch = [{"IMAGE_UINT8": np.stack([_hwc(d) for d in datas[:2]])}]
-        batch.append({"IMAGE_UINT8": _hwc(datas[2])[None]})
-    host = _model(cls, monkeypatch).process_batch(batch)
-    device = _model(cls, monkeypatch, pixels_on_device="true").process_batch(batch)
-    for on_host, on_device in zip(host, device, strict=True):
-        assert isinstance(on_host["PIXELS"], np.ndarray)
-        tensor = on_device["PIXELS"]
+        inputs = [{"IMAGE_UINT8": np.stack([_hwc(d) for d in datas[:2]])}]
+        inputs.append({"IMAGE_UINT8": _hwc(datas[2])[None]})
+    host, nothing = _served(cls, monkeypatch, tmp_path)
+    expected = [outputs(r)["PIXELS"] for r in host.execute([request(i) for i in inputs])]
+    assert not nothing
+    device, handed = _served(cls, monkeypatch, tmp_path, pixels_on_device="true")
+    responses = device.execute([request(i) for i in inputs])
+
+    assert [tuple(t.shape) for t in handed] == [(2, 3, 224, 224), (1, 3, 224, 224)]
+    for tensor in handed:
         assert isinstance(tensor, torch.Tensor) and tensor.is_contiguous()
-        assert tensor.dtype == torch.float32 and hasattr(tensor, "__dlpack__")
-        assert tensor.numpy().tobytes() == on_host["PIXELS"].tobytes()
+        assert tensor.dtype == torch.float32
+    for response, pixels in zip(responses, expected, strict=True):
+        assert outputs(response)["PIXELS"].tobytes() == pixels.tobytes()
 
 
-def test_pixels_on_device_is_off_on_the_pil_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", Image.MAX_IMAGE_PIXELS)
-    model = ImagePreprocessor()
-    model.model_name = "pil"
-    model.params = ModelParameters({"pixels_on_device": "true"})
-    model.setup()
-    assert model.recipe is None and not model.pixels_on_device
+def test_pixels_on_device_stays_off_in_process_and_on_the_pil_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """Set up in process (``setup`` alone, as the benchmarks' in-process pipelines do), the
+    torch path returns numpy PIXELS whatever the parameter says; served on the PIL path
+    (no ``torch_on_cpu``, no GPU) nothing goes through DLPack."""
+    model = _model(ImagePreprocessor, monkeypatch, pixels_on_device="true")
     (result,) = model.process_batch(_requests([_jpeg((64, 48), 0)]))
-    assert isinstance(result["PIXELS"], np.ndarray)
+    assert not model.pixels_on_device and isinstance(result["PIXELS"], np.ndarray)
+    served, handed = _served(
+        ImagePreprocessor, monkeypatch, tmp_path, torch_on_cpu="false", pixels_on_device="true"
+    )
+    assert served.recipe is None and not served.pixels_on_device
+    (result,) = served.process_batch(_requests([_jpeg((64, 48), 0)]))
+    assert isinstance(result["PIXELS"], np.ndarray) and not handed
 
 
 # -- top-k: every request's rows in one call ----------------------------------------------
