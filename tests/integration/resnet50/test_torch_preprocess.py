@@ -143,27 +143,49 @@ def test_nvjpeg_decode_and_gpu_resize_match_the_reference() -> None:
         assert (diff > 0.5 * LEVEL).mean() < 0.1, f"{name}: {(diff > 0.5 * LEVEL).mean():.3f}"
 
 
-@pytest.fixture(scope="module")
-def torch_path_server(
-    model_repository: Path, tmp_path_factory: pytest.TempPathFactory
+def _serve_torch_path(
+    model_repository: Path, root: Path, models: tuple[str, ...], **parameters: str
 ) -> Iterator[str]:
-    """The shipped resnet50_preprocess with ``torch_on_cpu``: the GPU path's code on CPU."""
+    """``models`` as shipped, with ``torch_on_cpu`` (the GPU path's code on CPU) and
+    ``parameters`` set, served alone; yields the gRPC URL."""
     from triton_kit.build_engines.repository import parse, render
     from triton_kit.server import ServerConfig
 
-    require_models("resnet50_preprocess")
-    root = tmp_path_factory.mktemp("torchpre")
-    target = root / "repo" / "resnet50_preprocess"
-    shutil.copytree(model_repository / "resnet50_preprocess", target)
-    config = parse((target / "config.pbtxt").read_text())
-    config.parameters["torch_on_cpu"].string_value = "true"
-    (target / "config.pbtxt").write_text(render(config))
+    require_models(*models)
+    for name in models:
+        target = root / "repo" / name
+        shutil.copytree(model_repository / name, target)
+        config = parse((target / "config.pbtxt").read_text())
+        for key, value in {"torch_on_cpu": "true", **parameters}.items():
+            config.parameters[key].string_value = value
+        (target / "config.pbtxt").write_text(render(config))
     server_config = ServerConfig(
         model_repository=root / "repo", http_port=0, grpc_port=0, metrics_port=0,
         log_file=root / "tritonserver.log",
     )  # fmt: skip
     with TritonServer(server_config) as server:
         yield server.grpc_url
+
+
+@pytest.fixture(scope="module")
+def torch_path_server(
+    model_repository: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The shipped resnet50_preprocess with ``torch_on_cpu``: the GPU path's code on CPU."""
+    root = tmp_path_factory.mktemp("torchpre")
+    yield from _serve_torch_path(model_repository, root, ("resnet50_preprocess",))
+
+
+@pytest.fixture(scope="module")
+def device_pixels_server(
+    model_repository: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """Both pre-processors on the torch path with ``pixels_on_device``: PIXELS leave the
+    stub through the real ``pb_utils.Tensor.from_dlpack`` (CPU tensors here; device memory on
+    a GPU instance)."""
+    root = tmp_path_factory.mktemp("devicepix")
+    models = ("resnet50_preprocess", "resnet50_uint8_preprocess")
+    yield from _serve_torch_path(model_repository, root, models, pixels_on_device="true")
 
 
 def _pixels(url: str, data: bytes) -> np.ndarray | InferenceServerException:
@@ -205,3 +227,64 @@ def test_torch_path_batches_images_and_fails_bad_ones_alone(torch_path_server: s
     for (data, message), got in zip(bad.items(), results[len(good) :], strict=True):
         assert isinstance(got, InferenceServerException) and message in str(got), data
         assert got.status() == "StatusCode.INVALID_ARGUMENT"
+
+
+def _uint8_pixels(url: str, images: np.ndarray) -> np.ndarray | InferenceServerException:
+    client = grpcclient.InferenceServerClient(url.removeprefix("grpc://"))
+    tensor = grpcclient.InferInput("IMAGE_UINT8", list(images.shape), "UINT8")
+    tensor.set_data_from_numpy(images)
+    try:
+        return client.infer("resnet50_uint8_preprocess", [tensor]).as_numpy("PIXELS")
+    except InferenceServerException as exc:
+        return exc
+
+
+def test_pixels_through_dlpack_are_each_requests_own_rows(device_pixels_server: str) -> None:
+    """JPEG and PNG requests sharing an execute call, PIXELS handed to the stub as views of
+    one batch tensor through from_dlpack: each response holds its own image's pixels (within
+    2 levels of the reference, as the numpy path), bad images their own INVALID_ARG."""
+    good = case_bytes()
+    bad = {b"": "empty", b"not an image at all": "not a decodable image"}
+    calls = [data for _, data in good] + list(bad)
+
+    def send_all() -> list:
+        with ThreadPoolExecutor(len(calls)) as pool:
+            return list(pool.map(lambda d: _pixels(device_pixels_server, d), calls))
+
+    results = first_co_batched(device_pixels_server, "resnet50_preprocess", len(calls), send_all)
+    for (name, data), got in zip(good, results, strict=False):
+        assert isinstance(got, np.ndarray), f"{name}: {got}"
+        worst = np.abs(got - reference_pixels(data)).max() / LEVEL
+        assert worst <= 2.05, f"{name}: {worst:.2f} levels"
+    for (data, message), got in zip(bad.items(), results[len(good) :], strict=True):
+        assert isinstance(got, InferenceServerException) and message in str(got), data
+        assert got.status() == "StatusCode.INVALID_ARGUMENT"
+
+
+def test_uint8_requests_batched_through_dlpack_get_their_own_rows(
+    device_pixels_server: str,
+) -> None:
+    """UINT8 requests of one size holding 1, 2 and 1 images (Triton batches only equal
+    shapes), and a bad one, sent together: the torch path resizes the shared execute call's
+    images together and each request gets its own images' pixels (within 2 levels of the
+    reference); the bad one its own INVALID_ARG."""
+    first, second = (decoded(data) for _, data in case_bytes()[:2])
+    requests = [first[None], np.stack([first[::-1], first[:, ::-1]]), first[None]]
+    requests += [np.zeros((1, 4, 300, 3), np.uint8), second[None]]
+    url = device_pixels_server
+
+    def send_all() -> list:
+        with ThreadPoolExecutor(len(requests)) as pool:
+            return list(pool.map(lambda images: _uint8_pixels(url, images), requests))
+
+    results = first_co_batched(url, "resnet50_uint8_preprocess", len(requests), send_all)
+    bad = results.pop(3)
+    assert isinstance(bad, InferenceServerException) and "at least 8 pixels" in str(bad)
+    assert bad.status() == "StatusCode.INVALID_ARGUMENT"
+    for images, got in zip(requests[:3] + requests[4:], results, strict=True):
+        assert isinstance(got, np.ndarray) and got.shape == (len(images), 3, 224, 224), got
+        for image, pixels in zip(images, got, strict=True):
+            lossless = io.BytesIO()
+            Image.fromarray(np.ascontiguousarray(image)).save(lossless, format="PNG")
+            worst = np.abs(pixels - reference_pixels(lossless.getvalue())).max() / LEVEL
+            assert worst <= 2.05, f"{worst:.2f} levels"

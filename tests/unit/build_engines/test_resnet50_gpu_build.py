@@ -97,6 +97,34 @@ def test_default_gpu_build_writes_the_configuration_measured_on_the_h100(
     assert list(model.dynamic_batching.preferred_batch_size) == [64, 128, 256]
 
 
+def _pre_post_instances(configs: dict[str, mc.ModelConfig]) -> dict[str, list[tuple[int, int]]]:
+    names = ("resnet50_preprocess", "resnet50_uint8_preprocess", "resnet50_postprocess")
+    return {name: [(g.count, g.kind) for g in configs[name].instance_group] for name in names}
+
+
+def test_a_native_gpu_build_runs_two_instances_of_each_pre_processor(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """On the H100 one resnet50_preprocess instance was busy 104% and capped the ensemble:
+    a native GPU build gives both pre-processors GPU_PREPROCESS_INSTANCES (2) GPU instances;
+    top-k stays one CPU instance (it batches every request in one call)."""
+    gpu, cpu = mc.ModelInstanceGroup.KIND_GPU, mc.ModelInstanceGroup.KIND_CPU
+    for build in ("gpu", "graphs", "cpu"):
+        (tmp_path / build).mkdir()
+    _fake_torch_host(monkeypatch, True)
+    assert resnet50.GPU_PREPROCESS_INSTANCES == 2
+    assert _pre_post_instances(_build(tmp_path / "gpu", "--engine", "torch")) == {
+        "resnet50_preprocess": [(2, gpu)],
+        "resnet50_uint8_preprocess": [(2, gpu)],
+        "resnet50_postprocess": [(1, cpu)],
+    }
+    graphs = _build(tmp_path / "graphs", "--engine", "torch", "--cuda-graphs")
+    assert _pre_post_instances(graphs)["resnet50_preprocess"] == [(1, gpu)]  # --instances
+    _fake_torch_host(monkeypatch, False)
+    on_cpu = _pre_post_instances(_build(tmp_path / "cpu", "--engine", "torch"))
+    assert set(map(tuple, on_cpu.values())) == {((1, cpu),)}
+
+
 def test_explicit_max_batch_size_wins_on_a_gpu_build(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -123,3 +151,15 @@ def test_gpu_build_with_cuda_graphs_keeps_the_cpu_default(
     model = _built_chain(monkeypatch, tmp_path, True, resnet50.DEFAULT_MAX_BATCH, "--cuda-graphs")
     assert model.backend == "python"
     assert [s.batch_size for s in model.optimization.cuda.graph_spec] == [1, 2, 4, 8, 16]
+
+
+@pytest.mark.parametrize(("flags", "expected"), [((), "false"), (("--pixels-on-device",), "true")])
+def test_pixels_on_device_is_a_pre_processor_parameter_off_by_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flags: tuple[str, ...], expected: str
+) -> None:
+    """``--pixels-on-device`` writes ``pixels_on_device: true`` into both pre-processors (their
+    torch path then hands PIXELS out through DLPack); without it they say false."""
+    _fake_torch_host(monkeypatch, True)
+    configs = _build(tmp_path, "--engine", "torch", *flags)
+    for name in ("resnet50_preprocess", "resnet50_uint8_preprocess"):
+        assert configs[name].parameters["pixels_on_device"].string_value == expected

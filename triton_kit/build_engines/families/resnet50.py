@@ -58,6 +58,12 @@ GPU_MAX_BATCH = 256
 # Pre/post-processing batch too: concurrent requests share an execute call, so one bad
 # image must fail alone inside a real batch (tests assert executions < requests).
 PRE_POST_QUEUE_DELAY_US = 1000
+# GPU instances of each pre-processor in a native GPU build (two stubs: two Python
+# processes decoding and resizing side by side). On the H100 one instance of
+# resnet50_preprocess was busy 104% of the time and capped the JPEG ensemble at 722 img/s
+# against ~13k for the engine alone (benchmarks.gpu.pipelines, c256); two are not yet
+# measured. Every other build keeps --instances.
+GPU_PREPROCESS_INSTANCES = 2
 
 
 @dataclass
@@ -79,13 +85,21 @@ class ResNet50Options:
     source: str = "transformers"
     seed: int = 0
     queue_delay_us: int = 0
+    pixels_on_device: bool = False  # torch pre-processing hands PIXELS out through DLPack
 
 
 _DEFAULTS = ResNet50Options()
 
 
 def options_from(args: argparse.Namespace) -> ResNet50Options:
-    return ResNet50Options(args.checkpoint, args.onnx, args.source, args.seed, args.queue_delay_us)
+    return ResNet50Options(
+        args.checkpoint,
+        args.onnx,
+        args.source,
+        args.seed,
+        args.queue_delay_us,
+        args.pixels_on_device,
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +126,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         seed=_DEFAULTS.seed,
         queue_delay_us=_DEFAULTS.queue_delay_us,
         delayed="the ONNX model",
+    )
+    group.add_argument(
+        "--pixels-on-device",
+        action="store_true",
+        help="where the pre-processors run torch (a --engine torch build on a GPU host): "
+        "hand PIXELS to resnet50_model in GPU memory through DLPack instead of a host copy "
+        "(their config parameter pixels_on_device; off by default: not yet measured on a GPU)",
     )
 
 
@@ -263,7 +284,9 @@ def write_repository(
     if _native_gpu(model_config) and model_options.queue_delay_us == _DEFAULTS.queue_delay_us:
         apply_gpu_batching(model_config, GPU_RESNET_BATCHING)  # issue 30's H100 grid
     write_model(repo, model_config, files)
-    for pre_config, pre_files in preprocess_models(options, max_batch, pixels):
+    for pre_config, pre_files in preprocess_models(
+        options, max_batch, pixels, model_options.pixels_on_device
+    ):
         write_model(repo, pre_config, pre_files)
     write_model(
         repo,
@@ -310,15 +333,17 @@ TOP_K_OUTPUTS = (
 
 
 def preprocess_models(
-    options: BuildOptions, max_batch: int, pixels: Tensor
+    options: BuildOptions, max_batch: int, pixels: Tensor, pixels_on_device: bool = False
 ) -> list[tuple[object, dict]]:
-    """Encoded and UINT8 pre-processors; on the GPU (nvJPEG, torch) for a torch build there."""
+    """Encoded and UINT8 pre-processors; on the GPU (nvJPEG, torch) for a torch build there.
+    ``pixels_on_device``: their torch path hands PIXELS out as device memory (DLPack)."""
     parameters = {
         "resize_shorter": 256,
         "crop": 224,
         "max_image_bytes": 20 * 2**20,
         "max_image_pixels": 40_000_000,
         "min_image_side": 8,
+        "pixels_on_device": pixels_on_device,
     }
     models = []
     for name, image, cls in (
@@ -336,7 +361,8 @@ def preprocess_models(
             queue=options.queue,
         )
         if _gpu_preprocessing(options):
-            set_instances(config, options.instances, "KIND_GPU")
+            count = GPU_PREPROCESS_INSTANCES if _native_gpu_build(options) else options.instances
+            set_instances(config, count, "KIND_GPU")
         models.append(
             (config, {"model.py": python_shim(f"triton_kit.python_models.resnet50.model.{cls}")})
         )

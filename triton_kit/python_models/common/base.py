@@ -45,15 +45,19 @@ def error_response(exc: BaseException) -> Any:
 
 
 def array_response(outputs: Arrays, dtypes: dict[str, np.dtype]) -> Any:
-    tensors = [
-        _tensor(name, np.ascontiguousarray(value, dtype=dtypes.get(name, value.dtype)))
-        for name, value in outputs.items()
-    ]
+    tensors = [_tensor(name, value, dtypes.get(name)) for name, value in outputs.items()]
     return pb_utils.InferenceResponse(output_tensors=tensors)
 
 
-def _tensor(name: str, value: np.ndarray) -> Any:
-    return pb_utils.Tensor(name, value)
+def _tensor(name: str, value: Any, dtype: np.dtype | None) -> Any:
+    """A numpy array is copied into the stub's shared memory. Anything else with
+    ``__dlpack__`` (a torch tensor: a model that keeps an output on its GPU) goes through
+    ``Tensor.from_dlpack`` where it is; it must already have the config's dtype and be
+    C-contiguous."""
+    if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
+        return pb_utils.Tensor.from_dlpack(name, value)
+    dtype = value.dtype if dtype is None else dtype
+    return pb_utils.Tensor(name, np.ascontiguousarray(value, dtype=dtype))
 
 
 def require_numpy_1(version: str = np.__version__) -> None:

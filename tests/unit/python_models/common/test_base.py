@@ -103,6 +103,30 @@ def test_array_response_casts_to_the_config_dtype_only() -> None:
     assert tensors[1].as_numpy().tolist() == [7, 8]
 
 
+def test_array_response_hands_a_dlpack_tensor_out_where_it_is(
+    pb_utils, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A torch tensor (what a GPU model keeps on its device) goes through
+    ``Tensor.from_dlpack`` unchanged, not copied into a numpy array; numpy arrays, which have
+    ``__dlpack__`` too, still go through ``Tensor(name, array)``."""
+    torch = pytest.importorskip("torch")
+    handed: list[tuple[str, object]] = []
+
+    def from_dlpack(name: str, value: object) -> standin.Tensor:
+        handed.append((name, value))
+        return standin.Tensor(name, np.from_dlpack(value))
+
+    monkeypatch.setattr(pb_utils.Tensor, "from_dlpack", staticmethod(from_dlpack), raising=False)
+    rows = torch.arange(12, dtype=torch.float32).reshape(3, 4)[1:]  # a view, as a request's rows
+    response = array_response(
+        {"P": rows, "N": np.array([1.5], dtype=np.float64)}, {"P": np.dtype(np.float32)}
+    )
+    assert [(name, value is rows) for name, value in handed] == [("P", True)]
+    received = outputs(response)
+    assert received["P"].tolist() == [[4, 5, 6, 7], [8, 9, 10, 11]]
+    assert received["N"].dtype == np.float64
+
+
 @pytest.mark.parametrize("version", ["1.26.4", "1.99.0", "0.9"])
 def test_numpy_1_is_accepted(version: str) -> None:
     require_numpy_1(version)

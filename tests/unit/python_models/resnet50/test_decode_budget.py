@@ -67,15 +67,15 @@ def test_decoded_pixels_held_at_once_stay_within_the_budget(
         events.append(("decode", sum(w * h for w, h in sizes)))
         return [torch.zeros((3, 8, 8), dtype=torch.uint8) for _ in datas]  # cheap stand-ins
 
-    resize = recipe.pixels
+    resize = recipe.resize
 
-    def pixels(images):
+    def resized(images):
         events.append(("resize", len(images)))
         return resize(images)
 
     monkeypatch.setattr(recipe, "torchvision", True)  # the nvJPEG branch, as on a GPU
     monkeypatch.setattr(recipe, "decode_jpegs", decode_jpegs)
-    monkeypatch.setattr(recipe, "pixels", pixels)
+    monkeypatch.setattr(recipe, "resize", resized)
     large = _encode(LARGEST, (200, 30, 90))
     results = model.process_batch(_requests([large, large], [large], [large]))
 
@@ -130,13 +130,13 @@ def test_uint8_images_go_to_the_device_within_the_budget(
     images = np.random.default_rng(0).integers(0, 256, (5, 60, 80, 3), dtype=np.uint8)
     one_shot = recipe.pixels([recipe.from_hwc(image) for image in images])
     copied: list[int] = []
-    resize = recipe.pixels
+    upload = recipe._upload
 
-    def pixels(tensors):
-        copied.append(len(tensors))
-        return resize(tensors)
+    def uploaded(arrays):
+        copied.append(len(arrays))
+        return upload(arrays)
 
-    monkeypatch.setattr(recipe, "pixels", pixels)
+    monkeypatch.setattr(recipe, "_upload", uploaded)
     monkeypatch.setattr(recipe, "pixel_budget", 2 * 60 * 80)
     (result,) = model.process_batch([{"IMAGE_UINT8": images}])
     assert copied == [2, 2, 1]
