@@ -217,7 +217,9 @@ def test_finished_sentences_leave_the_batch(random_model, beam):
 def test_half_precision_computes_in_half(number_model):
     """FP16 (CPU here, the GPU build's dtype): the cache is half, scores float32; same ids."""
     module = generation_module(number_model.model, number_model.settings, "cpu", torch.float16)
-    assert next(module.encoder.parameters()).dtype == torch.float16
+    weights = [n.output().toIValue() for n in module.graph.findAllNodes("prim::Constant")]
+    dtypes = {w.dtype for w in weights if isinstance(w, torch.Tensor) and w.is_floating_point()}
+    assert dtypes == {torch.float16}  # every frozen weight in half
     texts = _held_out(16)
     for beam in (1, 4):
         jobs = number_model.jobs(texts, [beam] * 16, [64] * 16)

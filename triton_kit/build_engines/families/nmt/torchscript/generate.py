@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from triton_kit.build_engines.families.nmt.architecture import Architecture
 
 _NEG = -1.0e9  # HF's "not this one" score offset
+# What a frozen module keeps for its Python callers (generate, run_module).
+PRESERVED = ("eos_id", "pad_id", "anchor")
 _EARLY_STOPPING = {False: 0, True: 1, "never": 2}
 
 
@@ -76,6 +78,9 @@ class GenerationModule(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
+        # empty, on the module's device: where run_module puts the inputs (a frozen module
+        # keeps no parameters to ask)
+        self.register_buffer("anchor", torch.zeros(0, device=_device(encoder)))
         self.neg: float = _NEG
         self.start_id: int = settings.decoder_start_token_id
         self.eos_id: int = settings.eos_token_id
@@ -320,8 +325,17 @@ def generation_module(
     )
     # No weight requires grad: the decoder step writes its cache in place (``out=``), which
     # autograd refuses there (a caller outside no_grad or inference mode).
-    search = GenerationModule(encoder, decoder, settings).requires_grad_(False)
-    return torch.jit.script(search)
+    search = GenerationModule(encoder, decoder, settings).eval().requires_grad_(False)
+    # Frozen: weights and settings become constants of one inlined graph, with no method call
+    # per submodule and no attribute lookups left for the interpreter at every step.
+    return torch.jit.freeze(torch.jit.script(search), preserved_attrs=list(PRESERVED))
+
+
+def _device(module: nn.Module) -> torch.device:
+    """Where ``module``'s first parameter or buffer lives (CPU where it has none)."""
+    for tensor in [*module.parameters(), *module.buffers()]:
+        return tensor.device
+    return torch.device("cpu")
 
 
 def save(module: torch.jit.ScriptModule, path: Path) -> Path:
@@ -353,7 +367,7 @@ def run_module(module: nn.Module, jobs: Sequence[Job]) -> np.ndarray:
     """One call of the module on ``jobs`` (one beam size): ``sequences`` as numpy (the copy
     to the host waits for the device, so a timer around this times the search)."""
     feeds = torch_generate_feeds(jobs, module.pad_id)
-    device = next(module.parameters()).device
+    device = module.anchor.device
     with torch.inference_mode():
         out = module(*(torch.from_numpy(v).to(device) for v in feeds.values()))
     return out.cpu().numpy()
