@@ -14,8 +14,10 @@ Runtime's BeamSearch graph (onnxruntime backend) once per batch, or the TorchScr
 
 Each request's response goes out through its response sender the moment its
 sentences are finished, so a short greedy request does not wait for a long beam
-search in the same batch. The model stays non-decoupled (one response per
-request), so HTTP and gRPC both work.
+search in the same batch; a batch the engine's search answers in one call (one beam
+size) returns its responses from ``execute`` instead, one message to Triton where each
+send is a round trip. The model stays non-decoupled (one response per request), so HTTP
+and gRPC both work.
 
 Inputs (a request may hold several rows):
 - ``TEXT``: UTF-8; empty or non-UTF-8 text is INVALID_ARG. Sources longer than
