@@ -27,7 +27,7 @@ from triton_kit.build_engines.families.nmt.torchscript.generate import (
 from triton_kit.build_engines.families.nmt.torchscript.generate import (
     generation_module as search_module,
 )
-from triton_kit.build_engines.families.nmt.torchscript.steps import step_model, traced_steps
+from triton_kit.build_engines.families.nmt.torchscript.steps import search_steps, step_model
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.build_engines.families.nmt.transformer import (
     TRANSFORMER,
@@ -174,23 +174,32 @@ def test_random_marian_matches_hf(random_model, beam, max_length, options):
 
 
 class _Rows(torch.nn.Module):
-    """The decoder step, recording how many rows each call decodes."""
+    """The search's decoder step, recording how many rows each step decodes."""
 
     def __init__(self, decoder) -> None:
         super().__init__()
         self.decoder = decoder
         self.rows: list[int] = []
 
-    def forward(self, *inputs):
-        self.rows.append(int(inputs[0].shape[0]))
-        return self.decoder(*inputs)
+    def begin(self, *args):
+        return self.decoder.begin(*args)
+
+    def step(self, tokens, *args):
+        self.rows.append(int(tokens.shape[0]))
+        return self.decoder.step(tokens, *args)
+
+    def expand(self, *args):
+        return self.decoder.expand(*args)
+
+    def keep(self, *args):
+        return self.decoder.keep(*args)
 
 
 @pytest.mark.parametrize("beam", [1, 4])
 def test_finished_sentences_leave_the_batch(random_model, beam):
     """A finished sentence's rows are not decoded again: the rows per step fall as sentences
-    end (eager module over the traced steps, the scripted one's code)."""
-    encoder, decoder = traced_steps(random_model.model, "cpu", torch.float32)
+    end (eager module over the search's steps, the scripted one's code)."""
+    encoder, decoder = search_steps(random_model.model, "cpu", torch.float32)
     recorder = _Rows(decoder)
     module = GenerationModule(encoder, recorder, random_model.settings)
     texts = _random_sources(12)
@@ -208,7 +217,9 @@ def test_finished_sentences_leave_the_batch(random_model, beam):
 def test_half_precision_computes_in_half(number_model):
     """FP16 (CPU here, the GPU build's dtype): the cache is half, scores float32; same ids."""
     module = generation_module(number_model.model, number_model.settings, "cpu", torch.float16)
-    assert next(module.encoder.parameters()).dtype == torch.float16
+    weights = [n.output().toIValue() for n in module.graph.findAllNodes("prim::Constant")]
+    dtypes = {w.dtype for w in weights if isinstance(w, torch.Tensor) and w.is_floating_point()}
+    assert dtypes == {torch.float16}  # every frozen weight in half
     texts = _held_out(16)
     for beam in (1, 4):
         jobs = number_model.jobs(texts, [beam] * 16, [64] * 16)

@@ -48,12 +48,14 @@ ENGINE_MEANINGS = {
     "(ONNX Runtime `quantize_dynamic`), in this process",
     TRITON_INT8: "the same int8 files served as the default build is",
     IN_PROCESS_TORCH: "the `--engine torch --search engine` build's `nmt_generate`, the whole "
-    "generation in one TorchScript module (triton_kit/build_engines/families/nmt/torchscript/"
-    "generate.py: HF's vectorised beam search, finished sentences leave the batch), fp32, in "
-    "this process one call per micro-batch, as Triton's pytorch backend runs it (optimized "
-    "execution off)",
+    "generation in one frozen TorchScript module (triton_kit/build_engines/families/nmt/"
+    "torchscript/generate.py: HF's vectorised beam search, finished sentences leave the batch, "
+    "over the search's own encoder and KV-cached decoder step, search_encoder.py and "
+    "cached_step.py), fp32, in this process one call per micro-batch, as Triton's pytorch "
+    "backend runs it (optimized execution off)",
     TRITON_TORCH: "that module served by Triton's own pytorch backend; the `nmt` python model "
-    "tokenises and calls it by BLS once per beam size of its batch, and runs no engine",
+    "tokenises and calls it by BLS once per beam size of its batch (a batch of one beam size "
+    "answered in execute's return, every sentence at once), and runs no engine",
     IN_PROCESS_TORCH_INT8: "the TorchScript search built with `--precision int8-dynamic` "
     "(PyTorch dynamic quantisation of the steps' Linear layers), in this process",
     TRITON_TORCH_INT8: "that int8 module served the same way",

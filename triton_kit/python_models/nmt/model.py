@@ -14,8 +14,10 @@ Runtime's BeamSearch graph (onnxruntime backend) once per batch, or the TorchScr
 
 Each request's response goes out through its response sender the moment its
 sentences are finished, so a short greedy request does not wait for a long beam
-search in the same batch. The model stays non-decoupled (one response per
-request), so HTTP and gRPC both work.
+search in the same batch; a batch the engine's search answers in one call (one beam
+size) returns its responses from ``execute`` instead, one message to Triton where each
+send is a round trip. The model stays non-decoupled (one response per request), so HTTP
+and gRPC both work.
 
 Inputs (a request may hold several rows):
 - ``TEXT``: UTF-8; empty or non-UTF-8 text is INVALID_ARG. Sources longer than
@@ -195,24 +197,28 @@ class NmtModel(PythonModel):
             return
         self.engine_search(jobs, on_done)
 
-    def _execute(self, requests: list[Any]) -> None:
+    def _execute(self, requests: list[Any]) -> list[Any] | None:
         """Answers each request as its sentences finish, while the search goes on.
 
         Its client's next request then arrives while this call still runs: the config must
         let Triton prefetch it (no queue policy,
         triton_kit/build_engines/families/nmt/repository.py), or the dynamic batcher waits 500 ms
-        before scheduling it.
+        before scheduling it. Where every sentence ends at the same moment (the engine's search,
+        one call for the batch's one beam size), the responses go back together as execute's
+        return, one message to Triton instead of a round trip per request.
         """
         start = time.perf_counter()
+        parsed = [self._parse(request) for request in requests]
+        start = self.timed("parse", start)
+        if self._one_engine_call(parsed):
+            return self._answer_together(parsed, start)
         jobs: list[Job] = []
         pending: list[_Pending] = []
         owner: list[_Pending] = []
-        for request in requests:
+        for request, rows in zip(requests, parsed, strict=True):
             sender = request.get_response_sender()
-            try:
-                rows = parse_rows(self.read_inputs(request), self.text, self.limits)
-            except Exception as exc:
-                _send(sender, error_response(self._note(exc)))
+            if isinstance(rows, Exception):
+                _send(sender, error_response(rows))
                 continue
             entry = _Pending(sender, list(range(len(jobs), len(jobs) + len(rows))), {})
             pending.append(entry)
@@ -225,7 +231,6 @@ class NmtModel(PythonModel):
             if len(entry.texts) == len(entry.rows):
                 self._answer(entry)
 
-        start = self.timed("parse", start)
         try:
             self._search(jobs, finished)
             self.timed("search", start)
@@ -236,6 +241,41 @@ class NmtModel(PythonModel):
                     entry.sent = True
                     _send(entry.sender, failure)
         return None
+
+    def _parse(self, request: Any) -> list[Job] | Exception:
+        """The request's rows as jobs, or why it is refused (it then fails alone)."""
+        try:
+            return parse_rows(self.read_inputs(request), self.text, self.limits)
+        except Exception as exc:
+            return self._note(exc)
+
+    def _one_engine_call(self, parsed: list[list[Job] | Exception]) -> bool:
+        """Whether the engine's search answers the whole batch in one call (one beam size)."""
+        if self.engine_search is None:
+            return False
+        beams = {job.beam_size for rows in parsed if isinstance(rows, list) for job in rows}
+        return len(beams) <= 1
+
+    def _answer_together(self, parsed: list[list[Job] | Exception], start: float) -> list[Any]:
+        """Every request's response, for execute to return, after one engine call."""
+        jobs = [job for rows in parsed if isinstance(rows, list) for job in rows]
+        try:
+            ids = self.engine_search(jobs, None) if jobs else []
+        except Exception as exc:
+            self._note(exc)
+            return [error_response(exc if isinstance(rows, list) else rows) for rows in parsed]
+        start = self.timed("search", start)
+        responses = []
+        for rows in parsed:
+            if isinstance(rows, Exception):
+                responses.append(error_response(rows))
+                continue
+            texts = [[self.text.decode(row)] for row in ids[: len(rows)]]
+            ids = ids[len(rows) :]
+            translation = np.array(texts, dtype=np.object_)
+            responses.append(array_response({"TRANSLATION": translation}, self.output_dtypes))
+        self.timed("answer", start)
+        return responses
 
     def _answer(self, entry: _Pending) -> None:
         start = time.perf_counter()

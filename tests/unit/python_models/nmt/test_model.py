@@ -227,6 +227,72 @@ def test_the_response_goes_out_as_soon_as_a_request_is_done(tmp_path, pb_utils) 
     assert steps_when_sent == {"short": 2, "long": 5}
 
 
+class CopyGenerate:
+    """The BLS handler for a TorchScript ``copy_generate``: each row's ids are its source ids
+    (EOS included), so a translation is its text; ``fail`` answers with an error."""
+
+    def __init__(self, pb_utils, fail: bool = False) -> None:
+        self.pb_utils, self.fail = pb_utils, fail
+        self.beams: list[int] = []
+
+    def __call__(self, model: str, feeds: dict[str, np.ndarray], names: list[str]):
+        self.beams.append(int(feeds["num_beams"][0, 0]))
+        if self.fail:
+            return self.pb_utils.InferenceResponse(error=self.pb_utils.TritonError("engine down"))
+        sequences = self.pb_utils.Tensor(names[0], feeds["input_ids"].copy())
+        return self.pb_utils.InferenceResponse([sequences])
+
+
+def _engine_model(tmp_path: Path, pb_utils, handler: CopyGenerate) -> NmtModel:
+    """The nmt model of an engine-search build: a TorchScript sibling ``copy_generate``."""
+    (tmp_path / "copy_generate" / "1").mkdir(parents=True)
+    (tmp_path / "copy_generate" / "1" / "model.pt").write_bytes(b"")
+    pb_utils.bls_handler = handler
+    return _model(tmp_path, generate_model="copy_generate")
+
+
+def test_an_engine_batch_of_one_beam_size_returns_its_responses(tmp_path, pb_utils) -> None:
+    """One engine call ends every sentence at once: the responses are execute's return (one
+    message to Triton), none goes through a response sender; a bad request fails alone."""
+    engine = CopyGenerate(pb_utils)
+    model = _engine_model(tmp_path, pb_utils, engine)
+    first, bad, second = _request(["seven hundred"]), _request(["   "]), _request(["zero", "one"])
+    responses = model.execute([first, bad, second])
+    assert engine.beams == [2]  # the default beam size, one call
+    assert outputs(responses[0])["TRANSLATION"].tolist() == [[b"seven hundred"]]
+    assert error_of(responses[1]) == (3, "TEXT is empty")
+    assert outputs(responses[2])["TRANSLATION"].tolist() == [[b"zero"], [b"one"]]
+    assert not any(req.sender.sent for req in (first, bad, second))
+
+
+def test_an_engine_batch_of_two_beam_sizes_answers_as_each_call_returns(tmp_path, pb_utils):
+    """Smaller beams first; each request's response goes out when its beam size's call
+    returns (a greedy request does not wait for the beam search)."""
+    engine = CopyGenerate(pb_utils)
+    model = _engine_model(tmp_path, pb_utils, engine)
+    greedy, beam = _request(["zero"], beam=[1]), _request(["seven hundred"], beam=[4])
+    calls_when_sent: dict[str, int] = {}
+    for name, req in (("greedy", greedy), ("beam", beam)):
+
+        def send(response, flags=0, _name=name, _send=req.sender.send):
+            calls_when_sent[_name] = len(engine.beams)
+            _send(response, flags)
+
+        req.sender.send = send
+    assert model.execute([beam, greedy]) is None
+    assert engine.beams == [1, 4] and calls_when_sent == {"greedy": 1, "beam": 2}
+    assert outputs(_only_response(greedy))["TRANSLATION"].tolist() == [[b"zero"]]
+    assert outputs(_only_response(beam))["TRANSLATION"].tolist() == [[b"seven hundred"]]
+
+
+def test_a_failing_engine_fails_every_returned_response(tmp_path, pb_utils) -> None:
+    model = _engine_model(tmp_path, pb_utils, CopyGenerate(pb_utils, fail=True))
+    good, bad = _request(["zero"]), _request(["   "])
+    responses = model.execute([good, bad])
+    assert error_of(responses[0]) == (1, "RuntimeError: copy_generate: engine down")
+    assert error_of(responses[1]) == (3, "TEXT is empty")
+
+
 def _limits(**changes: int) -> Limits:
     values = dict(
         default_beam_size=2,

@@ -239,10 +239,16 @@ class Architecture(Protocol):
     def write_search_graph(self, out: Path, model, settings, options: BuildOptions) -> None:
         """Write the search as one ONNX graph (``--search engine`` with ONNX Runtime)."""
 
-    def traced_steps(
-        self, model: nn.Module, device: torch.device, dtype: torch.dtype, int8_dynamic: bool
-    ) -> tuple[torch.jit.ScriptModule, torch.jit.ScriptModule]:
-        """The encoder and the reordering decoder step the TorchScript search calls."""
+    def search_steps(
+        self,
+        model: nn.Module,
+        settings: DecodeSettings,
+        device: torch.device,
+        dtype: torch.dtype,
+        int8_dynamic: bool,
+    ) -> tuple[torch.jit.ScriptModule, nn.Module]:
+        """The encoder and the decoder step the TorchScript search calls (a
+        :class:`~triton_kit.build_engines.families.nmt.torchscript.row_step.SearchStep`)."""
 
     def search_reference(self, build: SearchBuild) -> SearchReference:
         """What the TorchScript search must give on the build's verify sentences."""

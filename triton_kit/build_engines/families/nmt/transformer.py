@@ -169,10 +169,10 @@ class Transformer:
         write_model(out, repository.generate_config(options), {"model.onnx": path})
         info(f"wrote {out}/{repository.GENERATE} ({path.stat().st_size / 1e6:.1f} MB)")
 
-    def traced_steps(self, model: nn.Module, device, dtype, int8_dynamic: bool):
-        from triton_kit.build_engines.families.nmt.torchscript.steps import traced_steps
+    def search_steps(self, model: nn.Module, settings, device, dtype, int8_dynamic: bool):
+        from triton_kit.build_engines.families.nmt.torchscript.steps import search_steps
 
-        return traced_steps(model, device, dtype, int8_dynamic)
+        return search_steps(model, device, dtype, int8_dynamic)
 
     def search_reference(self, build: SearchBuild) -> SearchReference:
         return hf_reference(

@@ -50,6 +50,7 @@ from triton_kit.python_models.nmt.settings import Limits
 
 if TYPE_CHECKING:
     from triton_kit.build_engines.families.nmt.architecture import SearchBuild
+    from triton_kit.build_engines.families.nmt.torchscript.row_step import RowStep
     from triton_kit.build_engines.options import BuildOptions
     from triton_kit.python_models.nmt.decode import StepModel
 
@@ -217,6 +218,16 @@ class Rnn:
 
     def write_search_graph(self, out: Path, model, settings, options: BuildOptions) -> None:
         raise BuildError("--architecture rnn: no ONNX search graph (engine_search refuses it)")
+
+    def search_steps(
+        self, model: RnnTranslator, settings: DecodeSettings, device, dtype, int8_dynamic: bool
+    ) -> tuple[torch.jit.ScriptModule, RowStep]:
+        """The traced steps (:meth:`traced_steps`), the decoder driven as a
+        :class:`~triton_kit.build_engines.families.nmt.torchscript.row_step.RowStep`."""
+        from triton_kit.build_engines.families.nmt.torchscript.row_step import RowStep
+
+        encoder, decoder = self.traced_steps(model, device, dtype, int8_dynamic)
+        return encoder, RowStep(decoder, settings)
 
     def traced_steps(
         self, model: RnnTranslator, device, dtype, int8_dynamic: bool

@@ -6,16 +6,18 @@ tokenises, calls it once per beam size of a batch and detokenises
 (triton_kit/python_models/nmt/generate.py). No Python runs between steps, and the KV cache,
 the scores and the top-k never leave the device.
 
-The recurrent model's ``nmt_rnn_generate`` is this same module over its own traced steps
-(:meth:`~triton_kit.build_engines.families.nmt.architecture.Architecture.traced_steps`, the
-architecture's own): the search only reorders
-and drops rows on axis 2 of the cross state and the decoder state, and builds the first state
-from the settings' template (an empty KV cache here, a zero recurrent state there).
-
-The model calls are the traced :class:`~build_engines.families.nmt.export.EncoderGraph` and
-:class:`~build_engines.families.nmt.torchscript.marian_step.MarianDecoderStep` (the step gathers the
-cache by ``beam_index``, which both reorders beams and drops finished sentences' rows), in the
-build's dtype. Around them, Hugging Face ``generate`` (transformers 5.x) for Marian:
+The model calls are the architecture's
+(:meth:`~triton_kit.build_engines.families.nmt.architecture.Architecture.search_steps`): an
+encoder returning the cross state (axis 2 the row) and a decoder step driven through the
+:class:`~triton_kit.build_engines.families.nmt.torchscript.row_step.SearchStep` methods
+(``begin`` a call's state, ``step`` one position for the live rows, each continuing a row of the
+last step, ``expand`` to the beams, ``keep`` the live sentences). The Transformer's are scripted
+for the search (:mod:`~triton_kit.build_engines.families.nmt.torchscript.search_encoder`,
+:mod:`~triton_kit.build_engines.families.nmt.torchscript.cached_step`: a KV cache allocated once
+a call and written in place, the encoder keys shared by a sentence's beams, fused attention on
+CPU); the recurrent model's ``nmt_rnn_generate`` drives its traced reordering step through
+:class:`~triton_kit.build_engines.families.nmt.torchscript.row_step.RowStep`. All in the build's
+dtype. Around them, Hugging Face ``generate`` (transformers 5.x) for Marian:
 
 - greedy (``num_beams == 1``): HF ``_sample`` without sampling, the processors on the float32
   logits, argmax;
@@ -31,7 +33,8 @@ those HF gives it in a batch of its own ``max_length``. A sentence leaves the ba
 it is finished (HF's per-sentence stop conditions: all candidates ended, the beams are full
 with ``early_stopping=True``, or no running beam can beat the worst finished one): its rows
 are dropped from every state (cross K/V, mask, cache, running tensors), not computed on. The
-only host sync per step is the count of finished sentences, which is also the loop condition.
+only host sync per step is the count of finished sentences, which is also the loop condition;
+the per-row limit checks start at the step the shortest limit can end a row.
 
 The first beam step decodes one row per sentence (the ``num_beams`` copies HF runs are
 identical); its scores are laid out as HF's ``[batch, num_beams * vocab]`` with ``-1e9`` for
@@ -47,13 +50,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from triton_kit.python_models.nmt.decode import (
-    STATE_ROWS,
-    DecodeSettings,
-    Job,
-    OnDone,
-    state_template,
-)
+from triton_kit.python_models.nmt.decode import DecodeSettings, Job, OnDone
 from triton_kit.python_models.nmt.generate import (
     TORCH_GENERATE_OUTPUT,
     sequence_ids,
@@ -64,6 +61,8 @@ if TYPE_CHECKING:
     from triton_kit.build_engines.families.nmt.architecture import Architecture
 
 _NEG = -1.0e9  # HF's "not this one" score offset
+# What a frozen module keeps for its Python callers (generate, run_module).
+PRESERVED = ("eos_id", "pad_id", "anchor")
 _EARLY_STOPPING = {False: 0, True: 1, "never": 2}
 
 
@@ -74,12 +73,14 @@ class GenerationModule(nn.Module):
     per call (every row's ``num_beams`` must agree)."""
 
     suppressed: list[int]  # in the class body: TorchScript cannot type an empty list
-    state_shape: list[int]
 
     def __init__(self, encoder: nn.Module, decoder: nn.Module, settings: DecodeSettings) -> None:
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
+        # empty, on the module's device: where run_module puts the inputs (a frozen module
+        # keeps no parameters to ask)
+        self.register_buffer("anchor", torch.zeros(0, device=_device(encoder)))
         self.neg: float = _NEG
         self.start_id: int = settings.decoder_start_token_id
         self.eos_id: int = settings.eos_token_id
@@ -88,10 +89,6 @@ class GenerationModule(nn.Module):
         self.forced_eos: bool = bool(settings.forced_eos)
         self.length_penalty: float = float(settings.length_penalty)
         self.early_stopping: int = _EARLY_STOPPING[settings.early_stopping]
-        # The first decoder state's shape, STATE_ROWS on the row axis: the Transformer's empty
-        # KV cache, or the RNN's zero recurrent state (python_models.nmt.decode).
-        self.state_shape = list(state_template(settings))
-        self.state_rows: int = STATE_ROWS
 
     def forward(
         self, input_ids: Tensor, attention_mask: Tensor, num_beams: Tensor, max_length: Tensor
@@ -108,26 +105,26 @@ class GenerationModule(nn.Module):
         cross = self.encoder(input_ids, attention_mask)[1]
         # On the device once a call (a tensor made from a list each step is a blocking copy).
         banned = torch.tensor(self.suppressed, dtype=torch.long, device=input_ids.device)
+        # Before this length no row is at its limit: the limit checks are skipped until then.
+        shortest = int(limits.min())
         if beam == 1:
-            return self._greedy(cross, attention_mask, limits, banned)
-        return self._beam(cross, attention_mask, limits, beam, banned)
+            return self._greedy(cross, attention_mask, limits, banned, shortest)
+        return self._beam(cross, attention_mask, limits, beam, banned, shortest)
 
-    def _initial_state(self, rows: int, like: Tensor) -> Tensor:
-        shape = [rows if d == self.state_rows else d for d in self.state_shape]
-        return torch.zeros(shape, dtype=like.dtype, device=like.device)
-
-    def _process(self, scores: Tensor, forced: Tensor, banned: Tensor) -> Tensor:
+    def _process(self, scores: Tensor, forced: Tensor | None, banned: Tensor) -> Tensor:
         """Marian's processors on float32 scores: banned ids -inf; where ``forced`` (a row at
-        its ``max_length - 1``), -inf everywhere but EOS, which scores 0."""
+        its ``max_length - 1``; None: no row is), -inf everywhere but EOS, which scores 0."""
         if len(self.suppressed) > 0:
             scores = scores.index_fill(1, banned, float("-inf"))
-        if self.forced_eos:
+        if self.forced_eos and forced is not None:
             only_eos = torch.full_like(scores[:1], float("-inf"))
             only_eos[:, self.eos_id] = 0.0
             scores = torch.where(forced[:, None], only_eos, scores)
         return scores
 
-    def _greedy(self, cross: Tensor, mask: Tensor, limits: Tensor, banned: Tensor) -> Tensor:
+    def _greedy(
+        self, cross: Tensor, mask: Tensor, limits: Tensor, banned: Tensor, shortest: int
+    ) -> Tensor:
         rows = mask.shape[0]
         device = mask.device
         width = int(limits.max()) - 1
@@ -135,21 +132,24 @@ class GenerationModule(nn.Module):
         generated = out.clone()  # the live rows' tokens
         sentence = torch.arange(rows, device=device)  # batch row of each live row
         tokens = torch.full([rows, 1], self.start_id, dtype=torch.long, device=device)
-        past = self._initial_state(rows, cross)
-        beam_index = torch.arange(rows, device=device)
+        state = self.decoder.begin(cross, mask, width, 1)
+        beam_index: Tensor | None = None  # None: the same rows as the last step
         cur_len = 1
         while True:
-            logits, past = self.decoder(tokens, mask, cross, past, beam_index)
-            scores = self._process(logits.float(), limits - 1 == cur_len, banned)
-            chosen = scores.argmax(dim=-1)
+            logits, state = self.decoder.step(tokens, state, beam_index, cur_len - 1, 1)
+            at_limit = cur_len + 1 >= shortest  # some row may be at its max_length
+            forced = limits - 1 == cur_len if at_limit else None
+            chosen = self._process(logits.float(), forced, banned).argmax(dim=-1)
             generated[:, cur_len - 1] = chosen
-            done = (chosen == self.eos_id) | (limits <= cur_len + 1)
+            done = chosen == self.eos_id
+            if at_limit:
+                done = done | (limits <= cur_len + 1)
             cur_len += 1
             finished = int(done.sum())  # the one host sync a step
             live = sentence.shape[0]
             if finished == 0:
                 tokens = chosen[:, None]
-                beam_index = torch.arange(live, device=device)
+                beam_index = None
                 continue
             order = torch.sort(done.to(torch.int8), stable=True)[1]  # live rows first
             leaving = order[live - finished :]
@@ -159,14 +159,20 @@ class GenerationModule(nn.Module):
                 break
             keep = order[: live - finished]
             sentence, generated = sentence.index_select(0, keep), generated.index_select(0, keep)
-            limits, mask = limits.index_select(0, keep), mask.index_select(0, keep)
-            cross = cross.index_select(2, keep)
+            limits = limits.index_select(0, keep)
+            state = self.decoder.keep(state, keep, 1)
             tokens = chosen.index_select(0, keep)[:, None]
             beam_index = keep
         return out[:, : cur_len - 1]
 
     def _beam(
-        self, cross: Tensor, mask: Tensor, limits: Tensor, beam: int, banned: Tensor
+        self,
+        cross: Tensor,
+        mask: Tensor,
+        limits: Tensor,
+        beam: int,
+        banned: Tensor,
+        shortest: int,
     ) -> Tensor:
         """HF ``_beam_search`` over [sentence, beam] tensors, finished sentences dropped."""
         count = mask.shape[0]
@@ -187,15 +193,20 @@ class GenerationModule(nn.Module):
         sentence = torch.arange(count, device=device)
         longest = torch.zeros([], dtype=torch.long, device=device)
         tokens = torch.full([count, 1], self.start_id, dtype=torch.long, device=device)
-        past = self._initial_state(count, cross)
-        beam_index = torch.arange(count, device=device)
+        state = self.decoder.begin(cross, mask, width - 1, beam)
+        beam_index: Tensor | None = None
         rows_per_sentence = 1  # the first step decodes one row per sentence
         cur_len = 1
         while True:
-            logits, past = self.decoder(tokens, mask, cross, past, beam_index)
+            logits, state = self.decoder.step(
+                tokens, state, beam_index, cur_len - 1, rows_per_sentence
+            )
             live = sentence.shape[0]
             log_probs = torch.log_softmax(logits.float(), dim=-1)
-            forced = (limits - 1 == cur_len).repeat_interleave(rows_per_sentence)
+            at_limit = cur_len + 1 >= shortest  # some sentence may be at its max_length
+            forced: Tensor | None = None
+            if at_limit:
+                forced = (limits - 1 == cur_len).repeat_interleave(rows_per_sentence)
             log_probs = self._process(log_probs, forced, banned)
             vocab = log_probs.shape[1]
             if keep_k > vocab:
@@ -211,7 +222,9 @@ class GenerationModule(nn.Module):
             top_seqs = running.gather(1, origins[:, :, None].expand(live, keep_k, width))
             top_seqs[:, :, cur_len] = top_tokens
             # d. stopping criteria: EOS, or this row's max_length
-            hits = (top_tokens == self.eos_id) | (limits[:, None] <= cur_len + 1)
+            hits = top_tokens == self.eos_id
+            if at_limit:
+                hits = hits | (limits[:, None] <= cur_len + 1)
             # e. HF _get_running_beams_for_next_iteration
             penalised = top_scores + hits.to(torch.float) * self.neg
             chosen = torch.topk(penalised, beam)[1]
@@ -246,8 +259,7 @@ class GenerationModule(nn.Module):
                 torch.arange(live, device=device)[:, None] * rows_per_sentence + continues
             ).reshape(-1)
             if rows_per_sentence == 1:  # every sentence's row now feeds its beams
-                cross = cross.repeat_interleave(beam, dim=2)
-                mask = mask.repeat_interleave(beam, dim=0)
+                state = self.decoder.expand(state, beam)
                 rows_per_sentence = beam
             finished = int(done.sum())  # the one host sync a step
             if finished > 0:
@@ -265,9 +277,7 @@ class GenerationModule(nn.Module):
                 finished_seqs, finished_scores = finished_seqs[keep], finished_scores[keep]
                 finished_lengths, is_finished = finished_lengths[keep], is_finished[keep]
                 improvable = improvable[keep]
-                kept_rows = (keep[:, None] * beam + torch.arange(beam, device=device)).reshape(-1)
-                cross = cross.index_select(2, kept_rows)
-                mask = mask.index_select(0, kept_rows)
+                state = self.decoder.keep(state, keep, beam)
                 step_rows = step_rows.view(live, beam).index_select(0, keep).reshape(-1)
             tokens = running[:, :, cur_len - 1].reshape(-1, 1)
             beam_index = step_rows
@@ -310,8 +320,22 @@ def generation_module(
     if not isinstance(model, nn.Module):
         model = architecture.load(Path(model))
     model = copy.deepcopy(model).eval()
-    encoder, decoder = architecture.traced_steps(model, torch.device(device), dtype, int8_dynamic)
-    return torch.jit.script(GenerationModule(encoder, decoder, settings))
+    encoder, decoder = architecture.search_steps(
+        model, settings, torch.device(device), dtype, int8_dynamic
+    )
+    # No weight requires grad: the decoder step writes its cache in place (``out=``), which
+    # autograd refuses there (a caller outside no_grad or inference mode).
+    search = GenerationModule(encoder, decoder, settings).eval().requires_grad_(False)
+    # Frozen: weights and settings become constants of one inlined graph, with no method call
+    # per submodule and no attribute lookups left for the interpreter at every step.
+    return torch.jit.freeze(torch.jit.script(search), preserved_attrs=list(PRESERVED))
+
+
+def _device(module: nn.Module) -> torch.device:
+    """Where ``module``'s first parameter or buffer lives (CPU where it has none)."""
+    for tensor in [*module.parameters(), *module.buffers()]:
+        return tensor.device
+    return torch.device("cpu")
 
 
 def save(module: torch.jit.ScriptModule, path: Path) -> Path:
@@ -343,7 +367,7 @@ def run_module(module: nn.Module, jobs: Sequence[Job]) -> np.ndarray:
     """One call of the module on ``jobs`` (one beam size): ``sequences`` as numpy (the copy
     to the host waits for the device, so a timer around this times the search)."""
     feeds = torch_generate_feeds(jobs, module.pad_id)
-    device = next(module.parameters()).device
+    device = module.anchor.device
     with torch.inference_mode():
         out = module(*(torch.from_numpy(v).to(device) for v in feeds.values()))
     return out.cpu().numpy()

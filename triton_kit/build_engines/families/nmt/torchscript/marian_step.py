@@ -1,6 +1,9 @@
 """The Marian decoder step the torch engine traces: the arithmetic of
 :class:`triton_kit.build_engines.families.nmt.export.DecoderStepGraph` (``concat_cache`` form) in
-fewer kernels.
+fewer kernels. It is the ``nmt_decoder`` step model of ``--engine torch``; the whole TorchScript
+search (``--search engine``, ``nmt_generate``) used to call it and now runs its own step with a
+preallocated cache (:mod:`~triton_kit.build_engines.families.nmt.torchscript.cached_step`). The
+figures below are from when the search called this step.
 
 Under the simple JIT executor Triton's pytorch backend runs, every aten op is one kernel
 launch from the interpreter, and on the H100 the step was bound by those launches, not by

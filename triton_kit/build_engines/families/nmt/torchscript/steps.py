@@ -13,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from triton_kit.build_engines.families.nmt.export import EncoderGraph, cache_shape, load_model
+from triton_kit.build_engines.families.nmt.torchscript.cached_step import MarianCachedStep
 from triton_kit.build_engines.families.nmt.torchscript.marian_step import MarianDecoderStep
+from triton_kit.build_engines.families.nmt.torchscript.search_encoder import MarianSearchEncoder
 from triton_kit.python_models.common.contracts import BEAM_INDEX
 from triton_kit.python_models.nmt.torch_steps import TorchStepModel
 
@@ -81,28 +83,21 @@ def sources(model: torch.nn.Module) -> dict[str, tuple[torch.nn.Module, Feeds, l
     }
 
 
-def traced_steps(
+def search_steps(
     model: nn.Module, device: torch.device | str, dtype: torch.dtype, int8_dynamic: bool = False
-) -> tuple[torch.jit.ScriptModule, torch.jit.ScriptModule]:
-    """The encoder and decoder-step graphs, traced in ``dtype`` on ``device`` on the feeds the
-    step-model build traces them on (padded rows, a past with one row more than the step);
-    with ``int8_dynamic``, their ``nn.Linear`` layers dynamically quantised first (CPU only:
-    :mod:`triton_kit.build_engines.families.nmt.torchscript.int8_dynamic`)."""
+) -> tuple[MarianSearchEncoder, MarianCachedStep]:
+    """The encoder and decoder step the TorchScript search calls, in ``dtype`` on ``device``
+    (:mod:`~triton_kit.build_engines.families.nmt.torchscript.search_encoder`,
+    :mod:`~triton_kit.build_engines.families.nmt.torchscript.cached_step`; scripted with the
+    search), attention fused on CPU. With ``int8_dynamic``, their ``nn.Linear`` layers
+    dynamically quantised (CPU only:
+    :mod:`~triton_kit.build_engines.families.nmt.torchscript.int8_dynamic`)."""
     device = torch.device(device)
-    encoder = EncoderGraph(model).eval().to(device, dtype)
-    decoder = MarianDecoderStep(model).eval().to(device, dtype)
+    fused = device.type == "cpu"
+    encoder = MarianSearchEncoder(model, dtype, fused).eval().to(device, dtype)
+    decoder = MarianCachedStep(model, dtype, fused).eval().to(device, dtype)
     if int8_dynamic:
         from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import quantize
 
         encoder, decoder = quantize(encoder, [nn.Linear]), quantize(decoder, [nn.Linear])
-
-    def placed(feeds: Feeds) -> tuple[Tensor, ...]:
-        tensors = (torch.from_numpy(v) for v in feeds.values())
-        return tuple(t.to(device, dtype if t.is_floating_point() else None) for t in tensors)
-
-    with torch.no_grad():
-        traced_encoder = torch.jit.trace(encoder, placed(encoder_feeds(2, 6, pad=2)))
-        traced_decoder = torch.jit.trace(
-            decoder, placed(decoder_feeds(model, 3, 5, 4)), check_trace=False
-        )
-    return traced_encoder, traced_decoder
+    return encoder, decoder
