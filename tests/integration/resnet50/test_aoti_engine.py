@@ -19,7 +19,7 @@ import onnxruntime as ort
 import pytest
 import tritonclient.grpc as grpcclient
 
-from tests.support.aoti import build_resnet50_aoti, built_aoti_backend
+from tests.support.aoti import build_resnet50_aoti, built_aoti_backend, model_stats_after
 from tests.support.images import case_bytes
 from tests.support.reference import resnet50_reference
 from triton_kit.client import TritonClient
@@ -63,8 +63,7 @@ def test_batched_requests_get_their_own_logits(server: str, built: tuple[Path, P
     pixels = np.random.default_rng(7).standard_normal((REQUESTS, 3, 224, 224), np.float32)
     with ThreadPoolExecutor(REQUESTS) as pool:
         got = list(pool.map(lambda p: _one_image(server, p), pixels))
-    stats = grpcclient.InferenceServerClient(server).get_inference_statistics("resnet50_model")
-    (model,) = stats.model_stats
+    model = model_stats_after(server, "resnet50_model", REQUESTS)
     assert model.inference_count >= REQUESTS
     assert model.execution_count < model.inference_count, "nothing was batched: proves nothing"
     assert [y.shape for y in got] == [(1, 1000)] * REQUESTS

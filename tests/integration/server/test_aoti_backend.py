@@ -27,7 +27,7 @@ import pytest
 import torch
 import tritonclient.grpc as grpcclient
 
-from tests.support.aoti import built_aoti_backend
+from tests.support.aoti import built_aoti_backend, model_stats_after
 from triton_kit.benchmarks.launcher import bare_command
 from triton_kit.server.binary import assemble_backend_dir, find_installation, server_environment
 from triton_kit.server.launcher import free_ports, wait_ready
@@ -111,8 +111,7 @@ def test_batched_requests_each_get_their_own_row(
     rows = np.random.default_rng(0).normal(size=(ROWS, 16)).astype(np.float32)
     with ThreadPoolExecutor(ROWS) as pool:
         got = list(pool.map(lambda r: _one_row(grpc_url, r), rows))
-    stats = grpcclient.InferenceServerClient(grpc_url).get_inference_statistics("mlp")
-    (model,) = stats.model_stats
+    model = model_stats_after(grpc_url, "mlp", ROWS)
     assert model.inference_count == ROWS
     assert model.execution_count < ROWS, "the requests were not batched: the test proves nothing"
     assert [y.shape for y in got] == [(1, 4)] * ROWS
