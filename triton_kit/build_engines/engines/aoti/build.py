@@ -11,9 +11,13 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_kit.build_engines.engines.aoti.config import PACKAGE_FILE, aoti_config
 from triton_kit.build_engines.engines.aoti.options import AotiOptions
-from triton_kit.build_engines.engines.aoti.package import compile_package, package_parity
+from triton_kit.build_engines.engines.aoti.package import compile_package
 from triton_kit.build_engines.engines.torchscript.artifacts import TOLERANCE
-from triton_kit.build_engines.engines.torchscript.script import gpu_visible
+from triton_kit.build_engines.engines.torchscript.script import (
+    gpu_visible,
+    parity_with_onnx,
+    worst_parity,
+)
 from triton_kit.build_engines.steps import BuildError, info
 
 
@@ -47,12 +51,14 @@ def aoti_artifacts(
     )
     info(f"{name}: AOTInductor package {package} ({package.stat().st_size / 2**20:.1f} MiB)")
     first_row = {k: v[:1] for k, v in feeds.items()}
-    worst = 0.0
-    for check in (feeds, first_row, *check_feeds):
-        diffs = package_parity(package, onnx_path, check, device)
-        shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in check.items())
-        info(f"{name}: AOTInductor ({precision}, {device}) vs ONNX Runtime on {shapes}: {diffs}")
-        worst = max(worst, *diffs.values())
+    checks = (feeds, first_row, *check_feeds)
+    runner = torch._inductor.aoti_load_package(str(package))  # loaded once for every check
+    worst = worst_parity(
+        name,
+        f"AOTInductor ({precision}, {device})",
+        lambda check: parity_with_onnx(runner, onnx_path, check, device),
+        checks,
+    )
     if worst > TOLERANCE[precision]:
         raise BuildError(f"{name}: the AOTInductor package differs from ONNX by {worst:.3g}")
     config = aoti_config(onnx_config, gpu=gpu, precision=precision)

@@ -1,15 +1,12 @@
-"""Export a module with a dynamic batch, compile it into an AOTInductor package, and check
-the loaded package against the verified ONNX."""
+"""Export a module with a dynamic batch and compile it into an AOTInductor package."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from triton_kit.build_engines.engines.torchscript.script import HalfInside, parity_with_onnx
+from triton_kit.build_engines.engines.torchscript.script import HalfInside
 
 
 def compile_package(
@@ -42,12 +39,3 @@ def compile_package(
         with torch._inductor.config.patch(compiler):
             torch._inductor.aoti_compile_and_package(program, package_path=str(path))
     return path
-
-
-def package_parity(
-    package: Path, onnx_path: Path, feeds: Mapping[str, np.ndarray], device: str = "cpu"
-) -> dict[str, float]:
-    """Per output, the loaded package's scaled difference to ONNX Runtime's on ``feeds``
-    (the torch engine's measure: absolute within [-1, 1], relative beyond)."""
-    runner = torch._inductor.aoti_load_package(str(package))
-    return parity_with_onnx(runner, onnx_path, feeds, device)

@@ -20,6 +20,7 @@ from triton_kit.build_engines.engines.torchscript.script import (
     check_parity,
     gpu_visible,
     script_module,
+    worst_parity,
 )
 from triton_kit.build_engines.steps import info
 
@@ -50,12 +51,12 @@ def torch_artifacts(
     path = script_module(
         module, example, Path(work_dir) / "torch" / name / "model.pt", precision, device
     )
-    worst = 0.0
-    for check in (feeds, *check_feeds):
-        diffs = check_parity(path, onnx_path, check, device)
-        shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in check.items())
-        info(f"{name}: TorchScript ({precision}, {device}) vs ONNX Runtime on {shapes}: {diffs}")
-        worst = max(worst, *diffs.values())
+    worst = worst_parity(
+        name,
+        f"TorchScript ({precision}, {device})",
+        lambda check: check_parity(path, onnx_path, check, device),
+        (feeds, *check_feeds),
+    )
     if worst > TOLERANCE[precision]:
         raise ValueError(f"{name}: TorchScript differs from ONNX by {worst:.3g}")
     config = torch_config(onnx_config, gpu, precision)

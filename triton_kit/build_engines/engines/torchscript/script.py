@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from triton_kit.build_engines.steps import info
 
 
 class HalfInside(torch.nn.Module):
@@ -72,6 +74,24 @@ def parity_with_onnx(
         name: float(np.abs(g.float().cpu().numpy() - e).max() / max(1.0, float(np.abs(e).max())))
         for name, g, e in zip(names, got, expected, strict=True)
     }
+
+
+def worst_parity(
+    name: str,
+    label: str,
+    parity: Callable[[Mapping[str, np.ndarray]], dict[str, float]],
+    checks: Sequence[Mapping[str, np.ndarray]],
+) -> float:
+    """The largest ``parity(check)`` difference over ``checks`` (a :func:`parity_with_onnx`
+    of the built engine), each logged as ``name: label vs ONNX Runtime on <shapes>``: both
+    compiled engines' build check; the caller holds it against its tolerance."""
+    worst = 0.0
+    for check in checks:
+        diffs = parity(check)
+        shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in check.items())
+        info(f"{name}: {label} vs ONNX Runtime on {shapes}: {diffs}")
+        worst = max(worst, *diffs.values())
+    return worst
 
 
 def gpu_visible() -> bool:
