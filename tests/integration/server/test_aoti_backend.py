@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import torch
 import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
 
 from tests.support.aoti import built_aoti_backend, model_stats_after
 from triton_kit.benchmarks.launcher import bare_command
@@ -116,3 +117,27 @@ def test_batched_requests_each_get_their_own_row(
     assert model.execution_count < ROWS, "the requests were not batched: the test proves nothing"
     assert [y.shape for y in got] == [(1, 4)] * ROWS
     np.testing.assert_allclose(np.concatenate(got), rows @ weight.T + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_a_malformed_request_fails_alone_and_the_server_stays_ready(
+    grpc_url: str, linear: tuple[torch.nn.Linear, Path]
+) -> None:
+    module = linear[0]
+    good = np.random.default_rng(1).normal(size=(3, 16)).astype(np.float32)
+
+    def bad() -> str:
+        client = grpcclient.InferenceServerClient(grpc_url)
+        tensor = grpcclient.InferInput("INPUT__0", [1, 15], "FP32")  # the model takes 16
+        tensor.set_data_from_numpy(np.zeros((1, 15), np.float32))
+        with pytest.raises(InferenceServerException) as caught:
+            client.infer("mlp", [tensor], client_timeout=60)
+        return f"{caught.value.status()} {caught.value.message()}"
+
+    with ThreadPoolExecutor(4) as pool:
+        error = pool.submit(bad)
+        got = list(pool.map(lambda r: _one_row(grpc_url, r), good))
+    status = error.result()
+    assert "INVALID_ARG" in status and "INPUT__0" in status, status
+    expected = good @ module.weight.detach().numpy().T + module.bias.detach().numpy()
+    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
+    assert grpcclient.InferenceServerClient(grpc_url).is_server_ready()
