@@ -70,3 +70,30 @@ def test_batch_one_config_does_not_wait() -> None:
     batching = _parsed(aoti.aoti_config("aoti_i1_d0", 1, gpu=True, delay_us=0)).dynamic_batching
     assert batching.max_queue_delay_microseconds == 0
     assert list(batching.preferred_batch_size) == []
+
+
+def test_each_delay_is_served_at_every_instance_count_and_the_baseline_can_stay_out(
+    tmp_path: Path,
+) -> None:
+    options = aoti.parse(
+        ["--out", str(tmp_path), "--instances", "3,4", "--delays", "1000,4000", "--no-baseline"]
+    )
+    assert options.delays_us == (1000, 4000) and not options.baseline
+    package = tmp_path / "resnet50.pt2"
+    package.write_bytes(b"package")
+    repo = tmp_path / "repo"
+    names = aoti.write_repository(repo, package, Path(), options.settings, options)
+    assert names == [
+        "aoti_i1_d0", "aoti_i3_d1000p", "aoti_i4_d1000p", "aoti_i3_d4000p", "aoti_i4_d4000p"
+    ]  # fmt: skip
+    config = _parsed((repo / "aoti_i4_d4000p" / "config.pbtxt").read_text())
+    assert config.dynamic_batching.max_queue_delay_microseconds == 4000
+    assert config.instance_group[0].count == 4
+    assert (repo / "aoti_i1_d0" / "1" / "model.pt2").read_bytes() == b"package"
+
+
+def test_delays_default_to_2000_and_refuse_zero(tmp_path: Path) -> None:
+    options = aoti.parse(["--out", str(tmp_path)])
+    assert options.delays_us == (2000,) and options.baseline
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--delays", "0"])

@@ -19,14 +19,16 @@ Steps (``aoti.json`` is rewritten after each, so a run cut short keeps what it m
 2. ``in_process``: the package loaded by ``aoti_load_package``, its logits checked against
    the eager module's on the build's images, then timed at batch 1/64/256, host copies
    included.
-3. ``served``: the package through ``pytorch_aoti`` at each ``--instances`` count (queue
-   delay 2000 us, preferred 64/128/256) and at 1 instance with no delay (the batch-1 row),
-   and TorchScript through Triton's own pytorch backend (4 instances), each model on a bare
-   ``tritonserver`` of its own so a crash loses one row and keeps its log. The package's
-   served logits are checked first (the check images as concurrent one-image requests,
-   batched together); then one-image requests through perf_analyzer at c256, the images
-   inside the gRPC messages and through system and CUDA shared memory; then c1 for the
-   no-delay package and the baseline.
+3. ``served``: the package through ``pytorch_aoti`` at each ``--instances`` count and
+   ``--delays`` queue delay (default 2000 us; preferred 64/128/256) and at 1 instance with no
+   delay (the batch-1 row), and TorchScript through Triton's own pytorch backend (4
+   instances; ``--no-baseline`` leaves it out, and the GPU run need not build that backend),
+   each model on a bare ``tritonserver`` of its own so a crash loses one row and keeps its
+   log. The package's served logits are checked first (the check images as concurrent
+   one-image requests, batched together); then one-image requests through perf_analyzer at
+   c256 for each ``--shared-memory`` way; the no-delay package at c1 inline and each of those
+   ways (shared memory saves the 150 KB image's trip through gRPC, the batch-1 gap's
+   suspect); the baseline at c1 inline.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class Options:
     instances: tuple[int, ...]
     smoke: bool = False  # CPU, tiny ResNet, 2 clients: checks the code where there is no GPU
     shared_memory: tuple[str, ...] = SHARED_MEMORY  # how perf_analyzer sends images at c256
+    delays_us: tuple[int, ...] = (2000,)  # queue delays of the batched package rows
+    baseline: bool = True  # TorchScript through Triton's r24.10 pytorch backend beside them
 
     @property
     def settings(self) -> Settings:
@@ -93,6 +97,14 @@ def parse(argv: list[str] | None) -> Options:
     )  # fmt: skip
     parser.add_argument("--instances", default="1,2,4")
     parser.add_argument(
+        "--delays", default="2000",
+        help="queue delays (us) of the batched package rows, each at every instance count",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-baseline", dest="baseline", action="store_false",
+        help="leave out the TorchScript row (needs Triton's r24.10 pytorch backend)",
+    )  # fmt: skip
+    parser.add_argument(
         "--shared-memory", default=",".join(SHARED_MEMORY),
         help="how the c256 loads send their images: inside the gRPC message (none), through "
         "system or CUDA shared memory (default: all three)",
@@ -104,7 +116,11 @@ def parse(argv: list[str] | None) -> Options:
     unknown = set(shm) - set(SHARED_MEMORY)
     if unknown:
         parser.error(f"--shared-memory: unknown {sorted(unknown)}; choose from {SHARED_MEMORY}")
-    return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke, shm)
+    delays = tuple(int(n) for n in args.delays.split(","))
+    if min(delays) <= 0:
+        parser.error("--delays: each must be above 0 (the no-delay row is always measured)")
+    return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
+                   shm, delays, args.baseline)  # fmt: skip
 
 
 def logged_compiles(log: Path) -> None:
@@ -235,12 +251,15 @@ def write_repository(
     from triton_kit.benchmarks.gpu.serving import Variant, write_variant
 
     names = []
-    for count, delay in [*((n, 2000) for n in options.instances), (1, 0)]:
+    batched = [(n, delay) for delay in options.delays_us for n in options.instances]
+    for count, delay in [(1, 0), *batched]:  # batch 1 first: quick, and kept if time runs out
         name = f"aoti_i{count}_d{delay}" + ("p" if delay else "")
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
         (repo / name / "config.pbtxt").write_text(aoti_config(name, count, settings.gpu, delay))
         names.append(name)
+    if not options.baseline:
+        return names
     write_variant(repo, Variant("native_i4_d2000p", 4, 2000, TS_PREFERRED), model_pt, settings)
     return [*names, "native_i4_d2000p"]
 
@@ -319,9 +338,9 @@ def serve_one(
         if reference is not None:
             rows[f"{name}_outputs"] = served_outputs(url, name, reference)
             print(name, rows[f"{name}_outputs"], flush=True)
-        loads = [(1, "none")] if name.endswith("_d0") else [
-            (options.concurrency, shm) for shm in options.shared_memory
-        ]  # fmt: skip
+        ways = options.shared_memory
+        loads = [(1, shm) for shm in dict.fromkeys(("none", *ways))] if name.endswith("_d0") \
+            else [(options.concurrency, shm) for shm in ways]  # fmt: skip
         if c1:
             loads.append((1, "none"))
         for concurrency, shm in loads:
@@ -344,7 +363,7 @@ def run(options: Options) -> dict:
     results = Results(options.out, {}, name="aoti.json")
     module = resnet50_uint8(settings).to(settings.device).eval()
     package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / "resnet50.pt2"
-    model_pt = torchscript_baseline(module, settings)
+    model_pt = torchscript_baseline(module, settings) if options.baseline else Path()
     results.step("build", lambda: build(module, package, options))
     batches = (1, 2) if options.smoke else (1, 64, 256)
     if not results.step("in_process", lambda: in_process(package, settings, batches)):
