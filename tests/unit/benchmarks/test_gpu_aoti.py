@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 from triton_kit.benchmarks.gpu import aoti
+
+RESNET = aoti.families(smoke=False)["resnet50"]
+BERT_BASE = aoti.families(smoke=False)["bert-base"]
 
 
 def _parsed(text: str) -> model_config_pb2.ModelConfig:
@@ -18,13 +23,13 @@ def _parsed(text: str) -> model_config_pb2.ModelConfig:
 
 
 def test_gpu_config_serves_the_package_through_the_renamed_backend() -> None:
-    config = _parsed(aoti.aoti_config("aoti_i2", 2, gpu=True))
+    config = _parsed(aoti.aoti_config(RESNET, "aoti_i2", 2, gpu=True))
     assert (config.backend, config.platform) == ("pytorch_aoti", "torch_aoti")
     assert config.max_batch_size == 256
     assert [(g.kind, g.count, list(g.gpus)) for g in config.instance_group] == [
         (model_config_pb2.ModelInstanceGroup.KIND_GPU, 2, [0])
     ]
-    assert list(config.dynamic_batching.preferred_batch_size) == list(aoti.PREFERRED)
+    assert list(config.dynamic_batching.preferred_batch_size) == [64, 128, 256]
     assert config.dynamic_batching.max_queue_delay_microseconds == 2000
     # Pinned output stays on (Triton's default): the crash was the unbatched responder, not it.
     assert not config.HasField("optimization")
@@ -33,7 +38,7 @@ def test_gpu_config_serves_the_package_through_the_renamed_backend() -> None:
 
 
 def test_cpu_config_has_no_gpu_list() -> None:
-    (group,) = _parsed(aoti.aoti_config("aoti_i1", 1, gpu=False)).instance_group
+    (group,) = _parsed(aoti.aoti_config(RESNET, "aoti_i1", 1, gpu=False)).instance_group
     assert group.kind == model_config_pb2.ModelInstanceGroup.KIND_CPU
     assert list(group.gpus) == []
 
@@ -67,7 +72,9 @@ def test_shared_memory_loads_default_to_all_three_and_refuse_unknown_kinds(tmp_p
 
 
 def test_batch_one_config_does_not_wait() -> None:
-    batching = _parsed(aoti.aoti_config("aoti_i1_d0", 1, gpu=True, delay_us=0)).dynamic_batching
+    batching = _parsed(
+        aoti.aoti_config(RESNET, "aoti_i1_d0", 1, gpu=True, delay_us=0)
+    ).dynamic_batching
     assert batching.max_queue_delay_microseconds == 0
     assert list(batching.preferred_batch_size) == []
 
@@ -97,3 +104,62 @@ def test_delays_default_to_2000_and_refuse_zero(tmp_path: Path) -> None:
     assert options.delays_us == (2000,) and options.baseline
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--delays", "0"])
+
+
+def test_bert_config_takes_ids_and_mask_and_gives_the_embedding() -> None:
+    config = _parsed(aoti.aoti_config(BERT_BASE, "bert_base_aoti_i2_d2000p", 2, gpu=True))
+    assert (config.backend, config.platform) == ("pytorch_aoti", "torch_aoti")
+    assert config.max_batch_size == 64
+    assert [(i.name, i.data_type, list(i.dims)) for i in config.input] == [
+        ("INPUT__0", model_config_pb2.TYPE_INT64, [128]),
+        ("INPUT__1", model_config_pb2.TYPE_INT64, [128]),
+    ]
+    assert [(o.name, o.data_type, list(o.dims)) for o in config.output] == [
+        ("OUTPUT__0", model_config_pb2.TYPE_FP32, [768])
+    ]
+    assert list(config.dynamic_batching.preferred_batch_size) == [16, 32, 64]
+    large = aoti.families(smoke=False)["bert-large"]
+    assert list(_parsed(aoti.aoti_config(large, "x", 1, gpu=True)).output[0].dims) == [1024]
+    assert large.output_bytes == 1024 * 4
+
+
+def test_bert_family_loads_at_c64_and_names_its_rows_and_report(tmp_path: Path) -> None:
+    options = aoti.parse(["--out", str(tmp_path), "--family", "bert-base", "--instances", "2"])
+    assert options.family == "bert-base" and options.concurrency == 64
+    assert options.spec.report == "aoti-bert-base.json"
+    assert not options.with_baseline  # no TorchScript row for BERT, even without --no-baseline
+    package = tmp_path / "bert.pt2"
+    package.write_bytes(b"package")
+    names = aoti.write_repository(tmp_path / "repo", package, Path(), options.settings, options)
+    assert names == ["bert_base_aoti_i1_d0", "bert_base_aoti_i2_d2000p"]
+    assert aoti.parse(["--out", str(tmp_path)]).spec.report == "aoti.json"
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--family", "gpt2"])
+
+
+def test_bert_input_data_sends_ids_within_the_vocabulary_and_full_masks(tmp_path: Path) -> None:
+    path = BERT_BASE.input_data(tmp_path / "data.json")
+    rows = json.loads(Path(path).read_text())["data"]
+    assert len(rows) == 16
+    for row in rows:
+        assert set(row) == {"INPUT__0", "INPUT__1"}
+        ids, mask = row["INPUT__0"], row["INPUT__1"]
+        assert ids["shape"] == mask["shape"] == [128]
+        assert all(0 <= t < aoti.BERT_VOCAB for t in ids["content"])
+        assert set(mask["content"]) == {1}
+    assert RESNET.input_data(tmp_path / "unused.json") == "random"
+
+
+def test_bert_check_inputs_are_padded_but_never_empty() -> None:
+    ids, mask = BERT_BASE.example(np.random.default_rng(0), 8)
+    assert ids.shape == mask.shape == (8, 128) and ids.dtype == mask.dtype == np.int64
+    assert ids.max() < aoti.BERT_VOCAB and mask[0].all()
+    assert (mask.sum(1) >= 64).all() and (mask.sum(1) < 128).any()
+
+
+def test_bert_vocabulary_is_the_models() -> None:
+    pytest.importorskip("transformers")
+    from triton_kit.benchmarks.gpu.settings import Settings
+
+    net = BERT_BASE.make(Settings(out=Path("."), device="cpu", smoke=True))
+    assert net.model.config.vocab_size == aoti.BERT_VOCAB

@@ -1,6 +1,6 @@
 """The AOTInductor engine on the GPU: built, checked, timed in process and served natively.
 
-    python -m triton_kit.benchmarks.gpu.aoti --out OUT --backend-lib LIB [--seconds 2]
+    python -m triton_kit.benchmarks.gpu.aoti --out OUT --backend-lib LIB [--family FAMILY]
 
 Issue 30 asks for a compiled engine Triton serves without the python stub. Triton's
 pytorch backend loads AOTInductor packages (``platform: "torch_aoti"``) from r26.03 on;
@@ -8,27 +8,37 @@ pytorch backend loads AOTInductor packages (``platform: "torch_aoti"``) from r26
 served under its own name, ``pytorch_aoti`` (Triton 2.51 accepts any platform for a
 backend it does not know, and the backend API is the same 1.19).
 
-Steps (``aoti.json`` is rewritten after each, so a run cut short keeps what it measured):
+``--family`` picks the model (:data:`FAMILIES`): ``resnet50`` (default; UINT8 NHWC image,
+1000 logits, batch up to 256, loads at c256, report ``aoti.json``, models ``aoti_*``) or
+``bert-base``/``bert-large`` (input_ids and attention_mask INT64 [128], the mean-pooled
+FP32 embedding, batch up to 64, loads at c64 of one sequence each, report
+``aoti-bert-base.json``, models ``bert_base_aoti_*``; perf_analyzer sends token ids within
+the vocabulary from an ``--input-data`` file, as random INT64 would index past the
+embedding table). Each family writes its own report, so runs can share ``--out``.
 
-1. ``build``: ResNet-50 FP16 (channels_last, UINT8 NHWC input), ``torch.export`` with a
-   dynamic batch (1..256), ``aoti_compile_and_package``. Every compile and link command is
-   logged, with the libraries the package's .so needs. ``--cxx`` picks Inductor's C++
-   compiler: on the H100 machine Inductor took ``/opt/gcc/bin/g++``, whose link put a
-   static libstdc++ into the .so, and that copy's ``std::regex`` (``parse_device_str``)
-   crashed on the process's shared-libstdc++ locale (cuda-gdb backtrace, gpu.md).
-2. ``in_process``: the package loaded by ``aoti_load_package``, its logits checked against
-   the eager module's on the build's images, then timed at batch 1/64/256, host copies
-   included.
+Steps (the report is rewritten after each, so a run cut short keeps what it measured):
+
+1. ``build``: the module (FP16; ResNet channels_last), ``torch.export`` with a dynamic batch
+   (1..max batch; BERT's sequence fixed), ``aoti_compile_and_package``. Every compile and
+   link command is logged, with the libraries the package's .so needs. ``--cxx`` picks
+   Inductor's C++ compiler: on the H100 machine Inductor took ``/opt/gcc/bin/g++``, whose
+   link put a static libstdc++ into the .so, and that copy's ``std::regex``
+   (``parse_device_str``) crashed on the process's shared-libstdc++ locale (cuda-gdb
+   backtrace, gpu.md).
+2. ``in_process``: the package loaded by ``aoti_load_package``, its outputs checked against
+   the eager module's on the build's inputs (max abs diff; ResNet top-1 agreement, BERT
+   cosine similarity min), then timed at batch 1 and the larger batches (ResNet 64/256,
+   BERT 64), host copies included.
 3. ``served``: the package through ``pytorch_aoti`` at each ``--instances`` count and
-   ``--delays`` queue delay (default 2000 us; preferred 64/128/256) and at 1 instance with no
-   delay (the batch-1 row), and TorchScript through Triton's own pytorch backend (4
-   instances; ``--no-baseline`` leaves it out, and the GPU run need not build that backend),
-   each model on a bare ``tritonserver`` of its own so a crash loses one row and keeps its
-   log. The package's served logits are checked first (the check images as concurrent
-   one-image requests, batched together); then one-image requests through perf_analyzer at
-   c256 for each ``--shared-memory`` way; the no-delay package at c1 inline and each of those
-   ways (shared memory saves the 150 KB image's trip through gRPC, the batch-1 gap's
-   suspect); the baseline at c1 inline.
+   ``--delays`` queue delay (default 2000 us; preferred ResNet 64/128/256, BERT 16/32/64)
+   and at 1 instance with no delay (the batch-1 row), and, for ResNet, TorchScript through
+   Triton's own pytorch backend (4 instances; ``--no-baseline`` leaves it out, and the GPU
+   run need not build that backend), each model on a bare ``tritonserver`` of its own so a
+   crash loses one row and keeps its log. The package's served outputs are checked first
+   (the check inputs as concurrent one-row requests, batched together); then one-row
+   requests through perf_analyzer at the family's concurrency for each ``--shared-memory``
+   way; the no-delay package at c1 inline and each of those ways (shared memory saves the
+   150 KB image's trip through gRPC, the batch-1 gap's suspect); the baseline at c1 inline.
 """
 
 from __future__ import annotations
@@ -42,18 +52,113 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from triton_kit.benchmarks.gpu.load import stats, timed_loop
-from triton_kit.benchmarks.gpu.models import resnet50_uint8
+from triton_kit.benchmarks.gpu.models import bert, resnet50_uint8
 from triton_kit.benchmarks.gpu.serving import Results
 from triton_kit.benchmarks.gpu.settings import Settings
 
-PREFERRED = (64, 128, 256)
 AOTI_BACKEND = "pytorch_aoti"
-LOGITS_BYTES = 1000 * 4  # one image's FP32 logits, for perf_analyzer's output regions
 SHARED_MEMORY = ("none", "system", "cuda")
+BERT_VOCAB = 30522  # BertConfig's default vocab_size, which models.bert keeps
+BASELINE = "native_i4_d2000p"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model as the benchmark builds, checks, serves and loads it."""
+
+    prefix: str  # served model names (``<prefix>_i2_d2000p``), so the report's keys
+    report: str  # the results file in --out
+    make: Callable[[Settings], object]  # the eager module (on the CPU; moved by the caller)
+    inputs: tuple[tuple[str, tuple[int, ...]], ...]  # INPUT__0..: Triton type, one item's dims
+    example: Callable[[np.random.Generator, int], list[np.ndarray]]  # a batch of inputs
+    output_dims: int  # OUTPUT__0: FP32 [output_dims] an item
+    max_batch: int  # the export's dynamic batch and the config's max_batch_size
+    preferred: tuple[int, ...]  # the batched rows' preferred batch sizes
+    concurrency: int  # perf_analyzer's one-item clients on the batched rows
+    batches: tuple[int, ...]  # in-process batch sizes
+    agreement: Callable[[object, object], dict]  # outputs vs the eager module's, beside max diff
+    channels_last: bool = False
+    baseline: bool = False  # has a TorchScript row through Triton's r24.10 pytorch backend
+    input_data: Callable[[Path], str] = lambda _: "random"  # perf_analyzer's --input-data
+
+    @property
+    def output_bytes(self) -> int:
+        return self.output_dims * 4
+
+
+def images(rng: np.random.Generator, batch: int) -> list[np.ndarray]:
+    return [rng.integers(0, 256, (batch, 224, 224, 3), dtype=np.uint8)]
+
+
+def sequences(seq: int, padded: bool = True) -> Callable[..., list[np.ndarray]]:
+    """Token ids within the vocabulary and attention masks: the first row full, the others
+    (when ``padded``) of random lengths from half the sequence up (padding is the mask path
+    the batcher mixes)."""
+
+    def make(rng: np.random.Generator, batch: int) -> list[np.ndarray]:
+        ids = rng.integers(0, BERT_VOCAB, (batch, seq), dtype=np.int64)
+        mask = np.ones((batch, seq), dtype=np.int64)
+        if padded:
+            for row, length in enumerate(rng.integers(seq // 2, seq + 1, batch)[1:], 1):
+                mask[row, length:] = 0
+        return [ids, mask]
+
+    return make
+
+
+def sequence_data(seq: int, requests: int = 16) -> Callable[[Path], str]:
+    """perf_analyzer's ``--input-data`` file: ``requests`` sequences of valid ids, full masks."""
+    from triton_kit.benchmarks.harness import perf_analyzer
+
+    def write(path: Path) -> str:
+        ids, mask = sequences(seq, padded=False)(np.random.default_rng(1), requests)
+        rows = [{"INPUT__0": i, "INPUT__1": m} for i, m in zip(ids, mask, strict=True)]
+        return perf_analyzer.tensor_inputs(path, rows)
+
+    return write
+
+
+def top1(y, expected) -> dict:
+    return {"top1_agreement": float((y.argmax(1) == expected.argmax(1)).float().mean())}
+
+
+def cosine(y, expected) -> dict:
+    import torch
+
+    similarity = torch.nn.functional.cosine_similarity(y.double(), expected.double(), dim=1)
+    return {"cosine_min": float(similarity.min())}
+
+
+def families(smoke: bool) -> dict[str, Family]:
+    """Full size on the GPU; ``smoke``: BERT of one layer, 64 wide, 16 tokens (models.bert)."""
+    seq = 16 if smoke else 128
+    small = (1, 2) if smoke else None
+    found = {
+        "resnet50": Family(
+            "aoti", "aoti.json", resnet50_uint8, (("UINT8", (224, 224, 3)),), images, 1000,
+            256, (64, 128, 256), 256, small or (1, 64, 256), top1, channels_last=True,
+            baseline=True,
+        ),
+    }  # fmt: skip
+    for name, (layers, hidden, heads) in {"bert-base": (12, 768, 12),
+                                          "bert-large": (24, 1024, 16)}.items():  # fmt: skip
+        found[name] = Family(
+            name.replace("-", "_") + "_aoti", f"aoti-{name}.json",
+            lambda s, shape=(layers, hidden, heads): bert(s, *shape),
+            (("INT64", (seq,)), ("INT64", (seq,))), sequences(seq), 64 if smoke else hidden,
+            64, (16, 32, 64), 64, small or (1, 64), cosine, input_data=sequence_data(seq),
+        )  # fmt: skip
+    return found
+
+
+FAMILIES = tuple(families(False))
 
 
 @dataclass(frozen=True)
@@ -63,10 +168,11 @@ class Options:
     seconds: float
     cxx: str | None  # Inductor's C++ compiler; None: its own choice ($CXX, else g++)
     instances: tuple[int, ...]
-    smoke: bool = False  # CPU, tiny ResNet, 2 clients: checks the code where there is no GPU
-    shared_memory: tuple[str, ...] = SHARED_MEMORY  # how perf_analyzer sends images at c256
+    smoke: bool = False  # CPU, tiny model, 2 clients: checks the code where there is no GPU
+    shared_memory: tuple[str, ...] = SHARED_MEMORY  # how perf_analyzer sends the inputs
     delays_us: tuple[int, ...] = (2000,)  # queue delays of the batched package rows
-    baseline: bool = True  # TorchScript through Triton's r24.10 pytorch backend beside them
+    baseline: bool = True  # TorchScript through Triton's r24.10 pytorch backend (ResNet only)
+    family: str = "resnet50"
 
     @property
     def settings(self) -> Settings:
@@ -74,8 +180,16 @@ class Options:
         return Settings(out=self.out, device=device, seconds=self.seconds, smoke=self.smoke)
 
     @property
+    def spec(self) -> Family:
+        return families(self.smoke)[self.family]
+
+    @property
     def concurrency(self) -> int:
-        return self.settings.concurrency(256)
+        return self.settings.concurrency(self.spec.concurrency)
+
+    @property
+    def with_baseline(self) -> bool:
+        return self.baseline and self.spec.baseline
 
 
 def parse(argv: list[str] | None) -> Options:
@@ -83,6 +197,11 @@ def parse(argv: list[str] | None) -> Options:
         prog="python -m triton_kit.benchmarks.gpu.aoti", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--family", choices=FAMILIES, default="resnet50",
+        help="resnet50 (default; report aoti.json), bert-base or bert-large (seq 128, batch up "
+        "to 64, loads at c64; report aoti-<family>.json)",
+    )  # fmt: skip
     parser.add_argument(
         "--backend-lib",
         type=Path,
@@ -102,12 +221,13 @@ def parse(argv: list[str] | None) -> Options:
     )  # fmt: skip
     parser.add_argument(
         "--no-baseline", dest="baseline", action="store_false",
-        help="leave out the TorchScript row (needs Triton's r24.10 pytorch backend)",
+        help="leave out the TorchScript row (needs Triton's r24.10 pytorch backend; ResNet "
+        "only: BERT families have none)",
     )  # fmt: skip
     parser.add_argument(
         "--shared-memory", default=",".join(SHARED_MEMORY),
-        help="how the c256 loads send their images: inside the gRPC message (none), through "
-        "system or CUDA shared memory (default: all three)",
+        help="how the batched loads (c256, BERT c64) send their inputs: inside the gRPC "
+        "message (none), through system or CUDA shared memory (default: all three)",
     )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
@@ -120,7 +240,7 @@ def parse(argv: list[str] | None) -> Options:
     if min(delays) <= 0:
         parser.error("--delays: each must be above 0 (the no-delay row is always measured)")
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
-                   shm, delays, args.baseline)  # fmt: skip
+                   shm, delays, args.baseline, args.family)  # fmt: skip
 
 
 def logged_compiles(log: Path) -> None:
@@ -140,21 +260,29 @@ def logged_compiles(log: Path) -> None:
 def build(module, package: Path, options: Options) -> dict:
     import torch
 
-    logged_compiles(options.out / "aoti-compile-commands.txt")
+    spec = options.spec
+    logged_compiles(options.out / spec.report.replace(".json", "-compile-commands.txt"))
     if options.cxx:
         torch._inductor.config.cpp.cxx = (None, options.cxx)
-    module = module.to(memory_format=torch.channels_last)
+    if spec.channels_last:
+        module = module.to(memory_format=torch.channels_last)
     device = options.settings.device
-    x = torch.randint(0, 256, (8, 224, 224, 3), dtype=torch.uint8, device=device)
-    batch = torch.export.Dim("batch", min=1, max=256)
+    inputs = tuple(
+        torch.from_numpy(a).to(device) for a in spec.example(np.random.default_rng(0), 8)
+    )
+    batch = torch.export.Dim("batch", min=1, max=spec.max_batch)
     started = time.perf_counter()
     with torch.no_grad():
-        program = torch.export.export(module, (x,), dynamic_shapes=({0: batch},))
+        program = torch.export.export(
+            module, inputs, dynamic_shapes=tuple({0: batch} for _ in inputs)
+        )
+        exported_s = time.perf_counter() - started
         torch._inductor.aoti_compile_and_package(program, package_path=str(package))
-        reference = module(x).float().cpu()
-    torch.save({"x": x.cpu(), "logits": reference}, str(package) + ".ref")
+        reference = module(*inputs).float().cpu()
+    torch.save({"inputs": [x.cpu() for x in inputs], "outputs": reference}, str(package) + ".ref")
     return {
         "build_s": round(time.perf_counter() - started, 1),
+        "export_s": round(exported_s, 1),
         "cxx": torch._inductor.config.cpp.cxx[1],
         "env_cxx": os.environ.get("CXX"),
         "libraries": needed(package),
@@ -176,33 +304,32 @@ def needed(package: Path) -> dict:
     return found
 
 
-def check(runner, package: Path, device: str) -> dict:
-    """The loaded package against the eager module's logits on the build's images."""
+def check(runner, package: Path, spec: Family, device: str) -> dict:
+    """The loaded package against the eager module's outputs on the build's inputs."""
     import torch
 
     ref = torch.load(str(package) + ".ref")
     with torch.inference_mode():
-        y = runner(ref["x"].to(device)).float().cpu()
-    top = (y.argmax(1) == ref["logits"].argmax(1)).float().mean().item()
-    return {"max_abs_diff": float((y - ref["logits"]).abs().max()), "top1_agreement": top}
+        y = runner(*(x.to(device) for x in ref["inputs"])).float().cpu()
+    expected = ref["outputs"]
+    return {"max_abs_diff": float((y - expected).abs().max()), **spec.agreement(y, expected)}
 
 
-def in_process(package: Path, settings: Settings, batches=(1, 64, 256)) -> dict:
-    import numpy as np
+def in_process(package: Path, spec: Family, settings: Settings) -> dict:
     import torch
 
     runner = torch._inductor.aoti_load_package(str(package))
-    rows: dict = {"check": check(runner, package, settings.device)}
+    rows: dict = {"check": check(runner, package, spec, settings.device)}
     print("check", rows["check"], flush=True)
     rng = np.random.default_rng(0)
-    for batch in batches:
-        host = torch.from_numpy(rng.integers(0, 256, (batch, 224, 224, 3), dtype=np.uint8))
+    for batch in spec.batches:
+        hosts = [torch.from_numpy(a) for a in spec.example(rng, batch)]
         if settings.gpu:
-            host = host.pin_memory()
+            hosts = [h.pin_memory() for h in hosts]
 
-        def run(host=host):
+        def run(hosts=hosts):
             with torch.inference_mode():
-                return runner(host.to(settings.device, non_blocking=True)).cpu()
+                return runner(*(h.to(settings.device, non_blocking=True) for h in hosts)).cpu()
 
         latencies = timed_loop(run, settings.seconds)
         rows[f"bs{batch}"] = {
@@ -213,22 +340,26 @@ def in_process(package: Path, settings: Settings, batches=(1, 64, 256)) -> dict:
     return rows
 
 
-def aoti_config(name: str, instances: int, gpu: bool, delay_us: int = 2000) -> str:
-    """Batching as gpu.md's best TorchScript row (2000 us, preferred 64/128/256); delay 0 and
-    no preferred sizes for the batch-1 row, where waiting only adds latency."""
-    preferred = ", ".join(str(b) for b in PREFERRED)
+def aoti_config(spec: Family, name: str, instances: int, gpu: bool, delay_us: int = 2000) -> str:
+    """Batching as gpu.md's best TorchScript row (2000 us, the family's preferred sizes); delay
+    0 and no preferred sizes for the batch-1 row, where waiting only adds latency."""
+    preferred = ", ".join(str(b) for b in spec.preferred)
     batching = (
         f"max_queue_delay_microseconds: {delay_us} preferred_batch_size: [ {preferred} ]"
         if delay_us
         else "max_queue_delay_microseconds: 0"
     )
     kind = "kind: KIND_GPU gpus: [ 0 ]" if gpu else "kind: KIND_CPU"
+    inputs = ", ".join(
+        f'{{ name: "INPUT__{i}" data_type: TYPE_{dtype} dims: [ {", ".join(map(str, dims))} ] }}'
+        for i, (dtype, dims) in enumerate(spec.inputs)
+    )
     return f"""name: "{name}"
 backend: "{AOTI_BACKEND}"
 platform: "torch_aoti"
-max_batch_size: 256
-input [ {{ name: "INPUT__0" data_type: TYPE_UINT8 dims: [ 224, 224, 3 ] }} ]
-output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] }} ]
+max_batch_size: {spec.max_batch}
+input [ {inputs} ]
+output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ {spec.output_dims} ] }} ]
 instance_group [ {{ {kind} count: {instances} }} ]
 dynamic_batching {{ {batching} }}
 """
@@ -250,24 +381,26 @@ def write_repository(
     from triton_kit.benchmarks.gpu.serving import PREFERRED as TS_PREFERRED
     from triton_kit.benchmarks.gpu.serving import Variant, write_variant
 
+    spec = options.spec
     names = []
     batched = [(n, delay) for delay in options.delays_us for n in options.instances]
     for count, delay in [(1, 0), *batched]:  # batch 1 first: quick, and kept if time runs out
-        name = f"aoti_i{count}_d{delay}" + ("p" if delay else "")
+        name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if delay else "")
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
-        (repo / name / "config.pbtxt").write_text(aoti_config(name, count, settings.gpu, delay))
+        config = aoti_config(spec, name, count, settings.gpu, delay)
+        (repo / name / "config.pbtxt").write_text(config)
         names.append(name)
-    if not options.baseline:
+    if not options.with_baseline:
         return names
-    write_variant(repo, Variant("native_i4_d2000p", 4, 2000, TS_PREFERRED), model_pt, settings)
-    return [*names, "native_i4_d2000p"]
+    write_variant(repo, Variant(BASELINE, 4, 2000, TS_PREFERRED), model_pt, settings)
+    return [*names, BASELINE]
 
 
 def served(repo: Path, names: list[str], options: Options, reference: Path) -> dict:
     """Each model on a server of its own (a crash loses one row, and leaves its log): the
-    package's outputs against ``reference``, then c256, then c1 for the first package and the
-    TorchScript baseline."""
+    package's outputs against ``reference``, then the batched loads, then c1 for the no-delay
+    package and the TorchScript baseline."""
     from triton_kit.server.binary import assemble_backend_dir, find_installation
 
     installation = find_installation()
@@ -275,50 +408,58 @@ def served(repo: Path, names: list[str], options: Options, reference: Path) -> d
     if options.backend_lib is not None:
         (backends / AOTI_BACKEND).mkdir(exist_ok=True)
         shutil.copy2(options.backend_lib, backends / AOTI_BACKEND / f"libtriton_{AOTI_BACKEND}.so")
+    input_data = options.spec.input_data(options.out / f"{options.spec.prefix}-input-data.json")
     rows: dict = {}
     for name in names:
         alone = Path(tempfile.mkdtemp(prefix=f"{name}-"))
         shutil.copytree(repo / name, alone / name)
-        single = name == "native_i4_d2000p"
-        checked = reference if name.startswith("aoti_") else None
-        rows.update(serve_one(alone, name, backends, options, c1=single, reference=checked))
+        single = name == BASELINE
+        checked = None if single else reference
+        rows.update(serve_one(alone, name, backends, options, single, checked, input_data))
     return rows
 
 
-def served_outputs(url: str, name: str, reference: Path) -> dict:
-    """The reference images as concurrent one-image requests, so the batcher puts several into
-    one execution: each response must be its own image's logits (the PT2 output path once gave
+def served_outputs(url: str, name: str, spec: Family, reference: Path) -> dict:
+    """The reference inputs as concurrent one-row requests, so the batcher puts several into
+    one execution: each response must be its own row's outputs (the PT2 output path once gave
     every response the whole batch)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import numpy as np
     import torch
     import tritonclient.grpc as grpc
 
     ref = torch.load(str(reference))
-    images, expected = ref["x"].numpy(), ref["logits"].numpy()
+    inputs, expected = [x.numpy() for x in ref["inputs"]], ref["outputs"].numpy()
 
     def one(row: int) -> np.ndarray:
         client = grpc.InferenceServerClient(url)
-        tensor = grpc.InferInput("INPUT__0", [1, *images.shape[1:]], "UINT8")
-        tensor.set_data_from_numpy(images[row : row + 1])
-        return client.infer(name, [tensor], client_timeout=60).as_numpy("OUTPUT__0")
+        tensors = []
+        for i, ((dtype, _), array) in enumerate(zip(spec.inputs, inputs, strict=True)):
+            tensors.append(grpc.InferInput(f"INPUT__{i}", [1, *array.shape[1:]], dtype))
+            tensors[-1].set_data_from_numpy(array[row : row + 1])
+        return client.infer(name, tensors, client_timeout=60).as_numpy("OUTPUT__0")
 
-    with ThreadPoolExecutor(len(images)) as pool:
-        got = list(pool.map(one, range(len(images))))
+    with ThreadPoolExecutor(len(expected)) as pool:
+        got = list(pool.map(one, range(len(expected))))
     shapes = sorted({tuple(y.shape) for y in got})
-    logits = np.concatenate(got) if shapes == [(1, expected.shape[1])] else None
+    if shapes != [(1, expected.shape[1])]:
+        return {"shapes": [list(s) for s in shapes], "max_abs_diff": None}
+    outputs = np.concatenate(got)
     return {
         "shapes": [list(s) for s in shapes],
-        "max_abs_diff": None if logits is None else float(np.abs(logits - expected).max()),
-        "top1_agreement": None
-        if logits is None
-        else float((logits.argmax(1) == expected.argmax(1)).mean()),
+        "max_abs_diff": float(np.abs(outputs - expected).max()),
+        **spec.agreement(torch.from_numpy(outputs), torch.from_numpy(expected)),
     }
 
 
 def serve_one(
-    repo: Path, name: str, backends: Path, options: Options, c1: bool, reference: Path | None
+    repo: Path,
+    name: str,
+    backends: Path,
+    options: Options,
+    c1: bool,
+    reference: Path | None,
+    input_data: str = "random",
 ) -> dict:
     from triton_kit.benchmarks.launcher import bare_command, measure, stop
     from triton_kit.server.binary import find_installation, server_environment
@@ -336,19 +477,21 @@ def serve_one(
             return {f"{name}_error": f"server not ready; see {log.name}"}
         url = f"127.0.0.1:{ports[1]}"
         if reference is not None:
-            rows[f"{name}_outputs"] = served_outputs(url, name, reference)
+            rows[f"{name}_outputs"] = served_outputs(url, name, options.spec, reference)
             print(name, rows[f"{name}_outputs"], flush=True)
         ways = options.shared_memory
         loads = [(1, shm) for shm in dict.fromkeys(("none", *ways))] if name.endswith("_d0") \
             else [(options.concurrency, shm) for shm in ways]  # fmt: skip
         if c1:
             loads.append((1, "none"))
+        data = "random" if name == BASELINE else input_data
         for concurrency, shm in loads:
             if process.poll() is not None:
                 break
             key = f"{name}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
             rows[key] = measure(url, name, concurrency, options.seconds, options.out,
-                                shared_memory=shm, output_bytes=LOGITS_BYTES)  # fmt: skip
+                                shared_memory=shm, output_bytes=options.spec.output_bytes,
+                                input_data=data)  # fmt: skip
             print(key, rows[key], flush=True)
         rows[f"{name}_server_alive"] = process.poll() is None
     finally:
@@ -359,14 +502,13 @@ def serve_one(
 def run(options: Options) -> dict:
     import torch
 
-    settings = options.settings
-    results = Results(options.out, {}, name="aoti.json")
-    module = resnet50_uint8(settings).to(settings.device).eval()
-    package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / "resnet50.pt2"
-    model_pt = torchscript_baseline(module, settings) if options.baseline else Path()
+    settings, spec = options.settings, options.spec
+    results = Results(options.out, {"family": options.family}, name=spec.report)
+    module = spec.make(settings).to(settings.device).eval()
+    package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / f"{spec.prefix}.pt2"
+    model_pt = torchscript_baseline(module, settings) if options.with_baseline else Path()
     results.step("build", lambda: build(module, package, options))
-    batches = (1, 2) if options.smoke else (1, 64, 256)
-    if not results.step("in_process", lambda: in_process(package, settings, batches)):
+    if not results.step("in_process", lambda: in_process(package, spec, settings)):
         return results.data
     if settings.gpu:
         torch.cuda.empty_cache()
