@@ -51,10 +51,14 @@ printf '#!/bin/sh\nPYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} exec %s -c %s "$@"\n
     "'import sys; from model_analyzer.entrypoint import main; sys.argv[0] = \"model-analyzer\"; sys.exit(main())'" > "$ma"
 chmod +x "$ma"
 NUMBA_DISABLE_CUDA=1 "$ma" --version > "$work/logs/model-analyzer-version.log" 2>&1
+PYTHONPATH=$ma_site${PYTHONPATH:+:$PYTHONPATH} "$ma_py" -c 'import sys, numpy, numba, google.protobuf as pb, matplotlib, tritonclient, gevent
+print(sys.version.split()[0], "numpy", numpy.__version__, "numba", numba.__version__, "protobuf", pb.__version__,
+      "matplotlib", matplotlib.__version__, "gevent", gevent.__version__, "tritonclient", tritonclient.__file__)' \
+    > "$work/logs/model-analyzer-imports.log" 2>&1
 if ! NUMBA_DISABLE_CUDA=1 "$ma" profile --help > "$work/logs/model-analyzer-help.log" 2>&1; then
     stamp "Model Analyzer does not start:"; tail -20 "$work/logs/model-analyzer-help.log"; exit 1
 fi
-stamp "Model Analyzer $(tail -1 "$work/logs/model-analyzer-version.log") starts"
+stamp "Model Analyzer $(tail -1 "$work/logs/model-analyzer-version.log") starts on Python $(tail -1 "$work/logs/model-analyzer-imports.log")"
 
 # 2. The engines, as benchmarks.gpu.pipelines builds them (FP16 where a GPU is visible).
 repo=$work/repo
