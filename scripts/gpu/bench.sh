@@ -9,7 +9,13 @@
 # (nvidia-pytriton pins it): under numpy 2.5 as_numpy() read every input as its first
 # element repeated and pb_utils.Tensor outputs came back empty.
 # Usage: scripts/gpu/bench.sh CARRY_DIR OUT_DIR [python -m args...]
+#    or: scripts/gpu/bench.sh CARRY_DIR OUT_DIR --script FILE [args...]: after the setup, runs
+#        `bash FILE CARRY_DIR OUT_DIR args...` instead (e.g. scripts/gpu/tune.sh), with
+#        TRITON_KIT_GPU_STARTED set to the second this script started (for its own time budget).
+# A carry without the numpy 1.26 wheel (scripts/gpu/prepare_tune.sh) gets no stub venv: a run
+# for engines served by Triton's own backends only.
 set -euo pipefail
+export TRITON_KIT_GPU_STARTED=$(date +%s)
 carry=$1; out=$2; shift 2
 install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$@"; }
 mkdir -p /tmp/site
@@ -58,16 +64,23 @@ if [[ -d "$carry/debs" ]]; then
     fi
 fi
 venv=/tmp/stub-venv
-python3 -m venv --without-pip "$venv"
-stub_site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-install "$stub_site" "$carry"/numpy-*.whl
-python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$stub_site/zz-machine.pth"
+if compgen -G "$carry/numpy-*.whl" > /dev/null; then
+    python3 -m venv --without-pip "$venv"
+    stub_site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    install "$stub_site" "$carry"/numpy-*.whl
+    python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$stub_site/zz-machine.pth"
+    export TRITON_KIT_STUB_PYTHON=$venv/bin/python3
+fi
 if [[ -f "$carry/commit" ]]; then export TRITON_KIT_COMMIT=$(cat "$carry/commit"); fi
-export PYTHONPATH=/tmp/site:/tmp/cuda-site:$PWD PYTHONUNBUFFERED=1 TRITON_KIT_STUB_PYTHON=$venv/bin/python3
+export PYTHONPATH=/tmp/site:/tmp/cuda-site:$PWD PYTHONUNBUFFERED=1
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
-"$venv/bin/python3" -c 'import numpy, torch; print("stub numpy", numpy.__version__, "torch", torch.__version__)' | tee "$out/versions.txt"
+"${TRITON_KIT_STUB_PYTHON:-python3}" -c 'import numpy, torch; print("stub numpy", numpy.__version__, "torch", torch.__version__)' | tee "$out/versions.txt"
 python3 -c 'import tritonclient.utils.cuda_shared_memory; print("ok")' 2>&1 | tail -1 | sed 's/^/cuda shm import: /' | tee -a "$out/versions.txt" || true
 # Default: the whole benchmark (pass e.g. `triton_kit.benchmarks.gpu --out "$out" --quick` to change it;
 # keep --tokenizer for the MiniLM rows).
 if [[ $# -eq 0 ]]; then set -- triton_kit.benchmarks.gpu --out "$out" --tokenizer "$carry/tokenizer.json"; fi
-python3 -m "$@" 2>&1 | tee "$out/run.log"
+if [[ "$1" == --script ]]; then
+    bash "$2" "$carry" "$out" "${@:3}" 2>&1 | tee "$out/run.log"
+else
+    python3 -m "$@" 2>&1 | tee "$out/run.log"
+fi

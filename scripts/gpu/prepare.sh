@@ -9,6 +9,9 @@
 # Triton's backend sources (../shared/triton-src, sha256-pinned) and Debian's rapidjson-dev and
 # patchelf packages, which that machine lacks, to build Triton's own backends there.
 # Then on the device: scripts/gpu/bench.sh CARRY_DIR "$OUT" [python -m args...]
+# With TUNE_CARRY=DIR (e.g. .whl-tune) it then makes the carry for `loadtest tune` there
+# (scripts/gpu/prepare_tune.sh: this one with Model Analyzer would not fit the 64 MiB a call
+# carries, so that one leaves the numpy wheel out).
 # Why trimmed: the nvidia-pytriton wheel is 55 MB; its pytriton Python code, the stubs for
 # other Pythons and the proxy backend are not needed to serve a model repository.
 set -euo pipefail
@@ -85,3 +88,4 @@ echo "__path__ = __import__('pkgutil').extend_path(__path__, __name__)" > "$keep
 tar -C "$keep" -cJf "$carry/trimmed-server.tar.xz" .
 du -sh "$carry"/* | sort -h
 echo "carry: $(du -sm "$carry" | cut -f1) MiB (a call carries at most 64 MiB with the checkout)"
+if [[ -n "${TUNE_CARRY:-}" ]]; then PYTHON=$py bash "$(dirname "$0")/prepare_tune.sh" "$TUNE_CARRY" "$carry"; fi

@@ -116,9 +116,40 @@ def test_image_inputs_get_encoded_images_that_decode() -> None:
     assert formats == {"JPEG", "PNG", "WEBP"}
 
 
-def test_fixed_numeric_inputs_need_no_file_and_token_ids_are_refused() -> None:
+def test_fixed_numeric_inputs_need_no_file_and_token_ids_need_a_shape() -> None:
     fixed = onnx_model_config("resnet_like", [Tensor("x", "FP32", (3, 8, 8))], [VECTOR], 8)
     assert inputs.input_data(fixed) is None
     ids = onnx_model_config("bert_like", [Tensor("input_ids", "INT64", (-1,))], [VECTOR], 8)
-    with pytest.raises(TuneError, match=r"\['input_ids'\] have variable dimensions"):
+    with pytest.raises(TuneError, match=r"input_ids has a variable .*--shape input_ids:64"):
         inputs.input_data(ids)
+
+
+def test_a_shape_given_sends_ones_of_that_shape_to_every_input() -> None:
+    config = onnx_model_config(
+        "bert_like",
+        [Tensor("input_ids", "INT64", (-1,)), Tensor("attention_mask", "INT64", (-1,)),
+         Tensor("scale", "FP32", (2,))],
+        [VECTOR],
+        8,
+    )  # fmt: skip
+    data = inputs.input_data(config, shapes=("input_ids:3", "attention_mask:3"))
+    assert data == {
+        "data": [
+            {
+                "input_ids": {"content": [1, 1, 1], "shape": [3]},
+                "attention_mask": {"content": [1, 1, 1], "shape": [3]},
+                "scale": {"content": [1.0, 1.0], "shape": [2]},
+            }
+        ]
+    }
+    with pytest.raises(TuneError, match="attention_mask has a variable dimension"):
+        inputs.input_data(config, shapes=("input_ids:3",))
+    with pytest.raises(TuneError, match="does not fit its dims"):
+        inputs.input_data(config, shapes=("input_ids:3,4", "attention_mask:3"))
+
+
+def test_shapes_are_checked_when_parsed() -> None:
+    assert options.parse_shape("input_ids:64") == ("input_ids", (64,))
+    for bad in ("input_ids", "input_ids:0", ":64", "input_ids:x"):
+        with pytest.raises(TuneError, match="--shape"):
+            options.parse_shape(bad)

@@ -35,7 +35,8 @@ def prepare(options: TuneOptions) -> list[Plan]:
     for model in options.models:
         model_config = space.load_config(options.model_repository, model)
         search = space.derive(model_config, options, cores, gpu)
-        inputs.input_data(model_config)  # raises where perf_analyzer could not feed it
+        # raises where perf_analyzer could not feed it
+        inputs.input_data(model_config, shapes=options.shapes)
         plans.append(Plan(model_config, search))
     return plans
 
@@ -54,7 +55,7 @@ def profile(plan: Plan, options: TuneOptions, out: Path, tools: Tools) -> Path:
     measurement = config.Measurement(
         options.measurement_ms,
         options.stability_percent,
-        inputs.write(plan.model_config, model_run.folder / "input-data.json"),
+        inputs.write(plan.model_config, model_run.folder / "input-data.json", options.shapes),
     )
     body = config.profile_config(
         options.model_repository,
@@ -130,11 +131,15 @@ def plan_apply(
 
 
 def header(options: TuneOptions, argv: list[str]) -> dict[str, str]:
-    commit = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    # A copy without .git (the lent GPU machine, scripts/gpu/bench.sh) has TRITON_KIT_COMMIT.
+    commit = (
+        os.environ.get("TRITON_KIT_COMMIT")
+        or subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     limits = f"p99 <= {options.slo_p99_ms:g} ms"
     if options.min_throughput:
         limits += f", >= {options.min_throughput:g} infer/s"
@@ -160,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             options.model_repository, options.models, out / "backends"
         )
         tools = Tools(
-            environment.model_analyzer(options.venv),
+            environment.model_analyzer(options.venv, options.model_analyzer),
             environment.perf_analyzer(options.perf_analyzer),
             server,
         )

@@ -9,6 +9,8 @@ the kit's launcher gets them, so whichever backends the kit serves with are the 
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
 import venv
 from collections.abc import Iterable
@@ -24,8 +26,13 @@ from triton_kit.server.model_backends import native_backends_needed
 PERF_ANALYZER_SCRIPT = PROJECT_ROOT / "scripts" / "install-perf-analyzer.sh"
 
 
-def model_analyzer(venv_dir: Path) -> Path:
-    """The ``model-analyzer`` executable, installing it from PyPI the first time."""
+def model_analyzer(venv_dir: Path, installed: Path | None = None) -> Path:
+    """The ``model-analyzer`` executable: ``installed`` where given (--model-analyzer),
+    else the venv's, installed from PyPI the first time."""
+    if installed is not None:
+        if not (installed.is_file() and os.access(installed, os.X_OK)):
+            raise TuneError(f"--model-analyzer {installed}: not an executable file")
+        return installed
     binary = venv_dir / "bin" / "model-analyzer"
     if binary.exists():
         return binary
@@ -61,6 +68,33 @@ def gpu_present() -> bool:
     return listing.returncode == 0 and "GPU" in listing.stdout
 
 
+# Model Analyzer finds GPUs through DCGM 4 (libdcgm.so.4), which the kit does not ship, and
+# hands tritonserver CUDA_VISIBLE_DEVICES set to the GPUs it found: with none found, an empty
+# list, which hides every GPU from a KIND_GPU model. The kit's launcher passes the caller's
+# CUDA_VISIBLE_DEVICES on; Model Analyzer runs with numba's CUDA off (no DCGM lookup; its GPU
+# metrics come from Triton's metrics endpoint) and starts the server through this wrapper,
+# which puts the caller's value back (or none).
+MODEL_ANALYZER_ENV = {"NUMBA_DISABLE_CUDA": "1"}
+
+
+def server_wrapper(executable: Path, dest: Path, visible: str | None) -> Path:
+    """A script at ``dest`` that runs ``executable`` with CUDA_VISIBLE_DEVICES as the caller had
+    it (``visible``; None: unset), whatever Model Analyzer set."""
+    restore = (
+        "unset CUDA_VISIBLE_DEVICES"
+        if visible is None
+        else f"export CUDA_VISIBLE_DEVICES={shlex.quote(visible)}"
+    )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(
+        "#!/bin/sh\n# loadtest tune: Model Analyzer sets CUDA_VISIBLE_DEVICES to the GPUs it "
+        "found through DCGM (none here).\n"
+        f'{restore}\nexec {shlex.quote(str(executable))} "$@"\n'
+    )
+    dest.chmod(0o755)
+    return dest
+
+
 @dataclass(frozen=True)
 class EmbeddedServer:
     """What Model Analyzer needs to launch the kit's tritonserver itself."""
@@ -89,4 +123,7 @@ def embedded_server(repository: Path, models: Iterable[str], dest: Path) -> Embe
         raise TuneError(
             "; ".join(f"{why} (needed by {', '.join(needed[n])})" for n, why in missing.items())
         )
-    return EmbeddedServer(installation.binary, backends, binary.server_environment(installation))
+    wrapper = server_wrapper(
+        installation.binary, dest.parent / "tritonserver", os.environ.get("CUDA_VISIBLE_DEVICES")
+    )
+    return EmbeddedServer(wrapper, backends, binary.server_environment(installation))

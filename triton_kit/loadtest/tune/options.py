@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,8 @@ DEFAULT_MEASUREMENT_MS = 1500
 DEFAULT_STABILITY_PERCENT = 50
 DEFAULT_VENV = PROJECT_ROOT / "build" / "model-analyzer-venv"
 MODEL_ANALYZER_SPEC = "triton-model-analyzer==1.58.0"
+# The kit's perf_analyzer convention (benchmarks.harness.perf_analyzer, scripts/gpu/bench.sh).
+PERF_ANALYZER_ENV = "PERF_ANALYZER"
 
 DESCRIPTION = """\
 Find each model's best Triton config under a latency SLO with Triton Model Analyzer, run
@@ -36,7 +39,9 @@ nothing until every model is profiled, its chosen config parses and the report e
 then applies all models or none: a failure puts back every file it had written.
 
 Model Analyzer lives in its own venv (build/model-analyzer-venv, created on first use from
-PyPI); perf_analyzer comes from scripts/install-perf-analyzer.sh. A run is resumable: run
+PyPI) unless --model-analyzer names one already installed (a machine with no package index:
+scripts/gpu/tune.sh); perf_analyzer is $PERF_ANALYZER, else the one beside this Python
+(installed by scripts/install-perf-analyzer.sh if missing). A run is resumable: run
 the same command again with --out pointing at the interrupted run's folder.
 Exit codes: 0 ok, 1 a model has no config within the SLO, 2 bad input or a failed run."""
 
@@ -60,6 +65,10 @@ class TuneOptions:
     apply: bool = False
     venv: Path = DEFAULT_VENV
     perf_analyzer: Path = Path(sys.executable).parent / "perf_analyzer"
+    # An installed ``model-analyzer`` executable; None: the venv's, installed on first use.
+    model_analyzer: Path | None = None
+    # perf_analyzer's ``--shape NAME:DIMS`` for inputs with a variable dimension.
+    shapes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.slo_p99_ms > 0:
@@ -83,6 +92,28 @@ class TuneOptions:
             not self.queue_delays_us or min(self.queue_delays_us) < 0
         ):
             raise TuneError(f"--queue-delays-us: give 0 or more, not {self.queue_delays_us}")
+        for shape in self.shapes:
+            parse_shape(shape)
+
+
+def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``NAME:DIMS`` (perf_analyzer's ``--shape``, e.g. ``input_ids:64``) as a name and dims."""
+    name, _, dims = text.rpartition(":")
+    try:
+        values = tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        values = ()
+    if not name or not values or min(values) < 1:
+        raise TuneError(
+            f"--shape: give NAME:DIMS with dims of 1 or more (e.g. input_ids:64), not {text!r}"
+        )
+    return name, values
+
+
+def default_perf_analyzer() -> Path:
+    """$PERF_ANALYZER where set (scripts/gpu/bench.sh sets it), else beside this Python."""
+    named = os.environ.get(PERF_ANALYZER_ENV)
+    return Path(named) if named else Path(sys.executable).parent / "perf_analyzer"
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -165,6 +196,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="perf_analyzer's stability threshold across windows "
         f"(default {DEFAULT_STABILITY_PERCENT}: the machine may be shared).",
     )
+    ranges.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        metavar="NAME:DIMS",
+        help="An input's shape where its config has a variable dimension (perf_analyzer's "
+        "--shape; repeat per input): e.g. bert_model's --shape input_ids:64 --shape "
+        "attention_mask:64, sent as ones (token ids and a full mask).",
+    )
+    tools = p.add_argument_group("tools")
+    tools.add_argument(
+        "--model-analyzer",
+        type=Path,
+        help="An installed model-analyzer executable to run (default: "
+        f"{DEFAULT_VENV.relative_to(PROJECT_ROOT)}/bin/model-analyzer, installed from PyPI "
+        "on first use).",
+    )
+    tools.add_argument(
+        "--perf-analyzer",
+        type=Path,
+        help=f"perf_analyzer to measure with (default ${PERF_ANALYZER_ENV}, else the one "
+        "beside this Python, installed by scripts/install-perf-analyzer.sh if missing).",
+    )
     return p
 
 
@@ -187,6 +241,9 @@ def parse(argv: list[str]) -> TuneOptions:
             measurement_ms=args.measurement_ms,
             stability_percent=args.stability_percent,
             apply=args.apply,
+            perf_analyzer=args.perf_analyzer or default_perf_analyzer(),
+            model_analyzer=args.model_analyzer,
+            shapes=tuple(args.shape),
         )
     except TuneError as exc:
         parser.error(str(exc))

@@ -7,12 +7,14 @@ the end of the log.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
 from pathlib import Path
 
 from triton_kit.loadtest.tune.config import ModelRun
+from triton_kit.loadtest.tune.environment import MODEL_ANALYZER_ENV
 from triton_kit.loadtest.tune.errors import TuneError
 
 _PROFILING = re.compile(r"Profiling (\S+): (.*)$")
@@ -60,6 +62,7 @@ def profile(executable: Path, run: ModelRun, model: str, total: int) -> float:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            env={**os.environ, **MODEL_ANALYZER_ENV},
         )
         assert process.stdout is not None
         for text in process.stdout:
