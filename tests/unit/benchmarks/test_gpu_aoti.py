@@ -163,3 +163,16 @@ def test_bert_vocabulary_is_the_models() -> None:
 
     net = BERT_BASE.make(Settings(out=Path("."), device="cpu", smoke=True))
     assert net.model.config.vocab_size == aoti.BERT_VOCAB
+
+
+def test_memory_pools_default_to_tritons_own_and_size_both_pools(tmp_path: Path) -> None:
+    assert aoti.parse(["--out", str(tmp_path)]).pools_mb == (0,)
+    assert aoti.pool_flags(0) == []
+    options = aoti.parse(["--out", str(tmp_path), "--pools-mb", "0,1024"])
+    assert options.pools_mb == (0, 1024)
+    assert aoti.pool_flags(1024) == [
+        "--pinned-memory-pool-byte-size=1073741824",
+        "--cuda-memory-pool-byte-size=0:1073741824",
+    ]
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--pools-mb", "-1"])

@@ -173,6 +173,10 @@ class Options:
     delays_us: tuple[int, ...] = (2000,)  # queue delays of the batched package rows
     baseline: bool = True  # TorchScript through Triton's r24.10 pytorch backend (ResNet only)
     family: str = "resnet50"
+    # Triton's pinned and CUDA memory pools (MiB) of the batched rows' servers; 0: Triton's
+    # defaults (256 MiB pinned, 64 MiB CUDA), which a c256 batch of 150 KB images (38 MB) per
+    # instance outgrows, so each gather may fall back to allocating.
+    pools_mb: tuple[int, ...] = (0,)
 
     @property
     def settings(self) -> Settings:
@@ -229,6 +233,11 @@ def parse(argv: list[str] | None) -> Options:
         help="how the batched loads (c256, BERT c64) send their inputs: inside the gRPC "
         "message (none), through system or CUDA shared memory (default: all three)",
     )  # fmt: skip
+    parser.add_argument(
+        "--pools-mb", default="0",
+        help="Triton's pinned and CUDA memory pool sizes (MiB), each a server of its own for "
+        "every batched row; 0: Triton's defaults (default: 0 only)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -239,8 +248,11 @@ def parse(argv: list[str] | None) -> Options:
     delays = tuple(int(n) for n in args.delays.split(","))
     if min(delays) <= 0:
         parser.error("--delays: each must be above 0 (the no-delay row is always measured)")
+    pools = tuple(int(n) for n in args.pools_mb.split(","))
+    if min(pools) < 0:
+        parser.error("--pools-mb: each must be 0 (Triton's defaults) or more")
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
-                   shm, delays, args.baseline, args.family)  # fmt: skip
+                   shm, delays, args.baseline, args.family, pools)  # fmt: skip
 
 
 def logged_compiles(log: Path) -> None:
@@ -415,8 +427,19 @@ def served(repo: Path, names: list[str], options: Options, reference: Path) -> d
         shutil.copytree(repo / name, alone / name)
         single = name == BASELINE
         checked = None if single else reference
-        rows.update(serve_one(alone, name, backends, options, single, checked, input_data))
+        batched = not single and not name.endswith("_d0")
+        for pool in options.pools_mb if batched else (0,):
+            rows.update(serve_one(alone, name, backends, options, single, checked, input_data,
+                                  pool_mb=pool))  # fmt: skip
     return rows
+
+
+def pool_flags(pool_mb: int) -> list[str]:
+    """Triton's pinned and CUDA (device 0) memory pools at ``pool_mb`` MiB; none for 0."""
+    if not pool_mb:
+        return []
+    size = pool_mb * 1024 * 1024
+    return [f"--pinned-memory-pool-byte-size={size}", f"--cuda-memory-pool-byte-size=0:{size}"]
 
 
 def served_outputs(url: str, name: str, spec: Family, reference: Path) -> dict:
@@ -460,25 +483,29 @@ def serve_one(
     c1: bool,
     reference: Path | None,
     input_data: str = "random",
+    pool_mb: int = 0,
 ) -> dict:
+    """One model on a bare server of its own; rows are keyed by ``name`` (``_pool<N>`` added
+    where the memory pools are not Triton's defaults)."""
     from triton_kit.benchmarks.launcher import bare_command, measure, stop
     from triton_kit.server.binary import find_installation, server_environment
     from triton_kit.server.launcher import free_ports, wait_ready
 
     ports = free_ports(3)
-    log = options.out / f"server-{name}.log"
+    label = name + (f"_pool{pool_mb}" if pool_mb else "")
+    log = options.out / f"server-{label}.log"
     with log.open("ab") as sink:
-        process = subprocess.Popen(bare_command(repo, backends, ports),
+        process = subprocess.Popen([*bare_command(repo, backends, ports), *pool_flags(pool_mb)],
                                    env=server_environment(find_installation()), stdout=sink,
                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     rows: dict = {}
     try:
         if not wait_ready(f"http://127.0.0.1:{ports[0]}", 600.0):
-            return {f"{name}_error": f"server not ready; see {log.name}"}
+            return {f"{label}_error": f"server not ready; see {log.name}"}
         url = f"127.0.0.1:{ports[1]}"
         if reference is not None:
-            rows[f"{name}_outputs"] = served_outputs(url, name, options.spec, reference)
-            print(name, rows[f"{name}_outputs"], flush=True)
+            rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
+            print(label, rows[f"{label}_outputs"], flush=True)
         ways = options.shared_memory
         loads = [(1, shm) for shm in dict.fromkeys(("none", *ways))] if name.endswith("_d0") \
             else [(options.concurrency, shm) for shm in ways]  # fmt: skip
@@ -488,12 +515,12 @@ def serve_one(
         for concurrency, shm in loads:
             if process.poll() is not None:
                 break
-            key = f"{name}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
+            key = f"{label}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
             rows[key] = measure(url, name, concurrency, options.seconds, options.out,
                                 shared_memory=shm, output_bytes=options.spec.output_bytes,
                                 input_data=data)  # fmt: skip
             print(key, rows[key], flush=True)
-        rows[f"{name}_server_alive"] = process.poll() is None
+        rows[f"{label}_server_alive"] = process.poll() is None
     finally:
         stop(process)
     return rows
