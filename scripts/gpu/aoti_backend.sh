@@ -72,6 +72,56 @@ new = """      /* first_dim_batching= */ model_->MaxBatchSize() > 0,
 assert text.count(old) == 1, "pytorch_backend's PT2 ReadOutputTensors changed"
 source.write_text(text.replace(old, new))
 PY
+# The PT2 loader is the model's, not the instance's (ModelState::model_loader_), and held one
+# AOTInductor runner: every instance loaded its own package, the last one replaced the others,
+# and all instances then ran that one runner, each waiting on the CUDA event of the run before
+# it (AOTInductorModelContainer with one model), so a second instance only queued and more
+# instances served less (gpu_aoti.md). Instances on a device now share one loader holding one
+# runner per instance of the model (the container's models share the weights), as
+# ENABLE_WEIGHT_SHARING already shared the loader.
+"$py" - "$src/pytorch_backend/src/pt2/model_state.cc" <<'PY'
+import sys
+from pathlib import Path
+source = Path(sys.argv[1])
+text = source.read_text()
+share = "  if (weight_sharing_enabled_) {\n    device_pair = std::make_pair(!device.is_cpu(), device.index());"
+assert text.count(share) == 1, "pytorch_backend's PT2 loader sharing changed"
+text = text.replace(share, "  {  // triton-kit: instances on a device share one loader\n"
+                    "    device_pair = std::make_pair(!device.is_cpu(), device.index());")
+keep = "  model_loader_.reset(model_loader);\n\n  if (weight_sharing_enabled_) {"
+assert text.count(keep) == 1, "pytorch_backend's PT2 loader bookkeeping changed"
+text = text.replace(keep, "  model_loader_.reset(model_loader);\n\n  {  // triton-kit: see above")
+count = """  TorchModelLoader* model_loader{nullptr};"""
+assert text.count(count) == 1, "pytorch_backend's PT2 LoadModel changed"
+text = text.replace(count, """  // triton-kit: one runner per instance of the model, all sharing this loader.
+  size_t num_runners = 0;
+  {
+    triton::common::TritonJson::Value groups;
+    if (ModelConfig().Find("instance_group", &groups)) {
+      for (size_t i = 0; i < groups.ArraySize(); ++i) {
+        triton::common::TritonJson::Value group;
+        int64_t instances = 1;
+        TRITONSERVER_Error* err = groups.IndexAsObject(i, &group);
+        if (err == nullptr) {
+          err = group.MemberAsInt("count", &instances);
+        }
+        if (err != nullptr) {
+          TRITONSERVER_ErrorDelete(err);
+        }
+        num_runners += static_cast<size_t>(instances > 1 ? instances : 1);
+      }
+    }
+  }
+  if (num_runners == 0) {
+    num_runners = 1;
+  }
+  TRITON_LOG_INFO("Inductor model loader with " << num_runners << " runner(s).");
+""" + count)
+runners = "        /*num_runners=*/1,"
+assert text.count(runners) == 2, "pytorch_backend's PT2 runner count changed"
+text = text.replace(runners, "        /*num_runners=*/num_runners,")
+source.write_text(text)
+PY
 # The r26 sources ask for CMake 3.31.8; nothing this build uses needs more than 3.18.
 sed -i -E 's/cmake_minimum_required ?\(VERSION 3\.31\.8\)/cmake_minimum_required(VERSION 3.18)/' \
     "$src"/*/CMakeLists.txt "$src/core/src/CMakeLists.txt"

@@ -8,6 +8,11 @@ execution every response got the whole batch and responses 2..N read past the ou
 end: wrong shapes here on CPU, a SIGSEGV on the H100's first loaded request. The reference
 is numpy on the module's own weights, not the backend or Inductor.
 
+The second defect (issue 30, from the backend's source after more GPU instances served less):
+the PT2 loader belongs to the model and held one AOTInductor runner, and each instance's load
+replaced it, so every instance ran the last one's single runner in turn. The kit's build gives
+the instances of a device one shared loader with a runner each (``mlp3``: three instances).
+
 ``TRITON_KIT_AOTI_BACKEND=LIB`` serves an already built library instead of the kit's build
 (about two minutes on two cores, skipped when an identical one is in build/triton-backends).
 """
@@ -45,6 +50,16 @@ output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
 dynamic_batching { max_queue_delay_microseconds: 300000 }
 """
+INSTANCES = 3
+CONFIG_INSTANCES = f"""name: "mlp3"
+backend: "pytorch_aoti"
+platform: "torch_aoti"
+max_batch_size: 8
+input [ {{ name: "INPUT__0" data_type: TYPE_FP32 dims: [ 16 ] }} ]
+output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+instance_group [ {{ kind: KIND_CPU count: {INSTANCES} }} ]
+dynamic_batching {{ }}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -69,15 +84,17 @@ def linear(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Linear, P
 
 
 @pytest.fixture(scope="module")
-def grpc_url(
+def served(
     backend_library: Path,
     linear: tuple[torch.nn.Linear, Path],
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[str]:
+) -> Iterator[tuple[str, Path]]:
+    """(gRPC url, server log) of a bare tritonserver serving ``mlp`` and ``mlp3``."""
     root = tmp_path_factory.mktemp("aoti-served")
-    (root / "repo" / "mlp" / "1").mkdir(parents=True)
-    shutil.copy2(linear[1], root / "repo" / "mlp" / "1" / "model.pt2")
-    (root / "repo" / "mlp" / "config.pbtxt").write_text(CONFIG)
+    for name, config in (("mlp", CONFIG), ("mlp3", CONFIG_INSTANCES)):
+        (root / "repo" / name / "1").mkdir(parents=True)
+        shutil.copy2(linear[1], root / "repo" / name / "1" / "model.pt2")
+        (root / "repo" / name / "config.pbtxt").write_text(config)
     installation = find_installation()
     backends = assemble_backend_dir(installation, root / "backends")
     (backends / "pytorch_aoti").mkdir(exist_ok=True)
@@ -90,17 +107,22 @@ def grpc_url(
                                   stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     try:
         assert wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0), log.read_text()[-3000:]
-        yield f"127.0.0.1:{ports[1]}"
+        yield f"127.0.0.1:{ports[1]}", log
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
 
 
-def _one_row(url: str, row: np.ndarray) -> np.ndarray:
+@pytest.fixture(scope="module")
+def grpc_url(served: tuple[str, Path]) -> str:
+    return served[0]
+
+
+def _one_row(url: str, row: np.ndarray, model: str = "mlp") -> np.ndarray:
     client = grpcclient.InferenceServerClient(url)
     tensor = grpcclient.InferInput("INPUT__0", [1, 16], "FP32")
     tensor.set_data_from_numpy(row[None, :])
-    return client.infer("mlp", [tensor], client_timeout=60).as_numpy("OUTPUT__0")
+    return client.infer(model, [tensor], client_timeout=60).as_numpy("OUTPUT__0")
 
 
 def test_batched_requests_each_get_their_own_row(
@@ -141,3 +163,20 @@ def test_a_malformed_request_fails_alone_and_the_server_stays_ready(
     expected = good @ module.weight.detach().numpy().T + module.bias.detach().numpy()
     np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
     assert grpcclient.InferenceServerClient(grpc_url).is_server_ready()
+
+
+def test_instances_share_one_loader_with_a_runner_each(
+    served: tuple[str, Path], linear: tuple[torch.nn.Linear, Path]
+) -> None:
+    url, log = served
+    module = linear[0]
+    rows = np.random.default_rng(2).normal(size=(4 * INSTANCES, 16)).astype(np.float32)
+    with ThreadPoolExecutor(len(rows)) as pool:
+        got = list(pool.map(lambda r: _one_row(url, r, "mlp3"), rows))
+    expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
+    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
+    text = log.read_text(errors="replace")
+    # One loader for mlp (1 runner) and one for mlp3's three instances, which the other two reuse.
+    assert f"Inductor model loader with {INSTANCES} runner(s)." in text, text[-3000:]
+    assert text.count("Inductor model loader with") == 2, text[-3000:]
+    assert text.count("Reusing Inductor model loader") == INSTANCES - 1, text[-3000:]
