@@ -61,7 +61,8 @@ class Suite:
     @property
     def engines(self) -> tuple[str, ...]:
         built = (VARIANTS[key] for key in VARIANTS if key in self.variants)
-        return self.base + tuple(name for v in built for name in (v.local, v.served))
+        names = (name for v in built for name in (v.local, v.served))
+        return self.base + tuple(name for name in names if name is not None)
 
 
 def variant_repository(
@@ -185,7 +186,10 @@ def local_engines(
                 suite.checkpoint, quantization, workdir, threads, max_length
             )
     for key, repository in suite.variants.items():
-        variant, built = VARIANTS[key], Served.load(repository, suite.names)
+        variant = VARIANTS[key]
+        if variant.local is None:  # served only (its in-process twin is a base engine)
+            continue
+        built = Served.load(repository, suite.names)
         if variant.search == "python":
             step_model = ort_step_model(repository, threads, suite.names)
             engines[variant.local], timers[variant.local] = search_engine(step_model, built)

@@ -17,9 +17,10 @@ TRITON_GRAPH = "Triton graph (gRPC)"  # the same graph served by Triton's onnxru
 IN_PROCESS_TORCH, TRITON_TORCH = "in-process torch generate", "Triton torch generate (gRPC)"
 IN_PROCESS_TORCH_INT8 = "in-process torch generate int8"
 TRITON_TORCH_INT8 = "Triton torch generate int8 (gRPC)"
+TRITON_CT2 = "Triton ctranslate2 (gRPC)"  # nmt_ct2 in the kit's ctranslate2 backend
 ORDER = (
     IN_PROCESS, CT2_FP32, CT2_INT8, TRITON, IN_ENGINE, TRITON_GRAPH, IN_PROCESS_INT8, TRITON_INT8,
-    IN_PROCESS_TORCH, TRITON_TORCH, IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8,
+    IN_PROCESS_TORCH, TRITON_TORCH, IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8, TRITON_CT2,
 )  # fmt: skip
 # (label, served, its in-process twin) per build, for the ratio and phase columns
 PAIRS = (
@@ -28,6 +29,8 @@ PAIRS = (
     ("int8 ", TRITON_INT8, IN_PROCESS_INT8),
     ("torch generate ", TRITON_TORCH, IN_PROCESS_TORCH),
     ("torch generate int8 ", TRITON_TORCH_INT8, IN_PROCESS_TORCH_INT8),
+    # in process, the same library runs the same conversion of the checkpoint at int8
+    ("ctranslate2 ", TRITON_CT2, CT2_INT8),
 )
 # What each engine is, for the report's list of engines (only those measured are listed).
 ENGINE_MEANINGS = {
@@ -59,7 +62,15 @@ ENGINE_MEANINGS = {
     IN_PROCESS_TORCH_INT8: "the TorchScript search built with `--precision int8-dynamic` "
     "(PyTorch dynamic quantisation of the steps' Linear layers), in this process",
     TRITON_TORCH_INT8: "that int8 module served the same way",
+    TRITON_CT2: "the `--engine ctranslate2` build: the same checkpoint converted by CTranslate2 "
+    "at int8 (`nmt_ct2`), served natively by the kit's own C++ backend `ctranslate2` (the "
+    "ctranslate2 wheel's libctranslate2, one batched translate per beam size and limit of an "
+    "execute on Triton's instance thread, `intra_threads` = the budget); the `nmt` python model "
+    "tokenises, sends its batch's ids in ONE BLS call and detokenises, and runs no engine. Its "
+    "in-process twin is `CTranslate2 int8`",
 }
+# served CT2 against today's default served nmt, where both were measured
+CT2_VS_DEFAULT = "Triton ctranslate2 / Triton"
 
 
 def defined(headers: list[str], meanings: dict[str, str]) -> str:
@@ -98,14 +109,21 @@ def _pivot(cells, table: Callable) -> str:
         served = f"Triton {label}".strip()
         headers += [f"{served} / in-process {label}".strip()]
         headers += [f"{served} / CT2 fp32", f"{served} / CT2 int8"]
+    versus_default = TRITON_CT2 in present and TRITON in present
+    if versus_default:
+        headers.append(CT2_VS_DEFAULT)
     rows = []
     for beam, level in keys:
         rate = {e: by[(e, beam, level)].sentences_per_s for e in engines}
         row = [beam, level, *(round(rate[e], 1) for e in engines)]
         for _, served, local in pairs:
             row += [_ratio(rate[served], rate[e]) for e in (local, CT2_FP32, CT2_INT8)]
+        if versus_default:
+            row.append(_ratio(rate[TRITON_CT2], rate[TRITON]))
         rows.append(row)
-    return table(headers, rows) + "\n\n" + defined(headers, _pivot_meanings(engines, pairs))
+    meanings = _pivot_meanings(engines, pairs)
+    meanings[CT2_VS_DEFAULT] = f"{TRITON_CT2} sent/s over {TRITON} sent/s (today's default nmt)"
+    return table(headers, rows) + "\n\n" + defined(headers, meanings)
 
 
 GOAL_LEVELS = (8, 32)

@@ -13,6 +13,7 @@ from triton_kit.benchmarks.nmt.architectures import TRANSFORMER_NAMES
 from triton_kit.benchmarks.nmt.measure import Cell, measure, with_phases
 from triton_kit.benchmarks.nmt.report import TRITON
 from triton_kit.build_engines.families.nmt.architecture import ModelNames
+from triton_kit.build_engines.families.nmt.ct2_engine import CT2_MODEL
 from triton_kit.build_engines.repository import parse
 from triton_kit.build_engines.repository import render as render_config
 
@@ -61,7 +62,7 @@ class TritonStats:
             "executions": float(stats.get("execution_count", 0)),
             "compute": _compute(stats),
         }
-        engine = self._model(self.names.generate)
+        engine = self._model(self.names.generate) or self._model(CT2_MODEL)
         if engine is not None:
             snap["engine executions"] = float(engine.get("execution_count", 0))
             snap["engine compute"] = _compute(engine)
@@ -119,13 +120,18 @@ def copy_models(
     source: Path, target: Path, threads: int, names: ModelNames = TRANSFORMER_NAMES
 ) -> None:
     """The architecture's served models (the BLS model, its step models and its search engine,
-    those built), with the same intra-op thread budget as the in-process engines."""
-    for name in (*names.steps, names.generate):
+    those built, ``nmt_ct2`` too), with the same intra-op thread budget as the in-process
+    engines."""
+    for name in (*names.steps, names.generate, CT2_MODEL):
         if not (source / name).is_dir():
             continue
         shutil.copytree(source / name, target / name)
         config_file = target / name / "config.pbtxt"
         config = parse(config_file.read_text())
+        if config.backend == "ctranslate2":  # the kit's backend: its own parameter
+            config.parameters["intra_threads"].string_value = str(threads)
+            config_file.write_text(render_config(config))
+            continue
         config.parameters["intra_op_thread_count"].string_value = str(threads)
         if name != names.bls:
             config.parameters["inter_op_thread_count"].string_value = "1"
