@@ -116,6 +116,48 @@ def measure_triton(
     return cell
 
 
+def ct2_direct_factory(url: str, beam: int, created: list, repository: Path):
+    """Clients straight to ``nmt_ct2`` (the kit's ctranslate2 backend), with no ``nmt`` python
+    model between: each tokenises and detokenises in the client thread (the same
+    sentencepiece code as the ``nmt`` model, MarianText), one sentence a request."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    from triton_kit.python_models.nmt.generate import CT2_BEAM, CT2_OUTPUT, CT2_PAD, CT2_SOURCE
+    from triton_kit.python_models.nmt.text import MarianText
+
+    text = MarianText(repository / TRANSFORMER_NAMES.bls / "1", 128)
+    beams = np.array([[beam]], dtype=np.int32)
+
+    def make() -> Callable[[str], str]:
+        client = grpcclient.InferenceServerClient(url.split("://", 1)[-1])
+        created.append(client)
+
+        def call(sentence: str) -> str:
+            ids = np.array([text.encode(sentence)], dtype=np.int32)
+            source = grpcclient.InferInput(CT2_SOURCE, list(ids.shape), "INT32")
+            source.set_data_from_numpy(ids)
+            beam_input = grpcclient.InferInput(CT2_BEAM, [1, 1], "INT32")
+            beam_input.set_data_from_numpy(beams)
+            row = client.infer(CT2_MODEL, [source, beam_input]).as_numpy(CT2_OUTPUT)[0]
+            return text.decode([int(i) for i in row if i != CT2_PAD])
+
+        return call
+
+    return make
+
+
+def measure_ct2_direct(server, beam: int, level: int, pairs, count_tokens, name: str) -> Cell:
+    """A cell of clients calling ``nmt_ct2`` directly (:func:`ct2_direct_factory`)."""
+    clients: list = []
+    repository = Path(server.config.model_repository)
+    factory = ct2_direct_factory(server.grpc_url, beam, clients, repository)
+    cell = measure(name, factory, beam, level, pairs, count_tokens)
+    for client in clients:
+        client.close()
+    return cell
+
+
 def copy_models(
     source: Path, target: Path, threads: int, names: ModelNames = TRANSFORMER_NAMES
 ) -> None:
