@@ -51,7 +51,7 @@ def build_options(args: argparse.Namespace, family: str | None = None) -> BuildO
     tensorrt = {name: getattr(args, name) for name in TensorRTOptions.__dataclass_fields__}
     return BuildOptions(
         family=family,
-        precision=args.precision,
+        precision=args.precision or default_precision(args.engine),
         engine=args.engine,
         dry_run=args.dry_run,
         output_repository=args.output_repository,
@@ -70,6 +70,12 @@ def build_options(args: argparse.Namespace, family: str | None = None) -> BuildO
         shape_ranges=tuple(args.shape_range or ()),
         queue=queue_policy(args.queue_policy, args.max_queue_size, args.queue_timeout_ms),
     )
+
+
+def default_precision(engine: str) -> str:
+    """``--precision`` unset: CTranslate2's int8 weights for ``--engine ctranslate2`` (the
+    in-process peer it is measured against), else the build's default."""
+    return "int8" if engine == "ctranslate2" else _BUILD.precision
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,11 +115,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_argument(
         "--precision",
         choices=list(PRECISIONS),
-        default=_BUILD.precision,
+        default=None,
         help="numeric precision, applied on the ONNX graph: fp16 casts, int8 Q/DQ from "
         "calibration, int8-dynamic INT8 weights and run-time activation scales (ONNX "
-        "Runtime, CPU only, no calibration; PyTorch's for nmt --engine torch --search engine) "
-        f"(default: {_BUILD.precision})",
+        "Runtime, CPU only, no calibration; PyTorch's for nmt --engine torch --search engine); "
+        "with --engine ctranslate2, CTranslate2's int8 or float32 weights "
+        f"(default: {_BUILD.precision}; int8 with --engine ctranslate2)",
     )
     common.add_argument(
         "--engine",
@@ -122,7 +129,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve the ONNX with onnxruntime, compile a TensorRT plan (needs TensorRT), "
         "serve TorchScript with the PyTorch backend (resnet50 and bert so far), or an "
         "AOTInductor package with the opt-in pytorch_aoti backend (aoti: resnet50; "
-        "`python -m triton_kit.server.native_backends build pytorch_aoti` builds it)",
+        "`python -m triton_kit.server.native_backends build pytorch_aoti` builds it), or the "
+        "whole NMT model converted by CTranslate2 for the kit's opt-in ctranslate2 backend "
+        "(ctranslate2: nmt; `... native_backends build ctranslate2` builds it)",
     )
     common.add_argument(
         "--dry-run",

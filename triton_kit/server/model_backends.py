@@ -21,7 +21,9 @@ _PLATFORM_BACKENDS = {
 }
 # What the backend table says of each native backend (whose sources built it).
 _NATIVE_ORIGIN = {name: "Triton's own, r24.10" for name in NATIVE_BACKENDS} | {
-    "pytorch_aoti": "Triton's own pytorch backend for AOTInductor packages, third_party/triton-aoti"
+    "pytorch_aoti": "Triton's own pytorch backend for AOTInductor packages, "
+    "third_party/triton-aoti",
+    "ctranslate2": "the kit's own C++ backend over the ctranslate2 wheel's library",
 }
 
 

@@ -248,3 +248,31 @@ def test_the_rnn_run_writes_the_comparison_report(tmp_path, monkeypatch):
         [report.RNN_LABEL, "in-process"],
         [report.RNN_LABEL, "Triton"],
     ]
+
+
+def test_served_ctranslate2_is_judged_against_in_process_ct2_and_the_default():
+    """The kit's ctranslate2 backend (issue 31): its twin is CTranslate2 int8 in process, and
+    a column compares it with today's default served nmt; the goal table can pick it."""
+    rates = {**BASE, report.IN_PROCESS: 50.0, report.TRITON: 40.0, report.TRITON_CT2: 90.0}
+    text = report._pivot(_cells({**rates, report.TRITON_CT2_DIRECT: 95.0}), markdown_table)
+    headers = _tables(text)[0]
+    row = [part.strip() for part in text.splitlines()[2].strip("|").split("|")]
+    values = dict(zip(headers, row, strict=True))
+    assert values["Triton ctranslate2 / in-process ctranslate2"] == "0.90"
+    assert values["Triton ctranslate2 / Triton"] == "2.25"
+    assert values["nmt_ct2 direct / CT2 int8"] == "0.95"
+    assert "- `Triton ctranslate2 / Triton`:" in text
+    goal = _goal_row(_cells(rates))
+    assert goal[2:4] == [report.TRITON_CT2, "0.90"]
+
+
+def test_the_ct2_build_is_a_transformer_variant_off_by_default():
+    from triton_kit.benchmarks.nmt.architectures import BENCHMARKED, VARIANTS
+    from triton_kit.benchmarks.nmt.run import parse_args
+
+    assert "ct2" in BENCHMARKED["transformer"].variants
+    assert "ct2" not in BENCHMARKED["rnn"].variants
+    assert VARIANTS["ct2"].local is None and VARIANTS["ct2"].served == report.TRITON_CT2
+    assert report.TRITON_CT2_DIRECT in report.ENGINE_MEANINGS
+    assert parse_args([]).ct2_sizes == ""
+    assert parse_args(["--ct2-sizes", "tiny"]).ct2_sizes == "tiny"

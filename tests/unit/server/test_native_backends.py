@@ -102,3 +102,29 @@ def test_gpu_only_patches_are_left_out_of_cpu_builds(
     assert target.read_text() == "old\n"
     apply(tmp_path, ["x"], gpu=True)
     assert target.read_text() == "new\n"
+
+
+def test_the_ctranslate2_backend_links_the_wheels_library_with_its_abi(tmp_path: Path) -> None:
+    """The kit's ctranslate2 backend links the wheel's libctranslate2 (auditwheel's
+    ``ctranslate2.libs``) with the C++ ABI its exports use; stale or unbuilt, it names its
+    own build command."""
+    from triton_kit.server.native_backends import frameworks
+
+    here = installed("ctranslate2")
+    assert here is not None
+    library = frameworks.ctranslate2_library(here)
+    assert library.parent.name == "ctranslate2.libs" and here.version in library.name
+    assert frameworks.cxx11_abi(library)  # std::__cxx11 names, as `nm -D` shows
+    old_abi = tmp_path / "libold.so"
+    old_abi.write_bytes(b"_ZN11ctranslate210Translator15translate_batchERKSt6vectorISs")
+    assert not frameworks.cxx11_abi(old_abi)
+    with pytest.raises(NativeBackendError, match="build ctranslate2"):
+        built_library("ctranslate2", tmp_path)
+    folder = tmp_path / "ctranslate2"
+    folder.mkdir()
+    (folder / "libtriton_ctranslate2.so").write_bytes(b"")
+    Provenance("ctranslate2", "libtriton_ctranslate2.so", "ctranslate2", "0.1", False, "k").write(
+        folder
+    )
+    with pytest.raises(NativeBackendError, match=f"ctranslate2 here is {here.version}"):
+        built_library("ctranslate2", tmp_path)

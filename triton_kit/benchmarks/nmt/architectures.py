@@ -28,6 +28,7 @@ from triton_kit.benchmarks.nmt.report import (
     RNN_LABEL,
     TRANSFORMER_LABEL,
     TRITON,
+    TRITON_CT2,
     TRITON_GRAPH,
     TRITON_INT8,
     TRITON_TORCH,
@@ -54,10 +55,11 @@ class Variant:
     (``served``), on the sizes its flag (``flag``, the ``--...-sizes`` option's dest) names.
     ``search`` is how the in-process engine runs it: ``python`` (the served Python search over
     the step files), ``graph`` (ONNX Runtime's BeamSearch graph) or ``torch`` (the TorchScript
-    search module)."""
+    search module); ``local`` None: served only, its twin a base engine (the ctranslate2
+    build's is ``CTranslate2 int8``, the same library on the same conversion)."""
 
     flag: str
-    local: str
+    local: str | None
     served: str
     search: str
     precision: str = "fp32"
@@ -81,6 +83,7 @@ VARIANTS = {
         INT8_PRECISION,
         TORCH_GENERATE_ARGS,
     ),
+    "ct2": Variant("ct2_sizes", None, TRITON_CT2, "ct2", "int8", ("--engine", "ctranslate2")),
 }
 
 
@@ -124,6 +127,7 @@ BENCHMARKED = {
             "graph_sizes": "tiny",
             "torch_int8_sizes": "tiny",
             "int8_sizes": "tiny,large",
+            "ct2_sizes": "",  # needs the opt-in ctranslate2 backend built
             "output": RESULTS / "nmt.md",
         },
     ),
@@ -131,7 +135,7 @@ BENCHMARKED = {
         "rnn",
         RNN_LABEL,
         engines=(IN_PROCESS, TRITON),
-        variants=("torch", "torch-int8"),  # nmt_rnn_generate; no ONNX search graph
+        variants=("torch", "torch-int8"),  # nmt_rnn_generate; no ONNX search graph, no CT2
         sizes=("tiny",),
         defaults={
             "sizes": "tiny",

@@ -10,12 +10,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from triton_kit.benchmarks.nmt.measure import BatchFn
-
-# CTranslate2 ends a beam search once beam_size x patience hypotheses have finished (HF's
-# early_stopping=True); these checkpoints' generation configs say early_stopping=False (HF
-# goes on while a running beam can still win). With patience 1 the search returned degenerate
-# early finishers for 14-19 % of sentences; with 2 it returns HF's translations.
-CT2_PATIENCE = 2
+from triton_kit.python_models.nmt.generate import CT2_PATIENCE  # what nmt_ct2 serves with
 
 
 def ctranslate2_engine(

@@ -35,8 +35,15 @@ from triton_kit.benchmarks.nmt.measure import (
     median_cell,
     with_phases,
 )
-from triton_kit.benchmarks.nmt.report import CT2_FP32, CT2_INT8, IN_PROCESS, TRITON
-from triton_kit.benchmarks.nmt.served import copy_models, measure_triton
+from triton_kit.benchmarks.nmt.report import (
+    CT2_FP32,
+    CT2_INT8,
+    IN_PROCESS,
+    TRITON,
+    TRITON_CT2,
+    TRITON_CT2_DIRECT,
+)
+from triton_kit.benchmarks.nmt.served import copy_models, measure_ct2_direct, measure_triton
 from triton_kit.build_engines.families.nmt.architecture import ModelNames
 
 
@@ -61,7 +68,10 @@ class Suite:
     @property
     def engines(self) -> tuple[str, ...]:
         built = (VARIANTS[key] for key in VARIANTS if key in self.variants)
-        return self.base + tuple(name for v in built for name in (v.local, v.served))
+        names = [name for v in built for name in (v.local, v.served) if name is not None]
+        if TRITON_CT2 in names:  # the same server, clients calling nmt_ct2 itself
+            names.append(TRITON_CT2_DIRECT)
+        return self.base + tuple(names)
 
 
 def variant_repository(
@@ -185,7 +195,10 @@ def local_engines(
                 suite.checkpoint, quantization, workdir, threads, max_length
             )
     for key, repository in suite.variants.items():
-        variant, built = VARIANTS[key], Served.load(repository, suite.names)
+        variant = VARIANTS[key]
+        if variant.local is None:  # served only (its in-process twin is a base engine)
+            continue
+        built = Served.load(repository, suite.names)
         if variant.search == "python":
             step_model = ort_step_model(repository, threads, suite.names)
             engines[variant.local], timers[variant.local] = search_engine(step_model, built)
@@ -212,7 +225,8 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
     repositories = served_repositories(suite)
     count_tokens = count_tokens_for(suite.repository, suite.names.bls)
     runs: dict[tuple[str, int, int], list[Cell]] = {}
-    engine_names = tuple(name for name in suite.engines if name in engines or name in repositories)
+    served = {*repositories, *((TRITON_CT2_DIRECT,) if TRITON_CT2 in repositories else ())}
+    engine_names = tuple(name for name in suite.engines if name in engines or name in served)
     with contextlib.ExitStack() as stack:
         servers = {
             name: stack.enter_context(
@@ -222,13 +236,19 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
             )
             for name, path in repositories.items()
         }
+        if TRITON_CT2 in servers:
+            servers[TRITON_CT2_DIRECT] = servers[TRITON_CT2]
         for repeat in range(suite.repeats):
             shift = repeat % len(engine_names)
             order = engine_names[shift:] + engine_names[:shift]
             for beam, level in itertools.product(suite.beams, suite.levels):
                 pairs = suite.pairs[: suite.sentences(level)]
                 for name in order:
-                    if name in servers:
+                    if name == TRITON_CT2_DIRECT:
+                        cell = measure_ct2_direct(
+                            servers[name], beam, level, pairs, count_tokens, name
+                        )
+                    elif name in servers:
                         cell = measure_triton(
                             servers[name], beam, level, pairs, count_tokens, name, suite.names
                         )

@@ -17,9 +17,12 @@ TRITON_GRAPH = "Triton graph (gRPC)"  # the same graph served by Triton's onnxru
 IN_PROCESS_TORCH, TRITON_TORCH = "in-process torch generate", "Triton torch generate (gRPC)"
 IN_PROCESS_TORCH_INT8 = "in-process torch generate int8"
 TRITON_TORCH_INT8 = "Triton torch generate int8 (gRPC)"
+TRITON_CT2 = "Triton ctranslate2 (gRPC)"  # nmt_ct2 in the kit's ctranslate2 backend
+TRITON_CT2_DIRECT = "nmt_ct2 direct (gRPC)"  # the same server, clients calling nmt_ct2 itself
 ORDER = (
     IN_PROCESS, CT2_FP32, CT2_INT8, TRITON, IN_ENGINE, TRITON_GRAPH, IN_PROCESS_INT8, TRITON_INT8,
-    IN_PROCESS_TORCH, TRITON_TORCH, IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8,
+    IN_PROCESS_TORCH, TRITON_TORCH, IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8, TRITON_CT2,
+    TRITON_CT2_DIRECT,
 )  # fmt: skip
 # (label, served, its in-process twin) per build, for the ratio and phase columns
 PAIRS = (
@@ -28,6 +31,8 @@ PAIRS = (
     ("int8 ", TRITON_INT8, IN_PROCESS_INT8),
     ("torch generate ", TRITON_TORCH, IN_PROCESS_TORCH),
     ("torch generate int8 ", TRITON_TORCH_INT8, IN_PROCESS_TORCH_INT8),
+    # in process, the same library runs the same conversion of the checkpoint at int8
+    ("ctranslate2 ", TRITON_CT2, CT2_INT8),
 )
 # What each engine is, for the report's list of engines (only those measured are listed).
 ENGINE_MEANINGS = {
@@ -59,7 +64,19 @@ ENGINE_MEANINGS = {
     IN_PROCESS_TORCH_INT8: "the TorchScript search built with `--precision int8-dynamic` "
     "(PyTorch dynamic quantisation of the steps' Linear layers), in this process",
     TRITON_TORCH_INT8: "that int8 module served the same way",
+    TRITON_CT2: "the `--engine ctranslate2` build: the same checkpoint converted by CTranslate2 "
+    "at int8 (`nmt_ct2`), served natively by the kit's own C++ backend `ctranslate2` (the "
+    "ctranslate2 wheel's libctranslate2, one batched translate per beam size and limit of an "
+    "execute on Triton's instance thread, `intra_threads` = the budget); the `nmt` python model "
+    "tokenises, sends its batch's ids in ONE BLS call and detokenises, and runs no engine. Its "
+    "in-process twin is `CTranslate2 int8`",
+    TRITON_CT2_DIRECT: "the same server as `Triton ctranslate2 (gRPC)`, its clients calling "
+    "`nmt_ct2` itself (token ids in and out, sentencepiece in the client thread, one sentence "
+    "a request): the native backend without the `nmt` python model in front",
 }
+# served CT2 against today's default served nmt, where both were measured
+CT2_VS_DEFAULT = "Triton ctranslate2 / Triton"
+CT2_DIRECT_VS_INT8 = "nmt_ct2 direct / CT2 int8"
 
 
 def defined(headers: list[str], meanings: dict[str, str]) -> str:
@@ -98,14 +115,27 @@ def _pivot(cells, table: Callable) -> str:
         served = f"Triton {label}".strip()
         headers += [f"{served} / in-process {label}".strip()]
         headers += [f"{served} / CT2 fp32", f"{served} / CT2 int8"]
+    versus_default = TRITON_CT2 in present and TRITON in present
+    if versus_default:
+        headers.append(CT2_VS_DEFAULT)
+    direct = TRITON_CT2_DIRECT in present and CT2_INT8 in present
+    if direct:
+        headers.append(CT2_DIRECT_VS_INT8)
     rows = []
     for beam, level in keys:
         rate = {e: by[(e, beam, level)].sentences_per_s for e in engines}
         row = [beam, level, *(round(rate[e], 1) for e in engines)]
         for _, served, local in pairs:
             row += [_ratio(rate[served], rate[e]) for e in (local, CT2_FP32, CT2_INT8)]
+        if versus_default:
+            row.append(_ratio(rate[TRITON_CT2], rate[TRITON]))
+        if direct:
+            row.append(_ratio(rate[TRITON_CT2_DIRECT], rate[CT2_INT8]))
         rows.append(row)
-    return table(headers, rows) + "\n\n" + defined(headers, _pivot_meanings(engines, pairs))
+    meanings = _pivot_meanings(engines, pairs)
+    meanings[CT2_VS_DEFAULT] = f"{TRITON_CT2} sent/s over {TRITON} sent/s (today's default nmt)"
+    meanings[CT2_DIRECT_VS_INT8] = f"{TRITON_CT2_DIRECT} sent/s over {CT2_INT8} sent/s"
+    return table(headers, rows) + "\n\n" + defined(headers, meanings)
 
 
 GOAL_LEVELS = (8, 32)
@@ -140,7 +170,8 @@ def _goals(cells, table: Callable) -> str:
     return table(headers, rows) + "\n\n" + defined(headers, meanings)
 
 
-ENGINE_SEARCHES = (TRITON_GRAPH, TRITON_TORCH)  # served with no engine in the nmt stub
+# served with no engine in the nmt stub
+ENGINE_SEARCHES = (TRITON_GRAPH, TRITON_TORCH, TRITON_CT2)
 
 
 def _engine_default(cells, table: Callable) -> str:
@@ -201,8 +232,8 @@ def _phases(cells, table: Callable) -> str:
     for (beam, level), (label, served_name, local_name) in itertools.product(keys, pairs):
         local = by[(local_name, beam, level)].phases
         served = by[(served_name, beam, level)].phases
-        if not local or not served:
-            continue
+        if not served:
+            continue  # a twin without timers (CTranslate2 in process) leaves its columns empty
         shares = "/".join(
             f"{local[k]:.0%}"
             for k in ("decoder share", "search share", "encoder share")
@@ -213,18 +244,18 @@ def _phases(cells, table: Callable) -> str:
                 beam,
                 level,
                 label.strip() or "fp32",
-                round(local["batch"], 1),
+                _round(local.get("batch"), 1),
                 *(_round(local.get(k)) for k in ("encoder ms/call", "decoder ms/step")),
                 _round(local.get("search ms/step")),
                 shares,
-                round(local["ms/sentence"], 2),
+                _round(local.get("ms/sentence")),
                 round(served["batch"], 1),
                 round(served["queue ms/request"], 2),
                 round(served["ms/sentence"], 2),
                 _round(served.get("engine calls/execution")),
                 _round(served.get("engine ms/sentence")),
                 _round(_stub(served)),
-                round(served["ms/sentence"] - local["ms/sentence"], 2),
+                _round(served["ms/sentence"] - local["ms/sentence"] if local else None),
             ]
         )
     return table(headers, rows) + "\n\n" + defined(headers, PHASE_MEANINGS)
@@ -233,7 +264,8 @@ def _phases(cells, table: Callable) -> str:
 PHASE_MEANINGS = {
     "beam": "beam size",
     "conc.": "concurrent clients",
-    "graphs": "which build: fp32 (the default, Python search), graph, int8, torch generate",
+    "graphs": "which build: fp32 (the default, Python search), graph, int8, torch generate, "
+    "ctranslate2 (its in-process twin, CTranslate2 int8, has no timers: those columns empty)",
     "in-proc batch": "sentences per call of the in-process twin (its micro-batches)",
     "encoder ms/call": "in-process encoder time per call (Python search only: the engine "
     "searches time nothing inside)",
@@ -247,10 +279,12 @@ PHASE_MEANINGS = {
     "Triton compute ms/sentence": "`nmt`'s compute_infer over its executions (batch_stats) / "
     "requests: tokenising, the search (in its stub, or the BLS call to the engine) and "
     "detokenising",
-    "engine calls/execution": "`nmt_generate` executions per `nmt` execution (engine builds: "
-    "1 for the graph, one per beam size for the TorchScript search)",
-    "engine ms/sentence": "`nmt_generate`'s own compute_infer / `nmt` requests: the search "
-    "inside Triton's onnxruntime or pytorch backend (engine builds)",
+    "engine calls/execution": "`nmt_generate` (or `nmt_ct2`) executions per `nmt` execution "
+    "(engine builds: 1 for the graph and for ctranslate2, one per beam size for the "
+    "TorchScript search)",
+    "engine ms/sentence": "`nmt_generate`'s (or `nmt_ct2`'s) own compute_infer / `nmt` "
+    "requests: the search inside Triton's onnxruntime or pytorch backend, or the kit's "
+    "ctranslate2 backend (engine builds)",
     "stub ms/sentence": "Triton compute ms/sentence minus engine ms/sentence: tokenising, "
     "padding, the BLS round trip's transfers and detokenising in the `nmt` stub (engine builds)",
     "served - in-process ms/sentence": "Triton compute ms/sentence minus in-proc ms/sentence, "
@@ -267,8 +301,8 @@ def _stub(served: dict[str, float]) -> float | None:
     return served["ms/sentence"] - served["engine ms/sentence"]
 
 
-def _round(value: float | None) -> float | str:
-    return "" if value is None else round(value, 2)
+def _round(value: float | None, digits: int = 2) -> float | str:
+    return "" if value is None else round(value, digits)
 
 
 def _measured(cell, percentiles: tuple[int, ...]) -> list:

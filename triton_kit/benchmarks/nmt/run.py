@@ -116,6 +116,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "('' for none; the Transformer only)",
     )
     parser.add_argument(
+        "--ct2-sizes",
+        help="sizes also measured with the --engine ctranslate2 build (int8), served by the "
+        "kit's own ctranslate2 backend (`python -m triton_kit.server.native_backends build "
+        "ctranslate2` first; '' for none; the Transformer only; its in-process twin is "
+        "CTranslate2 int8)",
+    )
+    parser.add_argument(
         "--large-vocab", type=int, default=None, help="default: opus-mt-en-de's 58,101"
     )
     parser.add_argument(

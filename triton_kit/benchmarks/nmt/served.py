@@ -13,6 +13,7 @@ from triton_kit.benchmarks.nmt.architectures import TRANSFORMER_NAMES
 from triton_kit.benchmarks.nmt.measure import Cell, measure, with_phases
 from triton_kit.benchmarks.nmt.report import TRITON
 from triton_kit.build_engines.families.nmt.architecture import ModelNames
+from triton_kit.build_engines.families.nmt.ct2_engine import CT2_MODEL
 from triton_kit.build_engines.repository import parse
 from triton_kit.build_engines.repository import render as render_config
 
@@ -61,7 +62,7 @@ class TritonStats:
             "executions": float(stats.get("execution_count", 0)),
             "compute": _compute(stats),
         }
-        engine = self._model(self.names.generate)
+        engine = self._model(self.names.generate) or self._model(CT2_MODEL)
         if engine is not None:
             snap["engine executions"] = float(engine.get("execution_count", 0))
             snap["engine compute"] = _compute(engine)
@@ -115,17 +116,64 @@ def measure_triton(
     return cell
 
 
+def ct2_direct_factory(url: str, beam: int, created: list, repository: Path):
+    """Clients straight to ``nmt_ct2`` (the kit's ctranslate2 backend), with no ``nmt`` python
+    model between: each tokenises and detokenises in the client thread (the same
+    sentencepiece code as the ``nmt`` model, MarianText), one sentence a request."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    from triton_kit.python_models.nmt.generate import CT2_BEAM, CT2_OUTPUT, CT2_PAD, CT2_SOURCE
+    from triton_kit.python_models.nmt.text import MarianText
+
+    text = MarianText(repository / TRANSFORMER_NAMES.bls / "1", 128)
+    beams = np.array([[beam]], dtype=np.int32)
+
+    def make() -> Callable[[str], str]:
+        client = grpcclient.InferenceServerClient(url.split("://", 1)[-1])
+        created.append(client)
+
+        def call(sentence: str) -> str:
+            ids = np.array([text.encode(sentence)], dtype=np.int32)
+            source = grpcclient.InferInput(CT2_SOURCE, list(ids.shape), "INT32")
+            source.set_data_from_numpy(ids)
+            beam_input = grpcclient.InferInput(CT2_BEAM, [1, 1], "INT32")
+            beam_input.set_data_from_numpy(beams)
+            row = client.infer(CT2_MODEL, [source, beam_input]).as_numpy(CT2_OUTPUT)[0]
+            return text.decode([int(i) for i in row if i != CT2_PAD])
+
+        return call
+
+    return make
+
+
+def measure_ct2_direct(server, beam: int, level: int, pairs, count_tokens, name: str) -> Cell:
+    """A cell of clients calling ``nmt_ct2`` directly (:func:`ct2_direct_factory`)."""
+    clients: list = []
+    repository = Path(server.config.model_repository)
+    factory = ct2_direct_factory(server.grpc_url, beam, clients, repository)
+    cell = measure(name, factory, beam, level, pairs, count_tokens)
+    for client in clients:
+        client.close()
+    return cell
+
+
 def copy_models(
     source: Path, target: Path, threads: int, names: ModelNames = TRANSFORMER_NAMES
 ) -> None:
     """The architecture's served models (the BLS model, its step models and its search engine,
-    those built), with the same intra-op thread budget as the in-process engines."""
-    for name in (*names.steps, names.generate):
+    those built, ``nmt_ct2`` too), with the same intra-op thread budget as the in-process
+    engines."""
+    for name in (*names.steps, names.generate, CT2_MODEL):
         if not (source / name).is_dir():
             continue
         shutil.copytree(source / name, target / name)
         config_file = target / name / "config.pbtxt"
         config = parse(config_file.read_text())
+        if config.backend == "ctranslate2":  # the kit's backend: its own parameter
+            config.parameters["intra_threads"].string_value = str(threads)
+            config_file.write_text(render_config(config))
+            continue
         config.parameters["intra_op_thread_count"].string_value = str(threads)
         if name != names.bls:
             config.parameters["inter_op_thread_count"].string_value = "1"

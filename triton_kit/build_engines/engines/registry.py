@@ -16,6 +16,7 @@ class Engine(Enum):
     TENSORRT = "tensorrt", "triton_kit.build_engines.engines.tensorrt.engine"
     TORCH = "torch", "triton_kit.build_engines.engines.torchscript.engine"
     AOTI = "aoti", "triton_kit.build_engines.engines.aoti.engine"
+    CTRANSLATE2 = "ctranslate2", "triton_kit.build_engines.engines.ctranslate2"
 
     def __new__(cls, flag: str, module: str) -> Engine:
         member = object.__new__(cls)

@@ -1,10 +1,11 @@
 """Triton's own onnxruntime and pytorch backends, built from the 24.10 sources for the
 embedded server, so it runs the same backend code as the official container; and, opt-in,
-``pytorch_aoti`` (Triton's newer pytorch backend, for AOTInductor packages: ``aoti.py``).
+``pytorch_aoti`` (Triton's newer pytorch backend, for AOTInductor packages: ``aoti.py``) and
+``ctranslate2`` (the kit's own C++ backend serving CTranslate2 models: ``ct2_backend.py``).
 
 ``python -m triton_kit.server.native_backends build`` builds the first two (``make backends``),
-``... build pytorch_aoti`` the opt-in one; ``built_library`` hands the launcher the ones that
-are built and current.
+``... build pytorch_aoti`` / ``... build ctranslate2`` the opt-in ones; ``built_library`` hands
+the launcher the ones that are built and current.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ __all__ = [
 ]
 
 NATIVE_BACKENDS = ("onnxruntime", "pytorch")  # built by default, from the r24.10 sources
-OPT_IN_BACKENDS = ("pytorch_aoti",)  # built only when named (aoti.py)
+# built only when named: aoti.py; ctranslate2, the kit's own backend (ct2_backend.py)
+OPT_IN_BACKENDS = ("pytorch_aoti", "ctranslate2")
 SERVED_BACKENDS = NATIVE_BACKENDS + OPT_IN_BACKENDS  # what the launcher adds where built
 OUT_ENV = "TRITON_KIT_NATIVE_BACKENDS"
 

@@ -16,6 +16,7 @@ from triton_kit.server.native_backends import (
 )
 from triton_kit.server.native_backends.aoti import AOTI_BACKEND, build_aoti
 from triton_kit.server.native_backends.build import BuildSettings, build
+from triton_kit.server.native_backends.ct2_backend import CT2_BACKEND, build_ctranslate2
 from triton_kit.server.native_backends.errors import NativeBackendError
 from triton_kit.server.native_backends.sources import (
     DEFAULT_SOURCE_DIRS,
@@ -37,9 +38,10 @@ def parse(argv: list[str]) -> BuildCommand:
             "Build Triton's own onnxruntime and pytorch backends (branch r24.10, the 24.10 "
             "container's) against this environment's onnxruntime and torch, for the embedded "
             "tritonserver, and on request pytorch_aoti (Triton's newer pytorch backend, "
-            "for AOTInductor packages, from third_party/triton-aoti). Skips a backend whose "
-            "sources, patches, flags and framework version have not changed since its last "
-            "build."
+            "for AOTInductor packages, from third_party/triton-aoti) and ctranslate2 (the kit's "
+            "own backend serving CTranslate2 models, linked to the ctranslate2 wheel). Skips a "
+            "backend whose sources, patches, flags and framework version have not changed since "
+            "its last build."
         ),
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -126,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         for backend in command.backends:
             if backend == AOTI_BACKEND:
                 _build_aoti(command.settings)
+            elif backend == CT2_BACKEND:
+                build_ctranslate2(command.settings)
             else:
                 build(backend, command.settings)
     except NativeBackendError as exc:

@@ -20,7 +20,7 @@ from pathlib import Path
 from triton_kit.server.native_backends import frameworks, patches, sources
 from triton_kit.server.native_backends.errors import NativeBackendError
 from triton_kit.server.native_backends.frameworks import Framework
-from triton_kit.server.native_backends.provenance import Provenance
+from triton_kit.server.native_backends.provenance import Provenance, up_to_date
 
 TOOLS = ("cmake", "ninja", "g++", "patchelf")
 SYSTEM_DEPS_HINT = "bash scripts/install-system-deps.sh (as root) installs them"
@@ -69,6 +69,15 @@ def missing_tools() -> list[str]:
     return [tool for tool in TOOLS if shutil.which(tool) is None]
 
 
+def require_tools(name: str) -> None:
+    missing = missing_tools()
+    if missing:
+        raise NativeBackendError(
+            f"cannot build Triton's {name} backend: {', '.join(missing)} not found; "
+            + SYSTEM_DEPS_HINT
+        )
+
+
 def build(name: str, settings: BuildSettings, log: Callable[[str], None] = print) -> Path:
     """Build ``name`` into ``settings.out/<name>/`` unless an identical build is there."""
     recipe = RECIPES[name]
@@ -77,42 +86,19 @@ def build(name: str, settings: BuildSettings, log: Callable[[str], None] = print
     args = _cmake_args(recipe, framework, gpu, settings.work)
     key = _recipe_key(recipe, framework, gpu, args, settings.tritonserver_library)
     folder = settings.out / name
-    existing = Provenance.read(folder)
-    unchanged = existing is not None and existing.recipe == key
-    if unchanged and not settings.force and (folder / recipe.library).is_file():
+    if not settings.force and up_to_date(folder, recipe.library, key):
         log(f"{name}: up to date ({folder / recipe.library})")
         return folder / recipe.library
-    missing = missing_tools()
-    if missing:
-        raise NativeBackendError(
-            f"cannot build Triton's {name} backend: {', '.join(missing)} not found; "
-            + SYSTEM_DEPS_HINT
-        )
+    require_tools(name)
     started = time.monotonic()
     log(
         f"{name}: building {recipe.source} r24.10 against {framework.distribution} "
         f"{framework.version} ({'GPU' if gpu else 'CPU'})"
     )
-    trees = sources.fetch(
-        [*SHARED_SOURCES, recipe.source, *_extra_sources(recipe)],
-        settings.work / "src",
-        settings.archives,
-    )
-    patches.apply(settings.work / "src", list(trees), gpu)
     if recipe.framework == "onnxruntime":
         _link_unversioned(frameworks.onnxruntime_library(framework), settings.work / "ort-lib")
-    build_dir = settings.work / f"build-{name}"
-    shutil.rmtree(build_dir, ignore_errors=True)
-    _run(
-        ["cmake", "-G", "Ninja", "-S", str(trees[recipe.source]), "-B", str(build_dir), *args],
-        f"configure {name}",
-        settings.work / f"{name}-configure.log",
-    )
-    jobs = ["-j", str(settings.jobs)] if settings.jobs else []
-    _run(
-        ["cmake", "--build", str(build_dir), "--target", recipe.target, *jobs],
-        f"compile {name}",
-        settings.work / f"{name}-compile.log",
+    build_dir = compile_backend(
+        name, recipe.source, recipe.target, args, settings, gpu, _extra_sources(recipe)
     )
     library = _install(recipe, framework, build_dir, folder, settings.tritonserver_library)
     Provenance(name, recipe.library, framework.distribution, framework.version, gpu, key).write(
@@ -120,6 +106,82 @@ def build(name: str, settings: BuildSettings, log: Callable[[str], None] = print
     )
     log(f"{name}: built {library} in {time.monotonic() - started:.0f} s")
     return library
+
+
+def compile_backend(
+    name: str,
+    source: str | Path,
+    target: str,
+    args: list[str],
+    settings: BuildSettings,
+    gpu: bool = False,
+    extra_sources: list[str] | None = None,
+) -> Path:
+    """Unpack the pinned r24.10 core/common/backend (and ``source`` where it names a pinned
+    archive; a folder is used as it is), patch them, configure with CMake + Ninja and build
+    ``target``; the build folder."""
+    named = [] if isinstance(source, Path) else [source]
+    trees = sources.fetch(
+        [*SHARED_SOURCES, *named, *(extra_sources or [])],
+        settings.work / "src",
+        settings.archives,
+    )
+    patches.apply(settings.work / "src", list(trees), gpu)
+    source_dir = source if isinstance(source, Path) else trees[source]
+    build_dir = settings.work / f"build-{name}"
+    shutil.rmtree(build_dir, ignore_errors=True)
+    _run(
+        ["cmake", "-G", "Ninja", "-S", str(source_dir), "-B", str(build_dir), *args],
+        f"configure {name}",
+        settings.work / f"{name}-configure.log",
+    )
+    jobs = ["-j", str(settings.jobs)] if settings.jobs else []
+    _run(
+        ["cmake", "--build", str(build_dir), "--target", target, *jobs],
+        f"compile {name}",
+        settings.work / f"{name}-compile.log",
+    )
+    return build_dir
+
+
+def shared_cmake_args(work: Path, gpu: bool) -> list[str]:
+    """What every backend's CMake needs: release flags and the local r24.10 sources."""
+    src = work / "src"
+    return [
+        "-DCMAKE_BUILD_TYPE=Release",
+        # The sources build with -Werror; newer compilers than NVIDIA's (g++ 13) warn where
+        # 24.10's did not (a maybe-uninitialized in onnxruntime.cc, rapidjson's std::iterator).
+        "-DCMAKE_CXX_FLAGS=-Wno-error=maybe-uninitialized -Wno-error=deprecated-declarations",
+        "-DFETCHCONTENT_FULLY_DISCONNECTED=ON",
+        f"-DFETCHCONTENT_SOURCE_DIR_REPO-COMMON={src / 'common'}",
+        f"-DFETCHCONTENT_SOURCE_DIR_REPO-CORE={src / 'core'}",
+        f"-DFETCHCONTENT_SOURCE_DIR_REPO-BACKEND={src / 'backend'}",
+        f"-DTRITON_ENABLE_GPU={'ON' if gpu else 'OFF'}",
+    ]
+
+
+def install_library(
+    built: Path,
+    target: Path,
+    server_library: str | None,
+    rpath: Path,
+    replace_needed: tuple[str, str] | None = None,
+) -> Path:
+    """Copy ``built`` to ``target`` (a real file: Triton refuses a backend library whose real
+    path is outside its folder), made to NEED the wheel's renamed ``libtritonserver`` and to
+    find the framework's libraries by ``rpath``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(built, target)
+    if server_library:
+        _run(
+            ["patchelf", "--replace-needed", "libtritonserver.so", server_library, str(target)],
+            "patchelf",
+        )
+    if replace_needed:
+        _run(["patchelf", "--replace-needed", *replace_needed, str(target)], "patchelf")
+    # Separate calls: patchelf 0.14 mixed up --replace-needed and --set-rpath given together.
+    _run(["patchelf", "--set-rpath", str(rpath), str(target)], "patchelf")
+    return target
 
 
 def _gpu_mode(recipe: BackendRecipe, framework: Framework, wanted: bool | None) -> bool:
@@ -138,17 +200,7 @@ def _extra_sources(recipe: BackendRecipe) -> list[str]:
 
 def _cmake_args(recipe: BackendRecipe, framework: Framework, gpu: bool, work: Path) -> list[str]:
     src = work / "src"
-    args = [
-        "-DCMAKE_BUILD_TYPE=Release",
-        # The sources build with -Werror; newer compilers than NVIDIA's (g++ 13) warn where
-        # 24.10's did not (a maybe-uninitialized in onnxruntime.cc, rapidjson's std::iterator).
-        "-DCMAKE_CXX_FLAGS=-Wno-error=maybe-uninitialized -Wno-error=deprecated-declarations",
-        "-DFETCHCONTENT_FULLY_DISCONNECTED=ON",
-        f"-DFETCHCONTENT_SOURCE_DIR_REPO-COMMON={src / 'common'}",
-        f"-DFETCHCONTENT_SOURCE_DIR_REPO-CORE={src / 'core'}",
-        f"-DFETCHCONTENT_SOURCE_DIR_REPO-BACKEND={src / 'backend'}",
-        f"-DTRITON_ENABLE_GPU={'ON' if gpu else 'OFF'}",
-    ]
+    args = shared_cmake_args(work, gpu)
     if recipe.framework == "onnxruntime":
         return [
             *args,
@@ -203,26 +255,17 @@ def _install(
     folder: Path,
     server_library: str | None,
 ) -> Path:
-    """A real file (Triton refuses a backend library whose real path is outside its folder),
-    made to find the wheel's libraries by rpath."""
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / recipe.library
-    shutil.copy2(build_dir / recipe.library, target)
-    if server_library:
-        _run(
-            ["patchelf", "--replace-needed", "libtritonserver.so", server_library, str(target)],
-            "patchelf",
-        )
-    rpath = framework.lib_dir
+    replace = None
     if recipe.framework == "onnxruntime":
         versioned = frameworks.onnxruntime_library(framework).name
-        _run(
-            ["patchelf", "--replace-needed", "libonnxruntime.so.1", versioned, str(target)],
-            "patchelf",
-        )
-    # Separate calls: patchelf 0.14 mixed up --replace-needed and --set-rpath given together.
-    _run(["patchelf", "--set-rpath", str(rpath), str(target)], "patchelf")
-    return target
+        replace = ("libonnxruntime.so.1", versioned)
+    return install_library(
+        build_dir / recipe.library,
+        folder / recipe.library,
+        server_library,
+        framework.lib_dir,
+        replace,
+    )
 
 
 def _run(command: list[str], step: str, log: Path | None = None) -> None:

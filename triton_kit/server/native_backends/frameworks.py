@@ -1,4 +1,5 @@
-"""The frameworks a native backend links: this environment's own onnxruntime and torch wheels.
+"""The frameworks a native backend links: this environment's own onnxruntime, torch and
+ctranslate2 wheels.
 
 Found by their installed files, without importing them (importing torch costs seconds), so
 the launcher can check a built backend against them on every start.
@@ -24,12 +25,14 @@ class Framework:
 
     @property
     def lib_dir(self) -> Path:
+        if self.distribution == "ctranslate2":  # auditwheel's folder beside the package
+            return self.package_dir.parent / "ctranslate2.libs"
         return self.package_dir / ("capi" if self.distribution == "onnxruntime" else "lib")
 
 
 def installed(distribution: str) -> Framework | None:
     """The framework importable here, or None; the distribution name is what pip knows."""
-    module = "torch" if distribution == "torch" else "onnxruntime"
+    module = distribution  # the three import as they install
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
         return None
@@ -69,3 +72,20 @@ def torch_cuda_version(framework: Framework) -> str | None:
     exec(compile(version_file.read_text(), str(version_file), "exec"), scope)
     cuda = scope.get("cuda")
     return str(cuda) if cuda else None
+
+
+def ctranslate2_library(framework: Framework) -> Path:
+    """The wheel's ``libctranslate2-<hash>.so.<version>``: the ctranslate2 backend links it."""
+    candidates = sorted(framework.lib_dir.glob("libctranslate2*.so*"))
+    if not candidates:
+        raise NativeBackendError(
+            f"no libctranslate2*.so* in {framework.lib_dir}: this ctranslate2 install ships no "
+            "shared library to build the ctranslate2 backend against (the PyPI wheel does)"
+        )
+    return candidates[-1]
+
+
+def cxx11_abi(library: Path) -> bool:
+    """Whether ``library`` was built with libstdc++'s C++11 ABI (``_GLIBCXX_USE_CXX11_ABI=1``):
+    its exported names then hold ``std::__cxx11::basic_string``."""
+    return b"NSt7__cxx1112basic_string" in library.read_bytes()

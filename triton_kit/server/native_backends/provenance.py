@@ -19,6 +19,7 @@ REBUILD_COMMAND = "make backends (python -m triton_kit.server.native_backends bu
 # Backends ``build`` leaves out unless named: their own command.
 _OPT_IN_REBUILD = {
     "pytorch_aoti": "python -m triton_kit.server.native_backends build pytorch_aoti",
+    "ctranslate2": "python -m triton_kit.server.native_backends build ctranslate2",
 }
 
 
@@ -47,6 +48,12 @@ class Provenance:
             return cls(**json.loads(path.read_text()))
         except (TypeError, ValueError):
             return None
+
+
+def up_to_date(folder: Path, library: str, recipe: str) -> bool:
+    """Whether ``folder`` holds ``library`` built from exactly ``recipe``."""
+    existing = Provenance.read(folder)
+    return existing is not None and existing.recipe == recipe and (folder / library).is_file()
 
 
 def check_current(folder: Path, backend: str) -> Path:

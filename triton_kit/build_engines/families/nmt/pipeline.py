@@ -140,14 +140,21 @@ def _write_generation(
     sentences: Verification,
     options: BuildOptions,
 ) -> None:
-    """The TorchScript search with ``--engine torch``; else the architecture's ONNX search graph
-    (the Transformer's: ONNX Runtime's BeamSearch operator)."""
+    """The TorchScript search with ``--engine torch``, the CTranslate2 model with ``--engine
+    ctranslate2``; else the architecture's ONNX search graph (the Transformer's: ONNX
+    Runtime's BeamSearch operator)."""
     from triton_kit.build_engines.engines.registry import Engine
 
     if options.engine is Engine.TORCH:
         from triton_kit.build_engines.families.nmt.torch_search import write_generation
 
         write_generation(arch, out, model, checkpoint, onnx, settings, bounds, sentences, options)
+        return
+    if options.engine is Engine.CTRANSLATE2:
+        from triton_kit.build_engines.families.nmt.ct2_engine import write_ct2
+
+        tokenizer = arch.tokenizer_checkpoint(checkpoint)
+        write_ct2(out, checkpoint, tokenizer, settings, bounds, sentences, options)
         return
     arch.write_search_graph(out, model, settings, options)
 
@@ -167,7 +174,7 @@ def _write(
     Where the search engine has no step models beside it, the BLS model alone."""
     names = arch.names
     tokenizer = arch.tokenizer_checkpoint(checkpoint)
-    calls = names.generate if generate else None
+    calls = generate_model(names.generate, options) if generate else None
     if not arch.writes_step_models(options, generate):
         if options.dry_run:
             raise DryRun(f"dry run: nothing scripted or written for {names.bls} and {calls}")
@@ -202,6 +209,18 @@ def _write(
     repository.write_bls(out, tokenizer, settings, bounds, options, names.steps, calls)
     what = f"{options.precision}, {options.engine.value}"
     info(f"wrote {out}/{names.bls}, {out}/{names.encoder}, {out}/{names.decoder} ({what})")
+
+
+def generate_model(name: str, options: BuildOptions) -> str:
+    """The model the BLS model calls for the whole search: ``nmt_ct2`` with ``--engine
+    ctranslate2``, else the architecture's generation model ``name``."""
+    from triton_kit.build_engines.engines.registry import Engine
+
+    if options.engine is Engine.CTRANSLATE2:
+        from triton_kit.build_engines.families.nmt.ct2_engine import CT2_MODEL
+
+        return CT2_MODEL
+    return name
 
 
 def _torch_sources(arch: Architecture, model, options: BuildOptions):

@@ -83,6 +83,8 @@ class Transformer:
         on CPU). Refuses ``--engine torch`` int8-dynamic step models (there are none)."""
         from triton_kit.build_engines.engines.registry import Engine
 
+        if options.engine is Engine.CTRANSLATE2:  # always the whole model: nmt_ct2
+            return True
         torch_int8 = options.engine is Engine.TORCH and options.precision == INT8_DYNAMIC
         if search != "engine":
             if torch_int8:
@@ -96,9 +98,12 @@ class Transformer:
         return options.engine is Engine.ONNXRUNTIME and options.precision in ("fp32", INT8_DYNAMIC)
 
     def writes_step_models(self, options: BuildOptions, generate: bool) -> bool:
-        """All but ``--engine torch`` int8-dynamic, which has no int8 step models."""
+        """All but ``--engine torch`` int8-dynamic, which has no int8 step models, and
+        ``--engine ctranslate2``, whose model is the whole translator."""
         from triton_kit.build_engines.engines.registry import Engine
 
+        if options.engine is Engine.CTRANSLATE2:
+            return False
         return not (options.engine is Engine.TORCH and options.precision == INT8_DYNAMIC)
 
     def encoder_graph(self, model: nn.Module) -> StepGraph:

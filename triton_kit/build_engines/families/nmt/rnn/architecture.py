@@ -138,6 +138,11 @@ class Rnn:
         """The TorchScript search (``nmt_rnn_generate``) with ``--engine torch``, and only it."""
         from triton_kit.build_engines.engines.registry import Engine
 
+        if options.engine is Engine.CTRANSLATE2:
+            raise BuildError(
+                "--engine ctranslate2 converts Marian (Transformer) checkpoints; CTranslate2 "
+                "has no converter for this recurrent model"
+            )
         torch_engine = options.engine is Engine.TORCH
         if search == "engine" and not torch_engine:
             raise BuildError(

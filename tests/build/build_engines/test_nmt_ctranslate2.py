@@ -1,0 +1,83 @@
+"""``build_engines nmt --engine ctranslate2``: what the build writes (``nmt_ct2`` for the kit's
+ctranslate2 backend, ``nmt`` calling it), what it refuses, and the headers the backend
+compiles against (third_party/ctranslate2, sha256-pinned)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from triton_kit.build_engines.cli import build_from_argv
+from triton_kit.build_engines.repository import parse
+from triton_kit.build_engines.steps import BuildError
+from triton_kit.server.model_backends import model_backends
+from triton_kit.server.native_backends.ct2_backend import HEADERS, check_headers
+from triton_kit.server.native_backends.errors import NativeBackendError
+
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
+
+def _build(root: Path, *flags: str) -> Path:
+    repo = root / "repo"
+    argv = ["nmt", "--engine", "ctranslate2", *flags, "--output-repository", str(repo)]
+    build_from_argv([*argv, "--work-dir", str(root / "work")])
+    return repo
+
+
+def _parameters(repo: Path, model: str) -> dict[str, str]:
+    config = parse((repo / model / "config.pbtxt").read_text())
+    return {key: value.string_value for key, value in config.parameters.items()}
+
+
+@pytest.fixture(scope="module")
+def int8_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(tmp_path_factory.mktemp("ct2-int8"), "--threads", "1")
+
+
+def test_writes_nmt_ct2_for_the_backend_and_nmt_calls_it(int8_repo: Path) -> None:
+    assert model_backends(int8_repo) == {"nmt": "python", "nmt_ct2": "ctranslate2"}
+    files = {p.name for p in (int8_repo / "nmt_ct2" / "1").iterdir()}
+    assert {"model.bin", "config.json", "shared_vocabulary.json"} <= files
+    ct2 = _parameters(int8_repo, "nmt_ct2")
+    assert ct2["compute_type"] == "int8"  # the engine's default precision
+    assert ct2["intra_threads"] == "1" and ct2["patience"] == "2"
+    config = parse((int8_repo / "nmt_ct2" / "config.pbtxt").read_text())
+    assert config.max_batch_size == 32 and config.input[0].allow_ragged_batch
+    assert config.HasField("dynamic_batching")
+    assert _parameters(int8_repo, "nmt")["generate_model"] == "nmt_ct2"
+    assert not (int8_repo / "nmt_encoder").exists()  # no step models: the engine is whole
+
+
+def test_fp32_writes_float32_weights(tmp_path: Path) -> None:
+    repo = _build(tmp_path, "--precision", "fp32")
+    assert _parameters(repo, "nmt_ct2")["compute_type"] == "float32"
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--precision", "fp16"], "builds int8 or fp32"),
+        (["--architecture", "rnn"], "no converter for this recurrent model"),
+    ],
+)
+def test_refuses_what_it_cannot_build(tmp_path: Path, flags: list[str], words: str) -> None:
+    with pytest.raises(BuildError, match=words):
+        _build(tmp_path, *flags)
+
+
+def test_other_families_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match="converts a whole Marian model"):
+        argv = ["bert", "--engine", "ctranslate2", "--output-repository", str(tmp_path / "r")]
+        build_from_argv([*argv, "--work-dir", str(tmp_path / "w")])
+
+
+def test_the_vendored_headers_are_pinned(tmp_path: Path) -> None:
+    assert "include/ctranslate2/models/sequence_to_sequence.h" in check_headers()
+    copy = tmp_path / "ctranslate2"
+    shutil.copytree(HEADERS, copy)
+    header = copy / "include" / "ctranslate2" / "vocabulary.h"
+    header.write_text(header.read_text() + "\n// edited\n")
+    with pytest.raises(NativeBackendError, match=r"vocabulary\.h does not match"):
+        check_headers(copy)

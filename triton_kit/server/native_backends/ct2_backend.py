@@ -1,0 +1,101 @@
+"""The opt-in ``ctranslate2`` backend: the kit's own C++ Triton backend (``ctranslate2/``
+beside this file) serving CTranslate2 sequence-to-sequence models natively (issue 31).
+
+It compiles against the CTranslate2 public headers vendored in ``third_party/ctranslate2``
+(sha256-checked; its README says which release and why) and links the ``libctranslate2``
+shipped in this environment's ``ctranslate2`` PyPI wheel, with the wheel's C++ ABI. The r24.10
+core/common/backend sources, CMake flags, install and provenance are the other native
+backends' (``build.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from triton_kit.server.native_backends import frameworks
+from triton_kit.server.native_backends.build import (
+    BuildSettings,
+    compile_backend,
+    install_library,
+    require_tools,
+    shared_cmake_args,
+)
+from triton_kit.server.native_backends.errors import NativeBackendError
+from triton_kit.server.native_backends.provenance import Provenance, up_to_date
+from triton_kit.server.native_backends.sources import SOURCES, sha256_of
+
+CT2_BACKEND = "ctranslate2"
+LIBRARY = "libtriton_ctranslate2.so"
+TARGET = "triton-ctranslate2-backend"
+SOURCE_DIR = Path(__file__).resolve().parent / "ctranslate2"
+_PROJECT_ROOT = Path(__file__).resolve().parents[3]
+HEADERS = _PROJECT_ROOT / "third_party" / "ctranslate2"
+
+
+def check_headers(folder: Path = HEADERS) -> str:
+    """The vendored headers' SHA256SUMS, after checking every file against it."""
+    sums = folder / "SHA256SUMS"
+    if not sums.is_file():
+        raise NativeBackendError(f"{sums} is missing: the CTranslate2 headers are not vendored")
+    text = sums.read_text()
+    for line in text.splitlines():
+        digest, name = line.split(maxsplit=1)
+        path = folder / name
+        if not path.is_file() or sha256_of(path) != digest:
+            raise NativeBackendError(f"{path} does not match {sums}: refusing to build")
+    return text
+
+
+def recipe_key(
+    framework: frameworks.Framework, library: Path, args: list[str], server_library: str | None
+) -> str:
+    """sha256 of what decides the build: the backend's sources, the headers, the wheel's
+    library, the shared Triton sources, the CMake flags and the server library's name."""
+    own = sorted(p for p in SOURCE_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    content = {
+        "sources": {str(p.relative_to(SOURCE_DIR)): sha256_of(p) for p in own},
+        "headers": hashlib.sha256(check_headers().encode()).hexdigest(),
+        "framework": [framework.distribution, framework.version, str(library)],
+        "triton": {name: SOURCES[name].commit for name in ("core", "common", "backend")},
+        "cmake": args,
+        "tritonserver_library": server_library,
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = print) -> Path:
+    """Build ``ctranslate2`` into ``settings.out/ctranslate2/`` unless an identical build is
+    there; the library's path."""
+    framework = frameworks.require("ctranslate2")
+    library = frameworks.ctranslate2_library(framework)
+    abi = int(frameworks.cxx11_abi(library))
+    args = [
+        *shared_cmake_args(settings.work, gpu=False),
+        f"-DCT2_INCLUDE_DIR={HEADERS / 'include'}",
+        f"-DCT2_LIBRARY={library}",
+        f"-DCT2_CXX11_ABI={abi}",
+    ]
+    key = recipe_key(framework, library, args, settings.tritonserver_library)
+    folder = settings.out / CT2_BACKEND
+    if not settings.force and up_to_date(folder, LIBRARY, key):
+        log(f"{CT2_BACKEND}: up to date ({folder / LIBRARY})")
+        return folder / LIBRARY
+    require_tools(CT2_BACKEND)
+    started = time.monotonic()
+    log(
+        f"{CT2_BACKEND}: building the kit's backend against {library.name} (ctranslate2 "
+        f"{framework.version}, _GLIBCXX_USE_CXX11_ABI={abi})"
+    )
+    build_dir = compile_backend(CT2_BACKEND, SOURCE_DIR, TARGET, args, settings)
+    built = install_library(
+        build_dir / LIBRARY, folder / LIBRARY, settings.tritonserver_library, library.parent
+    )
+    Provenance(CT2_BACKEND, LIBRARY, framework.distribution, framework.version, False, key).write(
+        folder
+    )
+    log(f"{CT2_BACKEND}: built {built} in {time.monotonic() - started:.0f} s")
+    return built
