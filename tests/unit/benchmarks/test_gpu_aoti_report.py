@@ -1,0 +1,57 @@
+"""The AOTInductor run's report: ratios against the run's own in-process best, batch-1 gap,
+and rows a run cut short left only in its log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from triton_kit.benchmarks.gpu import aoti_report
+
+RUN = {
+    "env": {"family": "resnet50"},
+    "build": {"build_s": 90.0, "cxx": "/usr/bin/g++"},
+    "in_process": {
+        "check": {"max_abs_diff": 0.1875, "top1_agreement": 1.0},
+        "bs1": {"items_per_s": 800.0, "p50": 1.25, "p95": 1.5, "p99": 2.0},
+        "bs256": {"items_per_s": 20000.0, "p50": 12.0, "p95": 12.5, "p99": 13.0},
+    },
+    "served": {
+        "aoti_i1_d0_c1": {"items_per_s": 500.0, "p50": 2.0, "p95": 2.5, "p99": 3.0},
+        "aoti_i4_d2000p_c256_system_shm": {
+            "items_per_s": 18000.0, "p50": 13.0, "p95": 15.0, "p99": 17.0, "retried": True
+        },
+    },
+}  # fmt: skip
+
+
+def test_ratios_are_against_the_runs_own_best_and_the_batch_one_gap_is_given(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "aoti.json"
+    source.write_text(json.dumps(RUN))
+    out = tmp_path / "report.md"
+    aoti_report.main([str(source), "--out", str(out), "--commit", "abc1234"])
+    text = out.read_text()
+    assert "| 4 inst., 2000 µs + preferred | c256 system shm | 18,000 | 0.90 |" in text
+    assert "| r |" in text and "`abc1234`" in text
+    assert "**+0.75 ms**" in text  # 2.00 served against 1.25 in process
+    assert "| 1 inst., no delay | c1 inline | 500 | — |" in text
+
+
+def test_rows_only_in_the_log_are_filled_in(tmp_path: Path) -> None:
+    cut = {**RUN, "served": None}
+    log = tmp_path / "run.log"
+    log.write_text(
+        "== served (120 s)\n"
+        "aoti_i2_d2000p_pool1024_c256_cuda_shm {'items_per_s': 10000.0, 'p50': 12.0, "
+        "'p95': 14.0, 'p99': 20.0, 'unsettled': True}\n"
+        "noise that is not a row\n"
+    )
+    rows = aoti_report.served_rows(cut, log)
+    assert list(rows) == ["aoti_i2_d2000p_pool1024_c256_cuda_shm"]
+    text = aoti_report.render(cut, rows, {})
+    assert (
+        "| 2 inst., 2000 µs + preferred, pools 1024 MiB | c256 CUDA shm | 10,000 | 0.50 |" in text
+    )
+    assert "| u |" in text

@@ -1,0 +1,167 @@
+"""One AOTInductor GPU run (``python -m triton_kit.benchmarks.gpu.aoti``) as a markdown report.
+
+    python -m triton_kit.benchmarks.gpu.aoti_report aoti.json --out REPORT.md \\
+        --command "..." --commit abc1234 --date "2026-11-27 09:50 UTC" [--log run.log]
+
+The run writes ``aoti.json`` (``aoti-<family>.json`` for BERT) after each step; a run cut short
+inside its ``served`` step leaves those rows only in its log, one ``<row> {dict}`` line each,
+so ``--log`` fills them in. Every served ratio is taken against the in-process best of the
+same run: the package at its largest batch, host copies included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+ROW = re.compile(r"^(?P<key>[a-z0-9_]+) (?P<value>\{.*\})$")
+LOAD = re.compile(r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?$")
+MODEL = re.compile(r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)p?(?:_pool(?P<pool>\d+))?$")
+WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
+
+
+def served_rows(data: dict, log: Path | None) -> dict:
+    """The run's served rows; those only in ``log`` (a run cut short) added."""
+    rows = dict(data.get("served") or {})
+    if log is not None:
+        for line in log.read_text(errors="replace").splitlines():
+            match = ROW.match(line.strip())
+            if match and match["key"] not in rows:
+                try:
+                    rows[match["key"]] = ast.literal_eval(match["value"])
+                except (SyntaxError, ValueError):
+                    continue
+    return rows
+
+
+def describe(model: str) -> str:
+    match = MODEL.search(model)
+    if not match:
+        return model
+    delay = int(match["delay"])
+    text = f"{match['instances']} inst., " + (f"{delay} µs + preferred" if delay else "no delay")
+    if match["pool"]:
+        text += f", pools {match['pool']} MiB"
+    return text
+
+
+def flags(row: dict) -> str:
+    return " ".join(mark for key, mark in (("retried", "r"), ("unsettled", "u")) if row.get(key))
+
+
+def render(data: dict, rows: dict, header: dict[str, str]) -> str:
+    family = data.get("env", {}).get("family", "resnet50")
+    measured = data.get("in_process") or {}
+    in_process = {k: v for k, v in measured.items() if k.startswith("bs")}
+    best_key = max(in_process, key=lambda k: in_process[k]["items_per_s"], default=None)
+    best = in_process[best_key]["items_per_s"] if best_key else None
+    lines = [f"# AOTInductor package served natively on the GPU: {family}", ""]
+    lines += ["| run | |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in header.items() if value]
+    lines += ["", *_notes(data.get("build") or {}, measured.get("check", {}), best_key, best)]
+    lines += ["", "## In process", "", "| batch | items/s | p50 ms | p95 ms | p99 ms |"]
+    lines.append("|---|---|---|---|---|")
+    lines += [f"| {key[2:]} | {_figures(row)} |" for key, row in in_process.items()]
+    lines += ["", "## Served", ""]
+    lines.append(
+        "| served model | load | items/s | / in process | p50 ms | p95 ms | p99 ms | note |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|")
+    lines += _served_lines(rows, best)
+    lines += _batch_one(in_process.get("bs1"), rows)
+    lines += _outputs(rows)
+    lines += [f"- step `{name}` failed; see the raw JSON" for name in data.get("errors") or {}]
+    return "\n".join(lines) + "\n"
+
+
+def _figures(row: dict) -> str:
+    rate = f"{row['items_per_s']:,.0f}"
+    return f"{rate} | {row['p50']:.2f} | {row['p95']:.2f} | {row['p99']:.2f}"
+
+
+def _notes(build: dict, check: dict, best_key: str | None, best: float | None) -> list[str]:
+    checked = ", ".join(f"{k} {v:.4g}" for k, v in check.items())
+    notes = [
+        f"- Build: {build.get('build_s', '—')} s (`aoti_compile_and_package`, compiler "
+        f"`{build.get('cxx', '—')}`). Check in process against the eager module: {checked}."
+    ]
+    if best:
+        notes.append(
+            "- Served: perf_analyzer, one item a request; *r*: re-measured with longer windows, "
+            "*u*: did not settle (two windows accepted). `/ in process`: served items/s over "
+            f"the in-process best ({best_key}, {best:,.0f}/s)."
+        )
+    return notes
+
+
+def _served_lines(rows: dict, best: float | None) -> list[str]:
+    lines = []
+    for key, row in rows.items():
+        match = LOAD.match(key)
+        if not match or "items_per_s" not in row:
+            continue
+        batched = best and match["concurrency"] != "1"
+        ratio = f"{row['items_per_s'] / best:.2f}" if batched else "—"
+        rate, latencies = _figures(row).split(" | ", 1)
+        load = f"c{match['concurrency']} {WAYS[match['shm']]}"
+        lines.append(
+            f"| {describe(match['model'])} | {load} | {rate} | {ratio} | {latencies} | "
+            f"{flags(row)} |"
+        )
+    return lines
+
+
+def _batch_one(bs1: dict | None, rows: dict) -> list[str]:
+    c1 = [r["p50"] for k, r in rows.items() if "_d0_c1" in k and "p50" in r]
+    if not bs1 or not c1:
+        return []
+    served, alone = min(c1), bs1["p50"]
+    return [
+        "",
+        f"**Batch 1:** served p50 {served:.2f} ms (the fastest way) against {alone:.2f} ms "
+        f"in process: **{served - alone:+.2f} ms**.",
+    ]
+
+
+def _outputs(rows: dict) -> list[str]:
+    outputs = {k[: -len("_outputs")]: v for k, v in rows.items() if k.endswith("_outputs")}
+    if not outputs:
+        return []
+    shapes = ", ".join(sorted({str(v.get("shapes")) for v in outputs.values()}))
+    each = "; ".join(
+        f"{name}: " + ", ".join(f"{m} {x:.4g}" for m, x in v.items() if isinstance(x, float))
+        for name, v in outputs.items()
+    )
+    return [
+        "",
+        f"**Served outputs** ({len(outputs)} models, concurrent one-row requests batched "
+        f"together): shapes {shapes}; {each}.",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m triton_kit.benchmarks.gpu.aoti_report",
+                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser.add_argument("json", type=Path, help="the run's aoti.json / aoti-<family>.json")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--log", type=Path, help="the run's log: rows the JSON lacks")
+    for name in ("command", "commit", "date", "machine", "raw", "note"):
+        parser.add_argument(f"--{name}", default="", help=f"header row: {name}")
+    args = parser.parse_args(argv)
+    data = json.loads(args.json.read_text())
+    header = {name: getattr(args, name) for name in
+              ("machine", "command", "date", "commit", "raw", "note")}  # fmt: skip
+    for name in ("command", "commit"):
+        if header[name]:
+            header[name] = f"`{header[name]}`"
+    args.out.write_text(render(data, served_rows(data, args.log), header))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
