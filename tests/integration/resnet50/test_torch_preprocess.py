@@ -123,7 +123,8 @@ def test_nvjpeg_decode_and_gpu_resize_match_the_reference() -> None:
     and the decoded pixels differ by 4.32 levels on average (run 5, 320x240 RGB), so the
     decode is bounded on average only (6 levels); the GPU resize/crop/normalise is then
     held to the CPU recipe's 2 levels against the reference run on the very pixels nvJPEG
-    decoded (not yet seen passing on the H100: run 5 stopped at the decode bound of 2).
+    decoded (run 5 stopped at the decode bound of 2; passed on the H100 in issue 30's call 16,
+    benchmarks/results/gpu/issue30-pipelines/call16-nvjpeg-pytest.log).
     """
     from triton_kit.python_models.resnet50.gpu import TorchPreprocess
     from triton_kit.python_models.resnet50.image import PreprocessSpec
