@@ -86,14 +86,15 @@ def _built_chain(
 def test_default_gpu_build_writes_the_configuration_measured_on_the_h100(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """benchmarks/results/gpu.md, native_i4_d2000p: max batch 256, 4 GPU instances, 2000 us,
-    preferred 64/128/256; the ensembles and their python steps take the same 256."""
+    """benchmarks/results/tune_gpu.md (loadtest tune on the H100): max batch 256, 2 GPU
+    instances, no queue delay, preferred 64/128/256; the ensembles and their python steps take
+    the same 256."""
     model = _built_chain(monkeypatch, tmp_path, True, 256)
     assert model.platform == "pytorch_libtorch"
     assert [(g.count, g.kind) for g in model.instance_group] == [
-        (4, mc.ModelInstanceGroup.KIND_GPU)
+        (2, mc.ModelInstanceGroup.KIND_GPU)
     ]
-    assert model.dynamic_batching.max_queue_delay_microseconds == 2000
+    assert model.dynamic_batching.max_queue_delay_microseconds == 0
     assert list(model.dynamic_batching.preferred_batch_size) == [64, 128, 256]
 
 
@@ -107,7 +108,9 @@ def test_a_native_gpu_build_runs_two_instances_of_each_pre_processor(
 ) -> None:
     """On the H100 one resnet50_preprocess instance was busy 104% and capped the ensemble:
     a native GPU build gives both pre-processors GPU_PREPROCESS_INSTANCES (2) GPU instances;
-    top-k stays one CPU instance (it batches every request in one call)."""
+    with them the JPEG ensemble served 2,030 img/s and top-k (one CPU instance, every request of
+    an execute in one call) was busy 117% (gpu_pipelines.md, call 16), so it gets two CPU
+    instances there too."""
     gpu, cpu = mc.ModelInstanceGroup.KIND_GPU, mc.ModelInstanceGroup.KIND_CPU
     for build in ("gpu", "graphs", "cpu"):
         (tmp_path / build).mkdir()
@@ -116,7 +119,7 @@ def test_a_native_gpu_build_runs_two_instances_of_each_pre_processor(
     assert _pre_post_instances(_build(tmp_path / "gpu", "--engine", "torch")) == {
         "resnet50_preprocess": [(2, gpu)],
         "resnet50_uint8_preprocess": [(2, gpu)],
-        "resnet50_postprocess": [(1, cpu)],
+        "resnet50_postprocess": [(2, cpu)],
     }
     graphs = _build(tmp_path / "graphs", "--engine", "torch", "--cuda-graphs")
     assert _pre_post_instances(graphs)["resnet50_preprocess"] == [(1, gpu)]  # --instances
@@ -131,7 +134,7 @@ def test_explicit_max_batch_size_wins_on_a_gpu_build(
     """``--max-batch-size 128``: every model takes it; preferred sizes above it are dropped."""
     model = _built_chain(monkeypatch, tmp_path, True, 128, "--max-batch-size", "128")
     assert list(model.dynamic_batching.preferred_batch_size) == [64, 128]
-    assert model.dynamic_batching.max_queue_delay_microseconds == 2000
+    assert model.dynamic_batching.max_queue_delay_microseconds == 0
 
 
 def test_cpu_torch_build_keeps_the_cpu_default(

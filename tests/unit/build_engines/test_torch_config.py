@@ -73,8 +73,8 @@ def test_cuda_graphs_go_only_where_every_input_shape_is_fixed() -> None:
 
 
 def test_gpu_resnet_batching_is_what_won_on_the_h100() -> None:
-    """Issue 30's grid: 4 GPU instances, 2 ms queue delay, preferred 64/128/256 (those the
-    model allows); a queue policy already written stays."""
+    """Issue 30's tune on the H100 (tune_gpu.md): 2 GPU instances, no queue delay, preferred
+    64/128/256 (those the model allows); a queue policy already written stays."""
     from triton_kit.build_engines.engines.torchscript.config import apply_gpu_batching
     from triton_kit.build_engines.families.resnet50 import GPU_RESNET_BATCHING
     from triton_kit.build_engines.repository import enable_dynamic_batching
@@ -84,8 +84,8 @@ def test_gpu_resnet_batching_is_what_won_on_the_h100() -> None:
     config.dynamic_batching.default_queue_policy.max_queue_size = 7
     apply_gpu_batching(config, GPU_RESNET_BATCHING)
     assert [(g.count, g.kind) for g in config.instance_group] == [
-        (4, mc.ModelInstanceGroup.KIND_GPU)
+        (2, mc.ModelInstanceGroup.KIND_GPU)
     ]
-    assert config.dynamic_batching.max_queue_delay_microseconds == 2000
+    assert config.dynamic_batching.max_queue_delay_microseconds == 0
     assert list(config.dynamic_batching.preferred_batch_size) == [64, 128]
     assert config.dynamic_batching.default_queue_policy.max_queue_size == 7

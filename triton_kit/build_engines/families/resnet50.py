@@ -45,12 +45,13 @@ NUM_CLASSES = 1000
 # Every build but a native GPU one (ONNX Runtime, TensorRT, torch on CPU or with CUDA graphs).
 DEFAULT_MAX_BATCH = 16
 
-# Measured on the H100 in benchmarks/results/gpu.md (row native_i4_d2000p; raw files
-# benchmarks/results/gpu/issue30-call1, python -m triton_kit.benchmarks.gpu.serving):
-# one-image ResNet-50 requests at c256 through Triton's pytorch backend, 10.1k img/s with
-# these against 8.2k at 4 instances and 100 us, and 5.9k / 2.9k at 1 / 2 instances with them
-# (in process: 13.1k at batch 256). The trade-off, same report: +2.1 ms p50 for a lone client.
-GPU_RESNET_BATCHING = GpuBatching(instances=4, queue_delay_us=2000, preferred=(64, 128, 256))
+# Chosen on the H100 by `python -m triton_kit.loadtest tune` (benchmarks/results/tune_gpu.md,
+# call 18): one-image requests to resnet50_model at c64/c256 through Triton's pytorch backend,
+# 2 GPU instances and no queue delay served 4.4k img/s against 3.3k for the 4 instances and
+# 2000 us written before (both in that run). An earlier hand grid (gpu.md, call 1) had put
+# 4 x 2000 us first at 10.1k; the machine served a third to a half of that in every run of
+# this session, so the two disagree through noise as much as through the settings.
+GPU_RESNET_BATCHING = GpuBatching(instances=2, queue_delay_us=0, preferred=(64, 128, 256))
 # The max_batch_size that measurement served with: a native GPU build (--engine torch on a
 # GPU host, no --cuda-graphs) gives it to resnet50_model, both ensembles and their python
 # pre/post-processing models together (an ensemble may not exceed any step's).
@@ -62,8 +63,11 @@ PRE_POST_QUEUE_DELAY_US = 1000
 # processes decoding and resizing side by side). On the H100 one instance of
 # resnet50_preprocess was busy 104% of the time and capped the JPEG ensemble at 722 img/s
 # against ~13k for the engine alone (benchmarks.gpu.pipelines, c256); two are not yet
-# measured. Every other build keeps --instances.
+# measured. Every other build keeps --instances. With two, the ensemble served 2,030 img/s
+# and the top-k postprocessor (one CPU instance) was busy 117% (gpu_pipelines.md, call 16):
+# it gets two CPU instances in a native GPU build too (not yet measured).
 GPU_PREPROCESS_INSTANCES = 2
+GPU_POSTPROCESS_INSTANCES = 2
 
 
 @dataclass
@@ -282,7 +286,7 @@ def write_repository(
         torch_source=_torch_source(source),  # --engine torch (issue 10) and aoti (issue 30)
     )
     if _native_gpu(model_config) and model_options.queue_delay_us == _DEFAULTS.queue_delay_us:
-        apply_gpu_batching(model_config, GPU_RESNET_BATCHING)  # issue 30's H100 grid
+        apply_gpu_batching(model_config, GPU_RESNET_BATCHING)  # issue 30's H100 tune
     write_model(repo, model_config, files)
     for pre_config, pre_files in preprocess_models(
         options, max_batch, pixels, model_options.pixels_on_device
@@ -298,6 +302,7 @@ def write_repository(
             parameters={"top_k": 5, "labels_file": "labels.txt"},
             dynamic_batching_delay_us=PRE_POST_QUEUE_DELAY_US,
             queue=options.queue,
+            instances=GPU_POSTPROCESS_INSTANCES if _native_gpu_build(options) else 1,
         ),
         {
             "model.py": python_shim("triton_kit.python_models.resnet50.model.TopKPostprocessor"),
