@@ -128,3 +128,20 @@ def test_the_ctranslate2_backend_links_the_wheels_library_with_its_abi(tmp_path:
     )
     with pytest.raises(NativeBackendError, match=f"ctranslate2 here is {here.version}"):
         built_library("ctranslate2", tmp_path)
+
+
+def test_the_ctranslate2_backend_builds_only_against_the_headers_release(tmp_path: Path) -> None:
+    """The vendored headers decide the structs the backend fills (third_party/ctranslate2):
+    the wheel whose library it links must be that very release, or the build stops and says
+    which; the pin in pyproject.toml is that release."""
+    from triton_kit.server.native_backends import ct2_backend, frameworks
+
+    assert ct2_backend.HEADERS_RELEASE == "4.8.1"
+    here = installed("ctranslate2")
+    assert here is not None and here.version == ct2_backend.HEADERS_RELEASE
+    ct2_backend.check_release(here)  # the installed wheel passes
+    newer = frameworks.Framework(here.distribution, "4.8.5", here.package_dir)
+    with pytest.raises(NativeBackendError, match=r"ctranslate2 4\.8\.5 .* headers are v4\.8\.1"):
+        ct2_backend.check_release(newer)
+    pyproject = (Path(ct2_backend.__file__).resolve().parents[3] / "pyproject.toml").read_text()
+    assert f'"ctranslate2=={ct2_backend.HEADERS_RELEASE}"' in pyproject

@@ -166,10 +166,13 @@ def install_library(
     server_library: str | None,
     rpath: Path,
     replace_needed: tuple[str, str] | None = None,
+    add_needed: tuple[str, ...] = (),
 ) -> Path:
     """Copy ``built`` to ``target`` (a real file: Triton refuses a backend library whose real
     path is outside its folder), made to NEED the wheel's renamed ``libtritonserver`` and to
-    find the framework's libraries by ``rpath``."""
+    find the framework's libraries by ``rpath``. ``add_needed``: libraries the framework's own
+    library needs but cannot find itself (no rpath of its own; ``rpath`` here is not
+    inherited), loaded first by name so they are there when it is."""
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(built, target)
     if server_library:
@@ -179,6 +182,8 @@ def install_library(
         )
     if replace_needed:
         _run(["patchelf", "--replace-needed", *replace_needed, str(target)], "patchelf")
+    for name in add_needed:
+        _run(["patchelf", "--add-needed", name, str(target)], "patchelf")
     # Separate calls: patchelf 0.14 mixed up --replace-needed and --set-rpath given together.
     _run(["patchelf", "--set-rpath", str(rpath), str(target)], "patchelf")
     return target

@@ -34,6 +34,20 @@ TARGET = "triton-ctranslate2-backend"
 SOURCE_DIR = Path(__file__).resolve().parent / "ctranslate2"
 _PROJECT_ROOT = Path(__file__).resolve().parents[3]
 HEADERS = _PROJECT_ROOT / "third_party" / "ctranslate2"
+# The release the vendored headers come from (third_party/ctranslate2/README.md): the structs
+# the backend fills are laid out by them, so the linked library must be the same release
+# (pyproject.toml pins the wheel to it).
+HEADERS_RELEASE = "4.8.1"
+
+
+def check_release(framework: frameworks.Framework) -> None:
+    """Refuse a ctranslate2 wheel of another release than the headers'."""
+    if framework.version != HEADERS_RELEASE:
+        raise NativeBackendError(
+            f"ctranslate2 {framework.version} is installed, but the backend's headers are "
+            f"v{HEADERS_RELEASE} (third_party/ctranslate2): install ctranslate2=="
+            f"{HEADERS_RELEASE} (pip install '.[bench]' pins it)"
+        )
 
 
 def check_headers(folder: Path = HEADERS) -> str:
@@ -71,6 +85,7 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
     """Build ``ctranslate2`` into ``settings.out/ctranslate2/`` unless an identical build is
     there; the library's path."""
     framework = frameworks.require("ctranslate2")
+    check_release(framework)
     library = frameworks.ctranslate2_library(framework)
     abi = int(frameworks.cxx11_abi(library))
     args = [
@@ -79,7 +94,10 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
         f"-DCT2_LIBRARY={library}",
         f"-DCT2_CXX11_ABI={abi}",
     ]
-    key = recipe_key(framework, library, args, settings.tritonserver_library)
+    # The wheel's other libraries (libgomp-<hash>): 4.8.1's libctranslate2 has no rpath of its
+    # own to find them by, so the backend NEEDs them (part of the key: they are linked in).
+    bundled = tuple(sorted(p.name for p in library.parent.glob("*.so*") if p != library))
+    key = recipe_key(framework, library, [*args, *bundled], settings.tritonserver_library)
     folder = settings.out / CT2_BACKEND
     if not settings.force and up_to_date(folder, LIBRARY, key):
         log(f"{CT2_BACKEND}: up to date ({folder / LIBRARY})")
@@ -92,7 +110,11 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
     )
     build_dir = compile_backend(CT2_BACKEND, SOURCE_DIR, TARGET, args, settings)
     built = install_library(
-        build_dir / LIBRARY, folder / LIBRARY, settings.tritonserver_library, library.parent
+        build_dir / LIBRARY,
+        folder / LIBRARY,
+        settings.tritonserver_library,
+        library.parent,
+        add_needed=bundled,
     )
     Provenance(CT2_BACKEND, LIBRARY, framework.distribution, framework.version, False, key).write(
         folder

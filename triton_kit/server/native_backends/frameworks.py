@@ -55,12 +55,20 @@ def require(distribution: str) -> Framework:
 
 def onnxruntime_library(framework: Framework) -> Path:
     """The wheel's C API library (``libonnxruntime.so.<version>``): the backend links it."""
-    candidates = sorted(framework.lib_dir.glob("libonnxruntime.so.*"))
+    return _wheel_library(
+        framework,
+        "libonnxruntime.so.*",
+        "this onnxruntime wheel ships no C API library to build Triton's onnxruntime backend "
+        "against",
+    )
+
+
+def _wheel_library(framework: Framework, pattern: str, missing: str) -> Path:
+    """The newest of ``framework``'s libraries matching ``pattern``; ``missing`` says why
+    none is a problem."""
+    candidates = sorted(framework.lib_dir.glob(pattern))
     if not candidates:
-        raise NativeBackendError(
-            f"no libonnxruntime.so.* in {framework.lib_dir}: this onnxruntime wheel ships no "
-            "C API library to build Triton's onnxruntime backend against"
-        )
+        raise NativeBackendError(f"no {pattern} in {framework.lib_dir}: {missing}")
     return candidates[-1]
 
 
@@ -76,13 +84,12 @@ def torch_cuda_version(framework: Framework) -> str | None:
 
 def ctranslate2_library(framework: Framework) -> Path:
     """The wheel's ``libctranslate2-<hash>.so.<version>``: the ctranslate2 backend links it."""
-    candidates = sorted(framework.lib_dir.glob("libctranslate2*.so*"))
-    if not candidates:
-        raise NativeBackendError(
-            f"no libctranslate2*.so* in {framework.lib_dir}: this ctranslate2 install ships no "
-            "shared library to build the ctranslate2 backend against (the PyPI wheel does)"
-        )
-    return candidates[-1]
+    return _wheel_library(
+        framework,
+        "libctranslate2*.so*",
+        "this ctranslate2 install ships no shared library to build the ctranslate2 backend "
+        "against (the PyPI wheel does)",
+    )
 
 
 def cxx11_abi(library: Path) -> bool:

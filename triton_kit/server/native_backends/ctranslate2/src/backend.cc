@@ -7,10 +7,10 @@
 // request whose inputs are bad gets INVALID_ARG alone and the others are still answered.
 //
 // Only functions the library exports are called, never CTranslate2's header-only thread pool
-// (ctranslate2::Translator / ReplicaPool): the headers are vendored from v4.8.1 (the wheel is
-// 4.8.5, whose sources were not to be had), and a Translator built from them crashed inside
-// the 4.8.5 library's worker threads, while the same translation through the replica's
-// exported translate() was right (third_party/ctranslate2/README.md).
+// (ctranslate2::Translator / ReplicaPool): built from the vendored v4.8.1 headers against the
+// 4.8.5 wheel's library, a Translator crashed inside the library's worker threads while the
+// same translation through the replica's exported translate() was right; the wheel is pinned
+// to 4.8.1 since, and the Translator was not tried again (third_party/ctranslate2/README.md).
 #include <chrono>
 #include <map>
 #include <memory>
