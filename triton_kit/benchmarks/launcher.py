@@ -129,7 +129,8 @@ def measure(url: str, model: str, concurrency: int, seconds: float, out: Path, *
     settle (a shared host's noise is not the launcher's cost), and a last time accepting any
     two windows (marked ``unsettled``) so a noisy row is still reported. A first untimed
     window pays the model's first-use costs (allocator growth, library plans) at the batch
-    sizes the batcher forms. ``shm``: perf_analyzer.run's shared-memory keywords."""
+    sizes the batcher forms. ``shm``: perf_analyzer.run's keywords (shared memory, input
+    data, cores)."""
     perf_analyzer.run(url, model, concurrency, 1.0, out, stability=100, **shm)
     row = perf_analyzer.run(url, model, concurrency, seconds, out, stability=20, **shm)
     if "error" in row:

@@ -176,3 +176,38 @@ def test_memory_pools_default_to_tritons_own_and_size_both_pools(tmp_path: Path)
     ]
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--pools-mb", "-1"])
+
+
+def test_cores_and_repeats_are_options_and_each_batched_load_repeats(tmp_path: Path) -> None:
+    default = aoti.parse(["--out", str(tmp_path)])
+    assert (default.server_cpus, default.client_cpus, default.repeats) == (None, None, 1)
+    options = aoti.parse(
+        ["--out", str(tmp_path), "--server-cpus", "0-11", "--client-cpus", "12-15"]
+        + ["--repeats", "3"]
+    )
+    assert (options.server_cpus, options.client_cpus, options.repeats) == ("0-11", "12-15", 3)
+    assert aoti.repeated([(1, "none"), (256, "system")], 3) == [
+        (1, "none", 1), (256, "system", 1), (256, "system", 2), (256, "system", 3)
+    ]  # fmt: skip
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--repeats", "0"])
+
+
+def test_perf_analyzer_and_the_server_can_be_kept_on_their_own_cores(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from triton_kit.benchmarks.harness import perf_analyzer
+
+    assert perf_analyzer.pinned(None) == []
+    assert perf_analyzer.pinned("12-15") == ["taskset", "-c", "12-15"]
+    seen: list[list[str]] = []
+
+    def fake_run(command: list[str], **_: object) -> object:
+        seen.append(command)
+        return type("Done", (), {"returncode": 1, "stdout": "", "stderr": "no server"})()
+
+    monkeypatch.setattr(perf_analyzer, "binary", lambda: "/bin/perf_analyzer")
+    monkeypatch.setattr(perf_analyzer.subprocess, "run", fake_run)
+    row = perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path, cpus="12-15")
+    assert "error" in row
+    assert seen[0][:4] == ["taskset", "-c", "12-15", "/bin/perf_analyzer"]

@@ -55,3 +55,14 @@ def test_rows_only_in_the_log_are_filled_in(tmp_path: Path) -> None:
         "| 2 inst., 2000 µs + preferred, pools 1024 MiB | c256 CUDA shm | 10,000 | 0.50 |" in text
     )
     assert "| u |" in text
+
+
+def test_repeated_loads_are_rows_of_their_own() -> None:
+    latency = {"p50": 1.0, "p95": 2.0, "p99": 3.0}
+    rows = {
+        "aoti_i2_d2000p_c256_cuda_shm": {"items_per_s": 16000.0, **latency},
+        "aoti_i2_d2000p_c256_cuda_shm_rep2": {"items_per_s": 12000.0, **latency},
+    }
+    text = aoti_report.render(RUN, rows, {})
+    assert "| c256 CUDA shm | 16,000 | 0.80 |" in text
+    assert "| c256 CUDA shm (repeat 2) | 12,000 | 0.60 |" in text

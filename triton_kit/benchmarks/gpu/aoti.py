@@ -177,6 +177,12 @@ class Options:
     # defaults (256 MiB pinned, 64 MiB CUDA), which a c256 batch of 150 KB images (38 MB) per
     # instance outgrows, so each gather may fall back to allocating.
     pools_mb: tuple[int, ...] = (0,)
+    # Cores (taskset lists) for the servers and for perf_analyzer: apart, the client's 256
+    # connections cannot take the server's cores (the served figure swung 0.42-0.88x between
+    # runs while in process held steady). None: anywhere.
+    server_cpus: str | None = None
+    client_cpus: str | None = None
+    repeats: int = 1  # each batched load measured this many times, to see the spread
 
     @property
     def settings(self) -> Settings:
@@ -238,6 +244,13 @@ def parse(argv: list[str] | None) -> Options:
         help="Triton's pinned and CUDA memory pool sizes (MiB), each a server of its own for "
         "every batched row; 0: Triton's defaults (default: 0 only)",
     )  # fmt: skip
+    parser.add_argument("--server-cpus", help="taskset core list for each tritonserver")
+    parser.add_argument("--client-cpus", help="taskset core list for perf_analyzer")
+    parser.add_argument(
+        "--repeats", type=int, default=1,
+        help="measure each batched load this many times in a row (keys _rep2.. after the "
+        "first), to see the spread within one run (default 1)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -251,8 +264,11 @@ def parse(argv: list[str] | None) -> Options:
     pools = tuple(int(n) for n in args.pools_mb.split(","))
     if min(pools) < 0:
         parser.error("--pools-mb: each must be 0 (Triton's defaults) or more")
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
-                   shm, delays, args.baseline, args.family, pools)  # fmt: skip
+                   shm, delays, args.baseline, args.family, pools, args.server_cpus,
+                   args.client_cpus, args.repeats)  # fmt: skip
 
 
 def logged_compiles(log: Path) -> None:
@@ -434,6 +450,16 @@ def served(repo: Path, names: list[str], options: Options, reference: Path) -> d
     return rows
 
 
+def repeated(loads: list[tuple[int, str]], repeats: int) -> list[tuple[int, str, int]]:
+    """Each batched load (concurrency above 1) ``repeats`` times in a row, numbered from 1;
+    the c1 loads once."""
+    return [
+        (concurrency, shm, repeat)
+        for concurrency, shm in loads
+        for repeat in range(1, (repeats if concurrency > 1 else 1) + 1)
+    ]
+
+
 def pool_flags(pool_mb: int) -> list[str]:
     """Triton's pinned and CUDA (device 0) memory pools at ``pool_mb`` MiB; none for 0."""
     if not pool_mb:
@@ -487,6 +513,7 @@ def serve_one(
 ) -> dict:
     """One model on a bare server of its own; rows are keyed by ``name`` (``_pool<N>`` added
     where the memory pools are not Triton's defaults)."""
+    from triton_kit.benchmarks.harness.perf_analyzer import pinned
     from triton_kit.benchmarks.launcher import bare_command, measure, stop
     from triton_kit.server.binary import find_installation, server_environment
     from triton_kit.server.launcher import free_ports, wait_ready
@@ -495,7 +522,8 @@ def serve_one(
     label = name + (f"_pool{pool_mb}" if pool_mb else "")
     log = options.out / f"server-{label}.log"
     with log.open("ab") as sink:
-        process = subprocess.Popen([*bare_command(repo, backends, ports), *pool_flags(pool_mb)],
+        server = [*bare_command(repo, backends, ports), *pool_flags(pool_mb)]
+        process = subprocess.Popen([*pinned(options.server_cpus), *server],
                                    env=server_environment(find_installation()), stdout=sink,
                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     rows: dict = {}
@@ -512,13 +540,14 @@ def serve_one(
         if c1:
             loads.append((1, "none"))
         data = "random" if name == BASELINE else input_data
-        for concurrency, shm in loads:
+        for concurrency, shm, repeat in repeated(loads, options.repeats):
             if process.poll() is not None:
                 break
             key = f"{label}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
+            key += f"_rep{repeat}" if repeat > 1 else ""
             rows[key] = measure(url, name, concurrency, options.seconds, options.out,
                                 shared_memory=shm, output_bytes=options.spec.output_bytes,
-                                input_data=data)  # fmt: skip
+                                input_data=data, cpus=options.client_cpus)  # fmt: skip
             print(key, rows[key], flush=True)
         rows[f"{label}_server_alive"] = process.poll() is None
     finally:

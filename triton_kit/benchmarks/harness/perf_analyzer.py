@@ -74,6 +74,11 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def pinned(cpus: str | None) -> list[str]:
+    """The prefix that keeps a command on ``cpus`` (taskset's list syntax); none for None."""
+    return ["taskset", "-c", cpus] if cpus else []
+
+
 def run(
     url: str,
     model: str,
@@ -84,6 +89,7 @@ def run(
     stability: int = 20,
     shared_memory: str = "none",
     output_bytes: int = 0,
+    cpus: str | None = None,
 ) -> dict:
     """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
 
@@ -93,7 +99,8 @@ def run(
     never be reached). Returns {"skipped"} without a binary
     and {"error"} when it fails. ``shared_memory`` "system" or "cuda" sends the inputs (and
     receives outputs of ``output_bytes`` each) through Triton's shared-memory regions instead
-    of inside the gRPC messages.
+    of inside the gRPC messages. ``cpus`` (taskset's list, e.g. "12-15") keeps perf_analyzer
+    on those cores, away from the server's.
     """
     executable = binary()
     if not executable:
@@ -101,7 +108,8 @@ def run(
     tag = "" if shared_memory == "none" else f"-{shared_memory}-shm"
     csv_path = out / f"perf_analyzer-{model}-c{concurrency}{tag}.csv"
     command = [
-        executable, "-m", model, "-u", url.removeprefix("grpc://"), "-i", "grpc", "-b", "1",
+        *pinned(cpus), executable, "-m", model, "-u", url.removeprefix("grpc://"), "-i", "grpc",
+        "-b", "1",
         "--concurrency-range", str(concurrency), "--input-data", input_data,
         "--measurement-interval", str(int(seconds * 1000)), "--percentile", "99",
         "--stability-percentage", str(stability), "--max-trials", "8", "-f", str(csv_path),
