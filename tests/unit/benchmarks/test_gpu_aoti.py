@@ -181,10 +181,8 @@ def test_memory_pools_default_to_tritons_own_and_size_both_pools(tmp_path: Path)
 def test_cores_and_repeats_are_options_and_each_batched_load_repeats(tmp_path: Path) -> None:
     default = aoti.parse(["--out", str(tmp_path)])
     assert (default.server_cpus, default.client_cpus, default.repeats) == (None, None, 1)
-    options = aoti.parse(
-        ["--out", str(tmp_path), "--server-cpus", "0-11", "--client-cpus", "12-15"]
-        + ["--repeats", "3"]
-    )
+    cores = ["--server-cpus", "0-11", "--client-cpus", "12-15"]
+    options = aoti.parse(["--out", str(tmp_path), *cores, "--repeats", "3"])
     assert (options.server_cpus, options.client_cpus, options.repeats) == ("0-11", "12-15", 3)
     assert aoti.repeated([(1, "none"), (256, "system")], 3) == [
         (1, "none", 1), (256, "system", 1), (256, "system", 2), (256, "system", 3)
