@@ -75,8 +75,8 @@ PY
 # The PT2 loader is the model's, not the instance's (ModelState::model_loader_), and held one
 # AOTInductor runner: every instance loaded its own package, the last one replaced the others,
 # and all instances then ran that one runner, each waiting on the CUDA event of the run before
-# it (AOTInductorModelContainer with one model), so a second instance only queued and more
-# instances served less (gpu_aoti.md). Instances on a device now share one loader holding one
+# it (AOTInductorModelContainer with one model), so a second instance only queued (instances
+# beyond two gained nothing consistent on the H100: gpu.md, gpu_aoti/). Instances on a device now share one loader holding one
 # runner per instance of the model (the container's models share the weights), as
 # ENABLE_WEIGHT_SHARING already shared the loader.
 "$py" - "$src/pytorch_backend/src/pt2/model_state.cc" <<'PY'

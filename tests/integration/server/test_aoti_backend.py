@@ -8,7 +8,7 @@ execution every response got the whole batch and responses 2..N read past the ou
 end: wrong shapes here on CPU, a SIGSEGV on the H100's first loaded request. The reference
 is numpy on the module's own weights, not the backend or Inductor.
 
-The second defect (issue 30, from the backend's source after more GPU instances served less):
+The second defect (issue 30, from the backend's source, after more GPU instances gained nothing):
 the PT2 loader belongs to the model and held one AOTInductor runner, and each instance's load
 replaced it, so every instance ran the last one's single runner in turn. The kit's build gives
 the instances of a device one shared loader with a runner each (``mlp3``: three instances).
