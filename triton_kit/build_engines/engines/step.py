@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from triton_kit.build_engines.engines.registry import Engine
+from triton_kit.build_engines.steps import BuildError
 
 if TYPE_CHECKING:
     from triton_kit.build_engines.options import BuildOptions
@@ -20,6 +21,19 @@ if TYPE_CHECKING:
 def step_of(engine: Engine) -> EngineStep:
     """The engine's step module, imported only now (TensorRT, torch: heavy or absent)."""
     return importlib.import_module(engine.module)  # type: ignore[return-value]
+
+
+def pytorch_source(name: str, flag: str, families: str, source: tuple | None) -> tuple:
+    """(module, feeds, more parity feeds) of a model's PyTorch ``source`` (module, feeds[,
+    more feeds]), for the engines built from it; refused where there is none (a user-given
+    ONNX), naming the ``families`` that have one."""
+    if source is None:
+        raise BuildError(
+            f"{name}: {flag} needs the model's PyTorch source ({families}; a user-given ONNX "
+            "has none)"
+        )
+    module, feeds, *more = source
+    return module, feeds, (more[0] if more else ())
 
 
 # input name -> {axis: symbolic name}, as given to the ONNX export (dry runs before export).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from triton_kit.build_engines.engines.step import pytorch_source
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.repository import ModelConfig
 from triton_kit.build_engines.steps import BuildError
@@ -46,15 +47,10 @@ def artifacts(
     options: BuildOptions,
     source: tuple | None = None,
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
-    if source is None:
-        raise BuildError(
-            f"{name}: --engine aoti needs the model's PyTorch source (resnet50 has it; a "
-            "user-given ONNX has none)"
-        )
+    module, feeds, checks = pytorch_source(name, "--engine aoti", "resnet50 has it", source)
     _check_shapes(name, config)
     from triton_kit.build_engines.engines.aoti.build import aoti_artifacts
 
-    module, feeds, *more = source  # (module, example feeds[, more parity feeds])
     return aoti_artifacts(
         name,
         module,
@@ -63,7 +59,7 @@ def artifacts(
         config,
         precision=options.precision,
         work_dir=options.work_dir,
-        check_feeds=more[0] if more else (),
+        check_feeds=checks,
         aoti=options.aoti,
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from triton_kit.build_engines.engines.step import pytorch_source
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.repository import ModelConfig
 from triton_kit.build_engines.steps import BuildError
@@ -38,15 +39,10 @@ def artifacts(
     options: BuildOptions,
     source: tuple | None = None,
 ) -> tuple[ModelConfig, dict[str, Path | bytes | str]]:
-    if source is None:
-        raise BuildError(
-            f"{name}: --engine torch needs the model's PyTorch source (resnet50, bert and nmt "
-            "have it; a user-given ONNX has none)"
-        )
+    families = "resnet50, bert and nmt have it"
+    module, feeds, checks = pytorch_source(name, "--engine torch", families, source)
     from triton_kit.build_engines.engines.torchscript.artifacts import torch_artifacts
 
-    module, feeds, *more = source  # (module, trace feeds[, more parity feeds of other shapes])
-    checks = more[0] if more else ()
     return torch_artifacts(
         name,
         module,
