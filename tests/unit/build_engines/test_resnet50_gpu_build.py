@@ -98,6 +98,46 @@ def test_default_gpu_build_writes_the_configuration_measured_on_the_h100(
     assert list(model.dynamic_batching.preferred_batch_size) == [64, 128, 256]
 
 
+def _fake_aoti_gpu_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU host for ``--engine aoti``: compiling and loading the package are stand-ins."""
+    import torch
+
+    from triton_kit.build_engines.engines.aoti import build
+
+    def compile_package(module, example, path, **kwargs):
+        assert kwargs["device"] == "cuda"
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(b"stand-in package")
+        return Path(path)
+
+    _fake_torch_host(monkeypatch, True)
+    monkeypatch.setattr(build, "gpu_visible", lambda: True)
+    monkeypatch.setattr(build, "compile_package", compile_package)
+    monkeypatch.setattr(torch._inductor, "aoti_load_package", lambda path: object())
+    monkeypatch.setattr(build, "worst_parity", lambda *args: 0.0)
+
+
+def test_aoti_gpu_build_writes_what_served_the_package_best_on_the_h100(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The AOTInductor package through pytorch_aoti (one runner per instance): 4 GPU
+    instances at 2000 us with preferred 64/128/256 served 0.71-0.88x in process against
+    0.61-0.74x for 2 instances (benchmarks/results/gpu_aoti/call22-resnet50-runners.md and
+    call25-resnet50-unpinned.md); tune's 2 instances without delay were TorchScript's."""
+    _fake_aoti_gpu_host(monkeypatch)
+    model = _build(tmp_path, "--engine", "aoti")["resnet50_model"]
+    assert (model.backend, model.platform, model.max_batch_size) == (
+        "pytorch_aoti",
+        "torch_aoti",
+        256,
+    )
+    assert [(g.count, g.kind) for g in model.instance_group] == [
+        (4, mc.ModelInstanceGroup.KIND_GPU)
+    ]
+    assert model.dynamic_batching.max_queue_delay_microseconds == 2000
+    assert list(model.dynamic_batching.preferred_batch_size) == [64, 128, 256]
+
+
 def _pre_post_instances(configs: dict[str, mc.ModelConfig]) -> dict[str, list[tuple[int, int]]]:
     names = ("resnet50_preprocess", "resnet50_uint8_preprocess", "resnet50_postprocess")
     return {name: [(g.count, g.kind) for g in configs[name].instance_group] for name in names}

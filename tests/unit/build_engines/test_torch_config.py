@@ -73,8 +73,9 @@ def test_cuda_graphs_go_only_where_every_input_shape_is_fixed() -> None:
 
 
 def test_gpu_resnet_batching_is_what_won_on_the_h100() -> None:
-    """Issue 30's tune on the H100 (tune_gpu.md): 2 GPU instances, no queue delay, preferred
-    64/128/256 (those the model allows); a queue policy already written stays."""
+    """Issue 30's tune on the H100 (tune_gpu.md), TorchScript: 2 GPU instances, no queue
+    delay, preferred 64/128/256 (those the model allows); a queue policy already written
+    stays."""
     from triton_kit.build_engines.engines.torchscript.config import apply_gpu_batching
     from triton_kit.build_engines.families.resnet50 import GPU_RESNET_BATCHING
     from triton_kit.build_engines.repository import enable_dynamic_batching
@@ -82,7 +83,7 @@ def test_gpu_resnet_batching_is_what_won_on_the_h100() -> None:
     config = torch_model_config("m", *IO, TorchConfigOptions(max_batch_size=128, gpu=True))
     enable_dynamic_batching(config, 0)
     config.dynamic_batching.default_queue_policy.max_queue_size = 7
-    apply_gpu_batching(config, GPU_RESNET_BATCHING)
+    apply_gpu_batching(config, GPU_RESNET_BATCHING["pytorch_libtorch"])
     assert [(g.count, g.kind) for g in config.instance_group] == [
         (2, mc.ModelInstanceGroup.KIND_GPU)
     ]

@@ -45,13 +45,21 @@ NUM_CLASSES = 1000
 # Every build but a native GPU one (ONNX Runtime, TensorRT, torch on CPU or with CUDA graphs).
 DEFAULT_MAX_BATCH = 16
 
-# Chosen on the H100 by `python -m triton_kit.loadtest tune` (benchmarks/results/tune_gpu.md,
-# call 18): one-image requests to resnet50_model at c64/c256 through Triton's pytorch backend,
-# 2 GPU instances and no queue delay served 4.4k img/s against 3.3k for the 4 instances and
-# 2000 us written before (both in that run). An earlier hand grid (gpu.md, call 1) had put
-# 4 x 2000 us first at 10.1k; the machine served a third to a half of that in every run of
-# this session, so the two disagree through noise as much as through the settings.
-GPU_RESNET_BATCHING = GpuBatching(instances=2, queue_delay_us=0, preferred=(64, 128, 256))
+# How resnet50_model batches on the H100, by the platform that serves it:
+# - pytorch_libtorch (TorchScript), chosen by `python -m triton_kit.loadtest tune`
+#   (benchmarks/results/tune_gpu.md, call 18): one-image requests at c64/c256, 2 GPU instances
+#   and no queue delay served 4.4k img/s against 3.3k for the 4 instances and 2000 us written
+#   before (both in that run). An earlier hand grid (gpu.md, call 1) had put 4 x 2000 us first
+#   at 10.1k; the machine served a third to a half of that in every run of that session, so
+#   the two disagree through noise as much as through the settings.
+# - torch_aoti (the AOTInductor package through pytorch_aoti, one runner per instance): 4
+#   instances at 2000 us served 0.73-0.88x in process through shared memory against 0.61-0.74x
+#   for 2 (benchmarks/results/gpu_aoti/call22-resnet50-runners.md; 0.71-0.78x in call 25's
+#   repeats); a no-delay row was not measured with one runner per instance.
+GPU_RESNET_BATCHING = {
+    "pytorch_libtorch": GpuBatching(instances=2, queue_delay_us=0, preferred=(64, 128, 256)),
+    "torch_aoti": GpuBatching(instances=4, queue_delay_us=2000, preferred=(64, 128, 256)),
+}
 # The max_batch_size that measurement served with: a native GPU build (--engine torch on a
 # GPU host, no --cuda-graphs) gives it to resnet50_model, both ensembles and their python
 # pre/post-processing models together (an ensemble may not exceed any step's).
@@ -286,7 +294,7 @@ def write_repository(
         torch_source=_torch_source(source),  # --engine torch (issue 10) and aoti (issue 30)
     )
     if _native_gpu(model_config) and model_options.queue_delay_us == _DEFAULTS.queue_delay_us:
-        apply_gpu_batching(model_config, GPU_RESNET_BATCHING)  # issue 30's H100 tune
+        apply_gpu_batching(model_config, GPU_RESNET_BATCHING[model_config.platform])
     write_model(repo, model_config, files)
     for pre_config, pre_files in preprocess_models(
         options, max_batch, pixels, model_options.pixels_on_device
