@@ -194,8 +194,8 @@ def generate_ct2(
     rows = bls.infer(model, ct2_feeds(jobs), [CT2_OUTPUT])[0]
     results = []
     for index, (job, row) in enumerate(zip(jobs, rows, strict=True)):
-        ids = row[row != CT2_PAD].tolist()  # Python ints; a loop over numpy scalars was the
-        # stub's costliest line at 16 rows (cProfile, /tmp/nmtstub/micro.py in issue 31's notes)
+        ids = row[row != CT2_PAD].tolist()  # Python ints (a loop over numpy scalars was the
+        # stub's costliest line: benchmarks/results/nmt_ctranslate2_stub.md)
         if len(ids) < job.max_length - 1:
             ids.append(eos_token_id)
         results.append(ids)
