@@ -204,6 +204,14 @@ def generate_ct2(
     return results
 
 
+def serves_ct2(version_dir: Any, model: str) -> bool:
+    """Whether the sibling ``model`` is served by the kit's ctranslate2 backend (its
+    ``model.bin``): ONE call answers a batch of any beam sizes."""
+    from triton_kit.python_models.common.sibling import sibling_onnx
+
+    return sibling_onnx(version_dir, model, "model.bin") is not None
+
+
 def served_search(
     version_dir: Any, model: str, settings: Any
 ) -> Callable[[Sequence[Any], Callable[[int, list[int]], None] | None], list[list[int]]]:
@@ -215,7 +223,7 @@ def served_search(
     from triton_kit.python_models.common import bls
     from triton_kit.python_models.common.sibling import sibling_onnx
 
-    if sibling_onnx(version_dir, model, "model.bin") is not None:  # the ctranslate2 backend
+    if serves_ct2(version_dir, model):  # the kit's ctranslate2 backend
 
         def ct2(jobs, on_done=None):
             return generate_ct2(model, jobs, settings.eos_token_id, on_done)
