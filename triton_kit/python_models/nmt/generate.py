@@ -194,13 +194,22 @@ def generate_ct2(
     rows = bls.infer(model, ct2_feeds(jobs), [CT2_OUTPUT])[0]
     results = []
     for index, (job, row) in enumerate(zip(jobs, rows, strict=True)):
-        ids = [int(t) for t in row if t != CT2_PAD]
+        ids = row[row != CT2_PAD].tolist()  # Python ints (a loop over numpy scalars was the
+        # stub's costliest line: benchmarks/results/nmt_ctranslate2_stub.md)
         if len(ids) < job.max_length - 1:
             ids.append(eos_token_id)
         results.append(ids)
         if on_done is not None:
             on_done(index, ids)
     return results
+
+
+def serves_ct2(version_dir: Any, model: str) -> bool:
+    """Whether the sibling ``model`` is served by the kit's ctranslate2 backend (its
+    ``model.bin``): ONE call answers a batch of any beam sizes."""
+    from triton_kit.python_models.common.sibling import sibling_onnx
+
+    return sibling_onnx(version_dir, model, "model.bin") is not None
 
 
 def served_search(
@@ -214,7 +223,7 @@ def served_search(
     from triton_kit.python_models.common import bls
     from triton_kit.python_models.common.sibling import sibling_onnx
 
-    if sibling_onnx(version_dir, model, "model.bin") is not None:  # the ctranslate2 backend
+    if serves_ct2(version_dir, model):  # the kit's ctranslate2 backend
 
         def ct2(jobs, on_done=None):
             return generate_ct2(model, jobs, settings.eos_token_id, on_done)

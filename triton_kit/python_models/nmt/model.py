@@ -15,9 +15,9 @@ Runtime's BeamSearch graph (onnxruntime backend) once per batch, or the TorchScr
 Each request's response goes out through its response sender the moment its
 sentences are finished, so a short greedy request does not wait for a long beam
 search in the same batch; a batch the engine's search answers in one call (one beam
-size) returns its responses from ``execute`` instead, one message to Triton where each
-send is a round trip. The model stays non-decoupled (one response per request), so HTTP
-and gRPC both work.
+size; any beam sizes for CTranslate2, whose one call takes each row's) returns its
+responses from ``execute`` instead, one message to Triton where each send is a round trip.
+The model stays non-decoupled (one response per request), so HTTP and gRPC both work.
 
 Inputs (a request may hold several rows):
 - ``TEXT``: UTF-8; empty or non-UTF-8 text is INVALID_ARG. Sources longer than
@@ -176,11 +176,13 @@ class NmtModel(PythonModel):
         self.settings, self.limits = from_parameters(self.params)
         self.text = MarianText(self.version_dir, self.limits.max_source_length)
         self.engine_search = None  # the search inside the engine, where the build wrote one
+        self.any_beams_one_call = False  # whether one engine call takes every beam size
         generate_model = self.params.str("generate_model", "")
         if generate_model:  # then the step models are not loaded: one search per engine
-            from triton_kit.python_models.nmt.generate import served_search
+            from triton_kit.python_models.nmt.generate import served_search, serves_ct2
 
             self.engine_search = served_search(self.version_dir, generate_model, self.settings)
+            self.any_beams_one_call = serves_ct2(self.version_dir, generate_model)
             return
         self.runner = step_model(
             self.version_dir,
@@ -204,7 +206,8 @@ class NmtModel(PythonModel):
         let Triton prefetch it (no queue policy,
         triton_kit/build_engines/families/nmt/repository.py), or the dynamic batcher waits 500 ms
         before scheduling it. Where every sentence ends at the same moment (the engine's search,
-        one call for the batch's one beam size), the responses go back together as execute's
+        one call for the batch's one beam size, or CTranslate2's for any), the responses go
+        back together as execute's
         return, one message to Triton instead of a round trip per request.
         """
         start = time.perf_counter()
@@ -250,9 +253,12 @@ class NmtModel(PythonModel):
             return self._note(exc)
 
     def _one_engine_call(self, parsed: list[list[Job] | Exception]) -> bool:
-        """Whether the engine's search answers the whole batch in one call (one beam size)."""
+        """Whether the engine's search answers the whole batch in one call: always for the
+        ctranslate2 backend (a call takes each row's beam size), else with one beam size."""
         if self.engine_search is None:
             return False
+        if self.any_beams_one_call:
+            return True
         beams = {job.beam_size for rows in parsed if isinstance(rows, list) for job in rows}
         return len(beams) <= 1
 

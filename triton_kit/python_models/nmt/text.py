@@ -32,6 +32,12 @@ class MarianText:
         self.eos_id, self.unk_id, self.pad_id = (self.vocab[t] for t in (EOS, UNK, PAD))
         self.special = {target_vocab[t] for t in (EOS, UNK, PAD) if t in target_vocab}
         self.max_source_length = max_source_length
+        # id -> its piece, "" for the special tokens and for ids the vocabulary lacks: one
+        # list index a token where ``decode`` looked in a set and a dict
+        self._piece_of = [
+            "" if i in self.special else self.pieces.get(i, "")
+            for i in range(max(self.pieces, default=-1) + 1)
+        ]
 
     def encode(self, text: str) -> list[int]:
         pieces = self.source.encode(text, out_type=str)
@@ -39,5 +45,6 @@ class MarianText:
         return [*ids[: self.max_source_length - 1], self.eos_id]
 
     def decode(self, ids: Sequence[int]) -> str:
-        pieces = [self.pieces[i] for i in ids if i not in self.special and i in self.pieces]
+        table, size = self._piece_of, len(self._piece_of)
+        pieces = [table[i] for i in ids if 0 <= i < size]
         return "".join(pieces).replace(_SPACE, " ").strip()

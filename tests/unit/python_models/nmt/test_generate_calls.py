@@ -12,8 +12,10 @@ import pytest
 from tests.support import pb_utils_standin as standin
 from triton_kit.python_models.nmt.decode import Job
 from triton_kit.python_models.nmt.generate import (
+    CT2_OUTPUT,
     TORCH_GENERATE_OUTPUT,
     generate_batched,
+    generate_ct2,
     sequence_ids,
     served_search,
 )
@@ -114,3 +116,28 @@ def test_served_search_picks_the_torchscript_sibling_by_its_file(tmp_path, pb_ut
     assert feeds["num_beams"].tolist() == [2, 4] and feeds["max_length"].tolist() == [8, 4]
     assert feeds["length_penalty"].tolist() == [1.0]
     assert all(feeds[k].dtype == np.int32 for k in ("input_ids", "num_beams", "max_length"))
+
+
+def test_ct2_rows_come_back_as_python_ids_with_eos_below_the_limit(pb_utils) -> None:
+    """ONE call for the batch: ids padded with -1 on the right, each row's beam and limit
+    (HF's max_length minus the start token); the -1 padding of the answer dropped, EOS put back
+    where a row ended before its limit, and plain ints (the texts are looked up by them)."""
+    calls = []
+
+    def called(model, feeds, names):
+        calls.append({k: v.copy() for k, v in feeds.items()})
+        out = np.array([[5, 6, -1, -1], [7, 8, 9, -1], [4, 4, 4, 4]], dtype=np.int32)
+        return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(names[0], out)])
+
+    pb_utils.bls_handler = called
+    jobs = [Job([3, EOS], 4, 64), Job([3, 4, 5, EOS], 1, 4), Job([3, EOS], 2, 5)]
+    done = []
+    results = generate_ct2("nmt_ct2", jobs, EOS, lambda i, ids: done.append((i, ids)))
+    assert results == [[5, 6, EOS], [7, 8, 9], [4, 4, 4, 4]]
+    assert all(type(t) is int for row in results for t in row)
+    assert done == list(enumerate(results))
+    (feeds,) = calls
+    assert feeds["SOURCE_IDS"].tolist() == [[3, EOS, -1, -1], [3, 4, 5, EOS], [3, EOS, -1, -1]]
+    assert feeds["BEAM_SIZE"].tolist() == [[4], [1], [2]]
+    assert feeds["MAX_DECODING_LENGTH"].tolist() == [[63], [3], [4]]
+    assert CT2_OUTPUT == "TARGET_IDS"

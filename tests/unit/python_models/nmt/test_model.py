@@ -293,6 +293,39 @@ def test_a_failing_engine_fails_every_returned_response(tmp_path, pb_utils) -> N
     assert error_of(responses[1]) == (3, "TEXT is empty")
 
 
+class CopyCt2:
+    """The BLS handler for the kit's ctranslate2 backend (``copy_ct2``): each row's target ids
+    are its source ids (-1 padded, as the backend pads), so a translation is its text."""
+
+    def __init__(self, pb_utils) -> None:
+        self.pb_utils = pb_utils
+        self.beams: list[list[int]] = []
+
+    def __call__(self, model: str, feeds: dict[str, np.ndarray], names: list[str]):
+        self.beams.append(feeds["BEAM_SIZE"].reshape(-1).tolist())
+        target = self.pb_utils.Tensor(names[0], feeds["SOURCE_IDS"].copy())
+        return self.pb_utils.InferenceResponse([target])
+
+
+def test_a_ct2_batch_of_two_beam_sizes_is_one_call_and_returns_its_responses(tmp_path, pb_utils):
+    """The ctranslate2 backend takes every row's beam size in one call, so a batch mixing beam
+    sizes is answered by execute's return too (one message to Triton, no response sender);
+    a bad request still fails alone."""
+    (tmp_path / "copy_ct2" / "1").mkdir(parents=True)
+    (tmp_path / "copy_ct2" / "1" / "model.bin").write_bytes(b"")
+    engine = CopyCt2(pb_utils)
+    pb_utils.bls_handler = engine
+    model = _model(tmp_path, generate_model="copy_ct2")
+    greedy, bad = _request(["zero"], beam=[1]), _request(["zero"], beam=[5])
+    beam = _request(["seven hundred", "one"], beam=[4])
+    responses = model.execute([greedy, bad, beam])
+    assert engine.beams == [[1, 4, 4]]  # ONE call, each row its own beam size
+    assert outputs(responses[0])["TRANSLATION"].tolist() == [[b"zero"]]
+    assert error_of(responses[1]) == (3, "BEAM_SIZE must be in 1..4, got 5")
+    assert outputs(responses[2])["TRANSLATION"].tolist() == [[b"seven hundred"], [b"one"]]
+    assert not any(req.sender.sent for req in (greedy, bad, beam))
+
+
 def _limits(**changes: int) -> Limits:
     values = dict(
         default_beam_size=2,

@@ -47,6 +47,7 @@ def test_encode_truncates_to_max_source_length_eos_included(limit, ids) -> None:
 def test_decode_drops_special_and_unknown_ids_and_restores_spaces(text) -> None:
     assert text.decode([139, 15, 3, 1, 2, 8, 0, 0]) == "four hundred and one"
     assert text.decode([15, 9999, 3]) == "four hundred"
+    assert text.decode([-1, 15, -139, 3, 140]) == "four hundred"  # ids outside the table
     assert text.decode([]) == ""
 
 
