@@ -195,7 +195,7 @@ def generate_ct2(
     results = []
     for index, (job, row) in enumerate(zip(jobs, rows, strict=True)):
         ids = row[row != CT2_PAD].tolist()  # Python ints (a loop over numpy scalars was the
-        # stub's costliest line: benchmarks/results/nmt_ctranslate2_stub.md)
+        # stub's costliest line: docs/nmt_ct2_stub.md)
         if len(ids) < job.max_length - 1:
             ids.append(eos_token_id)
         results.append(ids)
