@@ -39,8 +39,9 @@ ENGINE_MEANINGS = {
     IN_PROCESS: "the Python search (triton_kit/python_models/nmt/decode.py: one vectorised "
     "top-k per beam size over every sentence, the decoder run with IO binding) on ONNX Runtime "
     "sessions of the ONNX step files Triton loads, in this process",
-    TRITON: "the default build served: the `nmt` python model running that same Python search "
-    "on the same files with ONNX Runtime inside its stub",
+    TRITON: "the `--engine onnxruntime --search python` build served (the default before "
+    "CTranslate2): the `nmt` python model running that same Python search on the same files "
+    "with ONNX Runtime inside its stub",
     CT2_FP32: "CTranslate2 (PyPI ctranslate2) converted from the same checkpoint, float32, "
     "`patience=2`, `max_decoding_length` = HF `max_length` - 1",
     CT2_INT8: "the same CTranslate2 model at int8",
@@ -64,12 +65,12 @@ ENGINE_MEANINGS = {
     IN_PROCESS_TORCH_INT8: "the TorchScript search built with `--precision int8-dynamic` "
     "(PyTorch dynamic quantisation of the steps' Linear layers), in this process",
     TRITON_TORCH_INT8: "that int8 module served the same way",
-    TRITON_CT2: "the `--engine ctranslate2` build: the same checkpoint converted by CTranslate2 "
-    "at int8 (`nmt_ct2`), served natively by the kit's own C++ backend `ctranslate2` (the "
-    "ctranslate2 wheel's libctranslate2, one batched translate per beam size and limit of an "
-    "execute on Triton's instance thread, `intra_threads` = the budget); the `nmt` python model "
-    "tokenises, sends its batch's ids in ONE BLS call and detokenises, and runs no engine. Its "
-    "in-process twin is `CTranslate2 int8`",
+    TRITON_CT2: "the `--engine ctranslate2` build (nmt's default): the same checkpoint "
+    "converted by CTranslate2 at int8 (`nmt_ct2`), served natively by the kit's own C++ "
+    "backend `ctranslate2` (the ctranslate2 wheel's libctranslate2, one batched translate per "
+    "beam size and limit of an execute on Triton's instance thread, `intra_threads` = the "
+    "budget); the `nmt` python model tokenises, sends its batch's ids in ONE BLS call and "
+    "detokenises, and runs no engine. Its in-process twin is `CTranslate2 int8`",
     TRITON_CT2_DIRECT: "the same server as `Triton ctranslate2 (gRPC)`, its clients calling "
     "`nmt_ct2` itself (token ids in and out, sentencepiece in the client thread, one sentence "
     "a request): the native backend without the `nmt` python model in front",

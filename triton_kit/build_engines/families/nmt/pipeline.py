@@ -43,7 +43,7 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
     dry_run = options.dry_run
     if dry_run and model_options.train:
         raise BuildError("nmt: --dry-run with --train: train first, then plan the engines")
-    generate = engine_search(arch, options, model_options.search)
+    generate = engine_search(arch, options, model_options.search_for(options.engine.value))
     log = StepLog(name, (2 if dry_run else 4 + generate) + model_options.train)
     if model_options.train:
         from triton_kit.build_engines.families.nmt.train import train

@@ -38,6 +38,7 @@ from triton_kit.build_engines.families.nmt.export import (
     cache_shape,
     load_model,
 )
+from triton_kit.build_engines.families.nmt.options import DEFAULTS
 from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import PRECISION as INT8_DYNAMIC
 from triton_kit.build_engines.families.nmt.vocab import write_tokenizer
 from triton_kit.build_engines.steps import BuildError, info
@@ -56,6 +57,7 @@ class Transformer:
     """Marian, as :class:`~triton_kit.build_engines.families.nmt.architecture.Architecture`."""
 
     name = "transformer"
+    default = DEFAULTS[name]  # what --engine/--search left out build, and why
     names = ModelNames(repository.BLS, repository.ENCODER, repository.DECODER, repository.GENERATE)
     default_checkpoint = DEFAULT_CHECKPOINT
     encoder_axes = ENCODER_AXES
@@ -84,6 +86,15 @@ class Transformer:
         from triton_kit.build_engines.engines.registry import Engine
 
         if options.engine is Engine.CTRANSLATE2:  # always the whole model: nmt_ct2
+            if search != "engine":
+                raise BuildError(
+                    "--engine ctranslate2 is the whole search in CTranslate2 (nmt_ct2): it has "
+                    "no step models for --search python (--engine onnxruntime --search python "
+                    "builds the Python search)"
+                )
+            from triton_kit.build_engines.families.nmt.ct2_engine import check_precision
+
+            check_precision(options.precision)  # before the export, not after it
             return True
         torch_int8 = options.engine is Engine.TORCH and options.precision == INT8_DYNAMIC
         if search != "engine":
