@@ -46,8 +46,9 @@ def family_engine(args: argparse.Namespace) -> str | None:
     if args.family not in FAMILIES:  # "all": each family's, once its own flags are parsed
         return None
     module = _try_import(FAMILIES[args.family][0])
-    chooser = getattr(module, "default_engine", None)
-    return chooser(args) if chooser else None
+    if module is None or not hasattr(module, "default_engine"):
+        return None
+    return module.default_engine(args)
 
 
 def build_parser() -> argparse.ArgumentParser:

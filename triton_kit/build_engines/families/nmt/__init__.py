@@ -16,7 +16,7 @@ Defaults (with no --engine, --search or --precision), per --architecture:
   rnn: --engine onnxruntime --search python: ``nmt_rnn`` (the same Python search) over
     ``nmt_rnn_encoder``/``nmt_rnn_decoder``; CTranslate2 has no recurrent model.
 One pipeline, training, export and search for both (what differs is the architecture's,
-families/nmt/architecture.py); each default is written once, in families/nmt/options.py.
+families/nmt/architecture.py); each default is written once, in families/nmt/defaults.py.
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from triton_kit.build_engines.families.nmt.corpus import DEFAULT_CHECKPOINT, DEFAULT_RNN_CHECKPOINT
+from triton_kit.build_engines.families.nmt.defaults import DEFAULTS, default_of
 from triton_kit.build_engines.families.nmt.options import (
     ARCHITECTURES,
     DEFAULT_MAX_BEAM_SIZE,
-    DEFAULTS,
     SEARCHES,
     NmtOptions,
-    default_of,
 )
 
 if TYPE_CHECKING:

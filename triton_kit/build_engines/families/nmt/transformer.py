@@ -31,6 +31,7 @@ from triton_kit.build_engines.families.nmt.architecture import (
     encoder_graph,
 )
 from triton_kit.build_engines.families.nmt.corpus import Split
+from triton_kit.build_engines.families.nmt.defaults import DEFAULTS
 from triton_kit.build_engines.families.nmt.export import (
     DECODER_AXES,
     DecoderStepGraph,
@@ -38,7 +39,6 @@ from triton_kit.build_engines.families.nmt.export import (
     cache_shape,
     load_model,
 )
-from triton_kit.build_engines.families.nmt.options import DEFAULTS
 from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import PRECISION as INT8_DYNAMIC
 from triton_kit.build_engines.families.nmt.vocab import write_tokenizer
 from triton_kit.build_engines.steps import BuildError, info

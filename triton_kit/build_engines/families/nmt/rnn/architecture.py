@@ -38,7 +38,7 @@ from triton_kit.build_engines.families.nmt.architecture import (
     encoder_graph,
 )
 from triton_kit.build_engines.families.nmt.corpus import Split
-from triton_kit.build_engines.families.nmt.options import DEFAULTS
+from triton_kit.build_engines.families.nmt.defaults import DEFAULTS
 from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
 from triton_kit.build_engines.families.nmt.rnn.model import RnnConfig, RnnTranslator
 from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import PRECISION as INT8_DYNAMIC
