@@ -208,21 +208,33 @@ def test_cpu_profile_needs_no_gpu_and_answers_as_triton(resolved: dict[str, Any]
 
 
 @pytest.mark.parametrize(
-    ("name", "engine"), [("build-engines", "tensorrt"), ("build-onnx", "onnxruntime")]
+    ("name", "engines"),
+    [
+        ("build-engines", {"resnet50": "tensorrt", "bert": "tensorrt", "nmt": "tensorrt"}),
+        # Each family's default: nmt's is CTranslate2 (the serving image builds its backend).
+        ("build-onnx", {"resnet50": "onnxruntime", "bert": "onnxruntime", "nmt": "ctranslate2"}),
+    ],
 )
 def test_build_commands_parse_with_the_real_cli(
-    resolved: dict[str, Any], name: str, engine: str
+    resolved: dict[str, Any], name: str, engines: dict[str, str]
 ) -> None:
     """The one-shot services' arguments are accepted by `python -m triton_kit.build_engines`
-    itself."""
-    from triton_kit.build_engines.cli import build_parser
+    itself, and give each family the engine its served models need."""
+    from triton_kit.build_engines.cli import ALL_ORDER, build_parser, family_engine, family_options
+    from triton_kit.build_engines.flags import parse_build_args
 
     command = resolved["services"][name]["command"]
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(command)
+        args = parser.parse_args(command)
     except SystemExit as exc:
         pytest.fail(f"python -m triton_kit.build_engines rejects {command}: exit {exc.code}")
-    assert (args.family, args.engine, str(args.output_repository)) == ("all", engine, "/models")
+    assert (args.family, str(args.output_repository)) == ("all", "/models")
+    built = {}
+    for family in ALL_ORDER:  # as `all` runs them: each family's own flags and defaults
+        family_args = parse_build_args(parser, [family, *command[1:]], family_engine)
+        built[family] = family_options(family, family_args).engine.value
+    assert built == engines
 
 
 def test_locust_master_and_scalable_workers(resolved: dict[str, Any]) -> None:
