@@ -23,8 +23,10 @@ COPY triton_kit/server/native_backends triton_kit/server/native_backends
 COPY triton_kit/server/binary.py triton_kit/server/errors.py triton_kit/server/
 # The backend folder Triton loads: the library, its record, and the wheel's libraries beside it
 # (libctranslate2 and the libgomp it needs), found through $ORIGIN instead of site-packages.
+# TRITONSERVER: the image's own binary, so the backend NEEDs its plain libtritonserver.so.
 # hadolint ignore=SC2016
-RUN PYTHONPATH=/build/triton-kit python3 -m triton_kit.server.native_backends build ctranslate2 \
+RUN TRITONSERVER=/opt/tritonserver/bin/tritonserver PYTHONPATH=/build/triton-kit \
+        python3 -m triton_kit.server.native_backends build ctranslate2 \
         --out /build/out --work /build/work \
     && libs="$(python3 -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("ctranslate2").origin).parents[1] / "ctranslate2.libs")')" \
     && cp "$libs"/*.so* /build/out/ctranslate2/ \

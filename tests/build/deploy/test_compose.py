@@ -170,6 +170,27 @@ def test_stop_drains_within_the_grace_period(resolved: dict[str, Any], name: str
     assert int(grace[:-1]) > drain_s + exit_s
 
 
+def test_serving_image_builds_the_ctranslate2_backend_the_default_nmt_needs() -> None:
+    """The default repository's nmt_ct2 runs in the kit's ctranslate2 backend, which the
+    official image lacks: a stage builds it with the kit's own recipe against the wheel release
+    its headers are (the pin the build refuses to differ from), and the image installs it where
+    Triton looks for backends, its libraries beside it."""
+    from triton_kit.server.native_backends.ct2_backend import HEADERS_RELEASE
+
+    dockerfile = (DOCKER_DIR / "triton.Dockerfile").read_text()
+    stage, final = dockerfile.split("FROM ${TRITON_IMAGE} AS ctranslate2-backend", 1)[1].split(
+        "\nFROM ${TRITON_IMAGE}\n", 1
+    )
+    assert "python3 -m triton_kit.server.native_backends build ctranslate2" in stage
+    assert f'"ctranslate2=={HEADERS_RELEASE}"' in stage
+    assert f'"ctranslate2=={HEADERS_RELEASE}"' in (ROOT / "pyproject.toml").read_text()
+    assert "patchelf --set-rpath '$ORIGIN'" in stage
+    assert (
+        "COPY --from=ctranslate2-backend /build/out/ctranslate2 "
+        "/opt/tritonserver/backends/ctranslate2" in final
+    )
+
+
 def test_serving_image_carries_the_stop_path() -> None:
     """The entrypoint and server.drain with its one project import, copied where the
     command and PYTHONPATH=/opt/triton-kit find them; no third-party imports."""

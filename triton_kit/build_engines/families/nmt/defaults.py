@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 # The engines whose build is the whole search and nothing else: --search left out means engine.
 WHOLE_SEARCH_ENGINES = ("ctranslate2",)
-STEP_SEARCH = "python"  # --search left out with any other engine the user names: today's search
+STEP_SEARCH = "python"  # --search left out with another engine named: what it built before
 
 
 @dataclass(frozen=True)
