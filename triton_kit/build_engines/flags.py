@@ -146,8 +146,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "triton_kit.server.native_backends build pytorch_aoti` builds it), or the whole NMT "
         "model converted by CTranslate2 for the kit's ctranslate2 backend (ctranslate2: nmt; "
         "`make backends` builds it). Default: the family's: "
-        f"{_BUILD.engine.value} for resnet50 and bert; for nmt its --architecture's "
-        "(transformer: ctranslate2, rnn: onnxruntime; nmt --help says why)",
+        f"{_BUILD.engine.value} for resnet50 and bert; for nmt its --architecture's (`nmt "
+        "--help` lists each and why)",
     )
     common.add_argument(
         "--dry-run",

@@ -5,18 +5,16 @@ Any local Marian checkpoint directory works (``--checkpoint DIR``, with its
 own English→French number model in assets/nmt-en-fr-numbers, which ``--train``
 rebuilds from scratch (seeded).
 
-Defaults (with no --engine, --search or --precision), per --architecture:
-  transformer: --engine ctranslate2 (int8): the checkpoint converted by CTranslate2 into
-    ``nmt_ct2``, served by the kit's own ``ctranslate2`` backend, and ``nmt`` (python BLS) that
-    tokenises and makes one call per batch to it; served 1.55-2.30x the Python search over ONNX
-    Runtime step models at beams 1 and 4, 8 and 32 clients on the 2-core CPU
-    (benchmarks/results/nmt_ctranslate2.md). ``--engine onnxruntime --search python`` builds
-    that Python search: ``nmt_encoder``, ``nmt_decoder`` (ONNX Runtime) and ``nmt`` running the
-    beam search.
-  rnn: --engine onnxruntime --search python: ``nmt_rnn`` (the same Python search) over
-    ``nmt_rnn_encoder``/``nmt_rnn_decoder``; CTranslate2 has no recurrent model.
+With --engine and --search left out, each --architecture builds its own default (written once,
+with the measurement behind it, in families/nmt/defaults.py; --architecture below prints them):
+  transformer: CTranslate2 int8 (--engine ctranslate2): the checkpoint converted into
+    ``nmt_ct2``, served by the kit's own ``ctranslate2`` backend, and ``nmt`` (python) that
+    tokenises and makes one BLS call per batch to it. ``--engine onnxruntime --search python``
+    builds the Python search instead: ``nmt_encoder``, ``nmt_decoder`` (ONNX Runtime) and ``nmt``
+    running the beam search over them.
+  rnn: the Python search: ``nmt_rnn`` over ``nmt_rnn_encoder``/``nmt_rnn_decoder``.
 One pipeline, training, export and search for both (what differs is the architecture's,
-families/nmt/architecture.py); each default is written once, in families/nmt/defaults.py.
+families/nmt/architecture.py).
 """
 
 from __future__ import annotations
