@@ -1,8 +1,41 @@
 # The serving image: the official Triton 24.10 container (Triton 2.51, TensorRT 10.5,
-# Python 3.10 in the python backend) plus what the python-backend models import.
+# Python 3.10 in the python backend) plus what the python-backend models import, and the kit's
+# own ctranslate2 backend, which serves the default nmt's nmt_ct2.
 # Build context: the repository root (docker-compose.yml sets it).
 ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:24.10-py3
+
+# Stage 1: the kit's ctranslate2 backend, built by the kit's own recipe (`python -m
+# triton_kit.server.native_backends build ctranslate2`, as `make backends` does): the r24.10
+# core/common/backend sources cloned from GitHub at their pinned commits (sources.py; git),
+# the vendored CTranslate2 v4.8.1 headers, and the ctranslate2==4.8.1 wheel's libctranslate2,
+# on the same base image, so the same glibc/libstdc++ the server runs with.
+FROM ${TRITON_IMAGE} AS ctranslate2-backend
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends cmake ninja-build g++ git patchelf \
+        rapidjson-dev ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+RUN python3 -m pip install --no-cache-dir "ctranslate2==4.8.1"
+WORKDIR /build/triton-kit
+COPY third_party/ctranslate2 third_party/ctranslate2
+# The build's own modules only: triton_kit and triton_kit.server are namespace packages here.
+COPY triton_kit/server/native_backends triton_kit/server/native_backends
+COPY triton_kit/server/binary.py triton_kit/server/errors.py triton_kit/server/
+# The backend folder Triton loads: the library, its record, and the wheel's libraries beside it
+# (libctranslate2 and the libgomp it needs), found through $ORIGIN instead of site-packages.
+# TRITONSERVER: the image's own binary, so the backend NEEDs its plain libtritonserver.so.
+# hadolint ignore=SC2016
+RUN TRITONSERVER=/opt/tritonserver/bin/tritonserver PYTHONPATH=/build/triton-kit \
+        python3 -m triton_kit.server.native_backends build ctranslate2 \
+        --out /build/out --work /build/work \
+    && libs="$(python3 -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("ctranslate2").origin).parents[1] / "ctranslate2.libs")')" \
+    && cp "$libs"/*.so* /build/out/ctranslate2/ \
+    && patchelf --set-rpath '$ORIGIN' /build/out/ctranslate2/libtriton_ctranslate2.so \
+    && rm -rf /build/work
+
 FROM ${TRITON_IMAGE}
+
+COPY --from=ctranslate2-backend /build/out/ctranslate2 /opt/tritonserver/backends/ctranslate2
 
 COPY docker/requirements-triton.txt /tmp/requirements-triton.txt
 RUN python3 -m pip install --no-cache-dir -r /tmp/requirements-triton.txt \

@@ -12,3 +12,12 @@ from tests.support.prerequisites import MODEL_REPOSITORY
 @pytest.fixture(scope="session")
 def model_repository() -> Path:
     return MODEL_REPOSITORY
+
+
+@pytest.fixture(scope="session")
+def nmt_python_search(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository of the Python search over ONNX Runtime step models (``nmt``,
+    ``nmt_encoder``, ``nmt_decoder``): no longer the default build, so built for the session."""
+    from tests.support.python_search import build_python_search
+
+    return build_python_search(tmp_path_factory.mktemp("nmt-python-search"))

@@ -34,10 +34,21 @@ DEFAULT_INSTANCES = {"bert": 2}
 
 
 def family_options(family: str, args: argparse.Namespace) -> BuildOptions:
-    """The typed options for one family, with --instances/--threads the user left out
-    filled in (the cores are split between the instances)."""
-    options = build_options(args, family=family)
+    """The typed options for one family, with --engine, --instances and --threads the user left
+    out filled in (the family's engine; the cores are split between the instances)."""
+    options = build_options(args, family=family, default_engine=family_engine(args))
     return options.with_family_defaults(DEFAULT_INSTANCES.get(family, 1), os.cpu_count() or 1)
+
+
+def family_engine(args: argparse.Namespace) -> str | None:
+    """``--engine`` left out: the family's own default (its module's ``default_engine(args)``,
+    e.g. nmt's per architecture), else None (the build's)."""
+    if args.family not in FAMILIES:  # "all": each family's, once its own flags are parsed
+        return None
+    module = _try_import(FAMILIES[args.family][0])
+    if module is None or not hasattr(module, "default_engine"):
+        return None
+    return module.default_engine(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,20 +110,20 @@ def run_family(family: str, args: argparse.Namespace) -> None:
 def build_from_argv(argv: list[str]) -> None:
     """``python -m triton_kit.build_engines FAMILY ...`` in-process, for tests and benchmarks:
     one family, BuildError on failure."""
-    args = parse_build_args(build_parser(), argv)
+    args = parse_build_args(build_parser(), argv, family_engine)
     run_family(args.family, args)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parse_build_args(parser, argv)
-    families = ALL_ORDER if args.family == "all" else [args.family]
+    args = parse_build_args(parser, argv, family_engine)
+    if args.family == "all":  # each family with its own defaults, all checked before any work
+        rest = (argv if argv is not None else sys.argv[1:])[1:]
+        runs = [(f, parse_build_args(parser, [f, *rest], family_engine)) for f in ALL_ORDER]
+    else:
+        runs = [(args.family, args)]
     try:
-        for family in families:
-            if args.family == "all":
-                family_args = parser.parse_args([family, *(argv or sys.argv[1:])[1:]])
-            else:
-                family_args = args
+        for family, family_args in runs:
             run_family(family, family_args)
     except BuildError as exc:
         print(f"build failed: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from triton_kit.build_engines.engines.aoti.options import CXX_ENV, AotiOptions
@@ -33,26 +34,39 @@ _TENSORRT = TensorRTOptions()
 _BOUNDED = QUEUE_POLICIES["bounded"]
 
 
+# ``--engine`` left out: the family's default engine for these flags (None: the build's).
+DefaultEngine = Callable[[argparse.Namespace], str | None]
+
+
 def parse_build_args(
-    parser: argparse.ArgumentParser, argv: list[str] | None = None
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None = None,
+    default_engine: DefaultEngine | None = None,
 ) -> argparse.Namespace:
-    """Parse, then check the flags convert into :class:`BuildOptions`: an inconsistent
-    combination is a usage error (exit 2) before any work, not a traceback."""
+    """Parse, then check the flags convert into :class:`BuildOptions` (with the family's
+    default engine where ``--engine`` is left out): an inconsistent combination is a usage
+    error (exit 2) before any work, not a traceback."""
     args = parser.parse_args(argv)
+    engine = default_engine(args) if default_engine else None
     try:
-        build_options(args)
+        build_options(args, default_engine=engine)
     except ValueError as exc:
-        parser.error(str(exc))
+        left_out = f" (--engine left out: {args.family} builds with --engine {engine})"
+        parser.error(str(exc) + (left_out if engine and args.engine is None else ""))
     return args
 
 
-def build_options(args: argparse.Namespace, family: str | None = None) -> BuildOptions:
-    """The typed options from parsed flags: the only place a Namespace becomes values."""
+def build_options(
+    args: argparse.Namespace, family: str | None = None, default_engine: str | None = None
+) -> BuildOptions:
+    """The typed options from parsed flags: the only place a Namespace becomes values.
+    ``--engine`` left out: ``default_engine`` (the family's), else the build's."""
     tensorrt = {name: getattr(args, name) for name in TensorRTOptions.__dataclass_fields__}
+    engine = args.engine or default_engine or _BUILD.engine.value
     return BuildOptions(
         family=family,
-        precision=args.precision or default_precision(args.engine),
-        engine=args.engine,
+        precision=args.precision or default_precision(engine),
+        engine=engine,
         dry_run=args.dry_run,
         output_repository=args.output_repository,
         work_dir=args.work_dir,
@@ -125,13 +139,15 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_argument(
         "--engine",
         choices=ENGINE_NAMES,
-        default=_BUILD.engine.value,
+        default=None,
         help="serve the ONNX with onnxruntime, compile a TensorRT plan (needs TensorRT), "
-        "serve TorchScript with the PyTorch backend (resnet50 and bert so far), or an "
-        "AOTInductor package with the opt-in pytorch_aoti backend (aoti: resnet50; "
-        "`python -m triton_kit.server.native_backends build pytorch_aoti` builds it), or the "
-        "whole NMT model converted by CTranslate2 for the kit's opt-in ctranslate2 backend "
-        "(ctranslate2: nmt; `... native_backends build ctranslate2` builds it)",
+        "serve TorchScript with the PyTorch backend, or an AOTInductor package with the "
+        "opt-in pytorch_aoti backend (aoti: resnet50; `python -m "
+        "triton_kit.server.native_backends build pytorch_aoti` builds it), or the whole NMT "
+        "model converted by CTranslate2 for the kit's ctranslate2 backend (ctranslate2: nmt; "
+        "`make backends` builds it). Default: the family's: "
+        f"{_BUILD.engine.value} for resnet50 and bert; for nmt its --architecture's (`nmt "
+        "--help` lists each and why)",
     )
     common.add_argument(
         "--dry-run",

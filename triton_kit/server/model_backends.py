@@ -11,7 +11,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from triton_kit.server.native_backends import NATIVE_BACKENDS, SERVED_BACKENDS
+from triton_kit.server.native_backends import SERVED_BACKENDS, TRITON_BACKENDS
 
 _PLATFORM_BACKENDS = {
     "ensemble": "ensemble",
@@ -20,7 +20,7 @@ _PLATFORM_BACKENDS = {
     "pytorch_libtorch": "pytorch",
 }
 # What the backend table says of each native backend (whose sources built it).
-_NATIVE_ORIGIN = {name: "Triton's own, r24.10" for name in NATIVE_BACKENDS} | {
+_NATIVE_ORIGIN = {name: "Triton's own, r24.10" for name in TRITON_BACKENDS} | {
     "pytorch_aoti": "Triton's own pytorch backend for AOTInductor packages, "
     "third_party/triton-aoti",
     "ctranslate2": "the kit's own C++ backend over the ctranslate2 wheel's library",

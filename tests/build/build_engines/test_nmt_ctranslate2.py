@@ -81,3 +81,21 @@ def test_the_vendored_headers_are_pinned(tmp_path: Path) -> None:
     header.write_text(header.read_text() + "\n// edited\n")
     with pytest.raises(NativeBackendError, match=r"vocabulary\.h does not match"):
         check_headers(copy)
+
+
+def test_switching_builds_removes_the_models_nothing_calls_any_more(tmp_path: Path) -> None:
+    """A repository built with the Python search, rebuilt with the default (an upgraded
+    checkout's `make models`), serves no leftover nmt_encoder/nmt_decoder; rebuilt with the
+    Python search again, no leftover nmt_ct2. The recurrent model's models stay untouched."""
+    repo = tmp_path / "repo"
+    common = ["--output-repository", str(repo), "--work-dir", str(tmp_path / "work")]
+    common += ["--verify-sentences", "2"]
+    python_search = ["nmt", "--engine", "onnxruntime", "--search", "python", *common]
+    build_from_argv(python_search)
+    (repo / "nmt_rnn_encoder").mkdir()
+    (repo / "nmt_rnn_encoder" / "config.pbtxt").write_text('name: "nmt_rnn_encoder"\n')
+    assert set(model_backends(repo)) == {"nmt", "nmt_encoder", "nmt_decoder", "nmt_rnn_encoder"}
+    build_from_argv(["nmt", *common])
+    assert set(model_backends(repo)) == {"nmt", "nmt_ct2", "nmt_rnn_encoder"}
+    build_from_argv(python_search)
+    assert set(model_backends(repo)) == {"nmt", "nmt_encoder", "nmt_decoder", "nmt_rnn_encoder"}

@@ -25,6 +25,7 @@ def _build(checkpoint: Path, repository: Path, work: Path) -> None:
     from triton_kit.build_engines.cli import build_from_argv
 
     argv = ["nmt", "--checkpoint", str(checkpoint), "--max-beam-size", "16"]
+    argv += ["--engine", "onnxruntime", "--search", "python"]  # the search these tests check
     argv += ["--verify-sentences", "8", "--output-repository", str(repository)]
     argv += ["--work-dir", str(work), "--instances", "1", "--threads", "2"]
     build_from_argv(argv)
@@ -160,20 +161,18 @@ def test_default_model_meets_the_quality_bar_in_process(default_model):
 
 
 @pytest.fixture(scope="module")
-def repository_model():
-    """The checkpoint as `make models` already exported it: no rebuild, so CI runs this."""
+def repository_model(nmt_python_search):
+    """The checkpoint as the session's Python search build exported it (the default build's
+    nmt is CTranslate2's, with no step models)."""
     from transformers import MarianMTModel, MarianTokenizer
 
-    from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-
-    require_models("nmt", "nmt_encoder", "nmt_decoder")
     model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT)).eval()
     tokenizer = MarianTokenizer.from_pretrained(str(DEFAULT_CHECKPOINT))
     served = InProcess(
         model,
-        MODEL_REPOSITORY / "nmt" / "1",
-        MODEL_REPOSITORY / "nmt_encoder" / "1" / "model.onnx",
-        MODEL_REPOSITORY / "nmt_decoder" / "1" / "model.onnx",
+        nmt_python_search / "nmt" / "1",
+        nmt_python_search / "nmt_encoder" / "1" / "model.onnx",
+        nmt_python_search / "nmt_decoder" / "1" / "model.onnx",
     )
     return model, tokenizer, served
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 from triton_kit.build_engines.families.nmt import corpus
 from triton_kit.build_engines.families.nmt.torchscript.steps import step_model
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
@@ -21,18 +20,17 @@ pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremo
 
 
 @pytest.fixture(scope="module")
-def engines():
+def engines(nmt_python_search):
     from transformers import MarianMTModel
 
-    require_models("nmt", "nmt_encoder", "nmt_decoder")
     model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT), attn_implementation="eager")
     ort_model = OrtStepModel(
-        MODEL_REPOSITORY / "nmt_encoder" / "1" / "model.onnx",
-        MODEL_REPOSITORY / "nmt_decoder" / "1" / "model.onnx",
+        nmt_python_search / "nmt_encoder" / "1" / "model.onnx",
+        nmt_python_search / "nmt_decoder" / "1" / "model.onnx",
         threads=1,
     )
     torch_model = step_model(model.eval(), device="cpu")
-    text = MarianText(MODEL_REPOSITORY / "nmt" / "1", limits(model, 16).max_source_length)
+    text = MarianText(nmt_python_search / "nmt" / "1", limits(model, 16).max_source_length)
     return decode_settings(model), text, ort_model, torch_model
 
 

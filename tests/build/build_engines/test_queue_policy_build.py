@@ -32,20 +32,28 @@ BATCHED = {
         "resnet50_postprocess",
     },
     "bert": {"bert", "bert_model", "bert_preprocess"},
-    "nmt": {"nmt"},
+    "nmt": {"nmt", "nmt_ct2"},  # the default: CTranslate2 int8 behind the tokenising nmt
+    "nmt-python": {"nmt"},  # --engine onnxruntime --search python
     "nmt-rnn": {"nmt_rnn"},
 }
 UNBATCHED = {
     "resnet50": {"resnet50", "resnet50_uint8"},  # ensembles: Triton has no queue for them
     "bert": {"bert_ensemble"},
-    "nmt": {"nmt_encoder", "nmt_decoder"},  # max_batch_size 0: the BLS model batches
+    "nmt": set(),
+    "nmt-python": {"nmt_encoder", "nmt_decoder"},  # max_batch_size 0: the BLS model batches
     "nmt-rnn": {"nmt_rnn_encoder", "nmt_rnn_decoder"},
 }
 # Batched, but never bounded: called only by a python model that sends whole batches through
-# BLS and blocks on each (bert), where any queue policy would stall a lone call behind
-# Triton 2.51's 500 ms batcher poll (python_models/common/serving_policy.py); the bound is
-# the front door's.
-NEVER_BOUNDED = {"resnet50": set(), "bert": {"bert_model"}, "nmt": set(), "nmt-rnn": set()}
+# BLS and blocks on each (bert, nmt's nmt_ct2), where any queue policy would stall a lone call
+# behind Triton 2.51's 500 ms batcher poll (python_models/common/serving_policy.py); the bound
+# is the front door's.
+NEVER_BOUNDED = {
+    "resnet50": set(),
+    "bert": {"bert_model"},
+    "nmt": {"nmt_ct2"},
+    "nmt-python": set(),
+    "nmt-rnn": set(),
+}
 BOUNDED = ["--queue-policy", "bounded", "--max-queue-size", "7", "--queue-timeout-ms", "250"]
 
 
@@ -70,6 +78,8 @@ def _family_argv(family: str, root: Path) -> list[str]:
         return ["resnet50", "--onnx", str(_tiny_resnet_onnx(root / "tiny.onnx"))]
     if family == "nmt-rnn":
         return ["nmt", "--architecture", "rnn"]
+    if family == "nmt-python":
+        return ["nmt", "--engine", "onnxruntime", "--search", "python"]
     return [family]
 
 

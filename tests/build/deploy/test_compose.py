@@ -170,6 +170,27 @@ def test_stop_drains_within_the_grace_period(resolved: dict[str, Any], name: str
     assert int(grace[:-1]) > drain_s + exit_s
 
 
+def test_serving_image_builds_the_ctranslate2_backend_the_default_nmt_needs() -> None:
+    """The default repository's nmt_ct2 runs in the kit's ctranslate2 backend, which the
+    official image lacks: a stage builds it with the kit's own recipe against the wheel release
+    its headers are (the pin the build refuses to differ from), and the image installs it where
+    Triton looks for backends, its libraries beside it."""
+    from triton_kit.server.native_backends.ct2_backend import HEADERS_RELEASE
+
+    dockerfile = (DOCKER_DIR / "triton.Dockerfile").read_text()
+    stage, final = dockerfile.split("FROM ${TRITON_IMAGE} AS ctranslate2-backend", 1)[1].split(
+        "\nFROM ${TRITON_IMAGE}\n", 1
+    )
+    assert "python3 -m triton_kit.server.native_backends build ctranslate2" in stage
+    assert f'"ctranslate2=={HEADERS_RELEASE}"' in stage
+    assert f'"ctranslate2=={HEADERS_RELEASE}"' in (ROOT / "pyproject.toml").read_text()
+    assert "patchelf --set-rpath '$ORIGIN'" in stage
+    assert (
+        "COPY --from=ctranslate2-backend /build/out/ctranslate2 "
+        "/opt/tritonserver/backends/ctranslate2" in final
+    )
+
+
 def test_serving_image_carries_the_stop_path() -> None:
     """The entrypoint and server.drain with its one project import, copied where the
     command and PYTHONPATH=/opt/triton-kit find them; no third-party imports."""
@@ -208,21 +229,33 @@ def test_cpu_profile_needs_no_gpu_and_answers_as_triton(resolved: dict[str, Any]
 
 
 @pytest.mark.parametrize(
-    ("name", "engine"), [("build-engines", "tensorrt"), ("build-onnx", "onnxruntime")]
+    ("name", "engines"),
+    [
+        ("build-engines", {"resnet50": "tensorrt", "bert": "tensorrt", "nmt": "tensorrt"}),
+        # Each family's default: nmt's is CTranslate2 (the serving image builds its backend).
+        ("build-onnx", {"resnet50": "onnxruntime", "bert": "onnxruntime", "nmt": "ctranslate2"}),
+    ],
 )
 def test_build_commands_parse_with_the_real_cli(
-    resolved: dict[str, Any], name: str, engine: str
+    resolved: dict[str, Any], name: str, engines: dict[str, str]
 ) -> None:
     """The one-shot services' arguments are accepted by `python -m triton_kit.build_engines`
-    itself."""
-    from triton_kit.build_engines.cli import build_parser
+    itself, and give each family the engine its served models need."""
+    from triton_kit.build_engines.cli import ALL_ORDER, build_parser, family_engine, family_options
+    from triton_kit.build_engines.flags import parse_build_args
 
     command = resolved["services"][name]["command"]
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(command)
+        args = parser.parse_args(command)
     except SystemExit as exc:
         pytest.fail(f"python -m triton_kit.build_engines rejects {command}: exit {exc.code}")
-    assert (args.family, args.engine, str(args.output_repository)) == ("all", engine, "/models")
+    assert (args.family, str(args.output_repository)) == ("all", "/models")
+    built = {}
+    for family in ALL_ORDER:  # as `all` runs them: each family's own flags and defaults
+        family_args = parse_build_args(parser, [family, *command[1:]], family_engine)
+        built[family] = family_options(family, family_args).engine.value
+    assert built == engines
 
 
 def test_locust_master_and_scalable_workers(resolved: dict[str, Any]) -> None:

@@ -14,10 +14,11 @@ onnxruntime backend runs the encoder. Two checks against the real Triton:
   blocker is in effect. The ``bert`` stub must show the blocker loaded and no attempt. The
   embeddings are compared with sentence-transformers on the same checkpoint (cosine >=
   0.9999, as tests/integration/bert/test_bert.py).
-- On the session's server, with onnxruntime installed, the ``bert`` stub has not mapped
-  ONNX Runtime's Python module (``onnxruntime_pybind11_state``) nor libtorch
-  (``/proc/<pid>/maps``); the ``nmt`` stub, which still runs ONNX Runtime itself, has: the
-  control that shows the check can see a mapped engine.
+- On the session's server, with onnxruntime installed, the ``bert`` stub and the default
+  ``nmt``'s (CTranslate2's ``nmt_ct2`` runs in the kit's backend) have not mapped ONNX
+  Runtime's Python module (``onnxruntime_pybind11_state``) nor libtorch
+  (``/proc/<pid>/maps``); the ``nmt_rnn`` stub, whose default Python search still runs ONNX
+  Runtime itself, has: the control that shows the check can see a mapped engine.
 """
 
 from __future__ import annotations
@@ -89,12 +90,15 @@ def test_bert_serves_from_a_stub_that_cannot_import_an_engine(
     assert_blocked_and_untried(server, log, "bert")
 
 
-def test_the_served_bert_stub_maps_no_engine(triton_server: TritonServer) -> None:
-    require_models("bert", "nmt")
+def test_the_served_bert_and_nmt_stubs_map_no_engine(triton_server: TritonServer) -> None:
+    require_models("bert", "nmt", "nmt_rnn")
     with TritonClient(triton_server.grpc_url, timeout=120) as client:
         client.embed(["map check"])
-        client.translate("four hundred")  # the control stub has run its engine too
+        client.translate("four hundred")
+        client.translate("four hundred", model="nmt_rnn")  # the control has run its engine too
     (bert,) = stub_pids(triton_server, "bert")
     assert mapped_engines(bert) == set()
-    controls = stub_pids(triton_server, "nmt")
+    nmt = stub_pids(triton_server, "nmt")
+    assert nmt and all(mapped_engines(p) == set() for p in nmt)
+    controls = stub_pids(triton_server, "nmt_rnn")
     assert controls and all("onnxruntime_pybind11_state" in mapped_engines(p) for p in controls)

@@ -42,7 +42,8 @@ BLOCKED = ("onnxruntime", "torch", "onnx")
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("nmt-engine")
-    repo, _ = build_repository(root, "nmt", "--search", "engine", "--instances", "1")
+    flags = ("nmt", "--engine", "onnxruntime", "--search", "engine", "--instances", "1")
+    repo, _ = build_repository(root, *flags)
     assert model_backends(repo)["nmt_generate"] == "onnxruntime"
     return repo
 

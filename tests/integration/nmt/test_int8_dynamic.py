@@ -58,7 +58,8 @@ def repository(tmp_path_factory) -> Path:
     from triton_kit.build_engines.cli import build_from_argv
 
     tmp = tmp_path_factory.mktemp("nmt_int8_dynamic")
-    argv = ["nmt", "--precision", "int8-dynamic", "--verify-sentences", "4"]
+    argv = ["nmt", "--engine", "onnxruntime", "--precision", "int8-dynamic"]
+    argv += ["--verify-sentences", "4"]
     argv += ["--output-repository", str(tmp / "repo"), "--work-dir", str(tmp / "work")]
     argv += ["--instances", "1", "--threads", "2"]
     build_from_argv(argv)

@@ -1,4 +1,6 @@
-"""The ``nmt`` BLS model through a real Triton server, against the in-process decode.
+"""The Python search's ``nmt`` BLS model (``build_engines nmt --engine onnxruntime --search
+python``, the default until CTranslate2's: tests/integration/nmt/test_ctranslate2_served.py
+checks that one) through a real Triton server of its own, against the in-process decode.
 
 In-process means the same numpy search on ONNX Runtime sessions over the same
 ONNX files the server loads, so any difference comes from serving (batching
@@ -10,13 +12,14 @@ from __future__ import annotations
 import queue
 import time
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
 from tests.support.nmt_reference import InProcess
-from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from tests.support.served_build import serving
 from triton_kit.build_engines.families.nmt import corpus
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.client import AsyncTritonClient, InvalidInputError, TritonClient
@@ -28,16 +31,24 @@ SAMPLE_FR = "quatre cent douze mille quatre-vingt-dix-sept"
 
 
 @pytest.fixture(scope="module")
-def in_process() -> InProcess:
-    require_models("nmt", "nmt_encoder", "nmt_decoder")
+def triton_server(nmt_python_search: Path, tmp_path_factory: pytest.TempPathFactory):
+    """This module's server: the Python search's repository (the session's serves the default
+    nmt, CTranslate2's); ``server_url`` and ``triton_client`` use it here."""
+    log = tmp_path_factory.mktemp("nmt-python-search-triton") / "tritonserver.log"
+    with serving(nmt_python_search, log) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def in_process(nmt_python_search: Path) -> InProcess:
     from transformers import MarianMTModel
 
     model = MarianMTModel.from_pretrained(str(DEFAULT_CHECKPOINT))
     return InProcess(
         model,
-        MODEL_REPOSITORY / "nmt" / "1",
-        MODEL_REPOSITORY / "nmt_encoder" / "1" / "model.onnx",
-        MODEL_REPOSITORY / "nmt_decoder" / "1" / "model.onnx",
+        nmt_python_search / "nmt" / "1",
+        nmt_python_search / "nmt_encoder" / "1" / "model.onnx",
+        nmt_python_search / "nmt_decoder" / "1" / "model.onnx",
     )
 
 

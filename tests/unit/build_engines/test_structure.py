@@ -15,8 +15,17 @@ from tests.support.prerequisites import PROJECT_ROOT
 ROOT = PROJECT_ROOT
 BUILD = ROOT / "triton_kit" / "build_engines"
 # Where parsed flags may be read: the CLI, the flag definitions, each family's conversion to
-# its own frozen options, and the stand-alone training scripts' own mains.
-NAMESPACE_READERS = {"build_options", "family_options", "options_from", "run_family", "main"}
+# its own frozen options and its default engine for those flags (nmt's is per architecture),
+# and the stand-alone training scripts' own mains.
+NAMESPACE_READERS = {
+    "build_options",
+    "family_options",
+    "family_engine",
+    "default_engine",
+    "options_from",
+    "run_family",
+    "main",
+}
 
 
 def _functions(path: Path):

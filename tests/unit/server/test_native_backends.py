@@ -106,8 +106,8 @@ def test_gpu_only_patches_are_left_out_of_cpu_builds(
 
 def test_the_ctranslate2_backend_links_the_wheels_library_with_its_abi(tmp_path: Path) -> None:
     """The kit's ctranslate2 backend links the wheel's libctranslate2 (auditwheel's
-    ``ctranslate2.libs``) with the C++ ABI its exports use; stale or unbuilt, it names its
-    own build command."""
+    ``ctranslate2.libs``) with the C++ ABI its exports use; stale or unbuilt, it names
+    ``make backends``, which builds it since it serves the default nmt."""
     from triton_kit.server.native_backends import frameworks
 
     here = installed("ctranslate2")
@@ -118,7 +118,7 @@ def test_the_ctranslate2_backend_links_the_wheels_library_with_its_abi(tmp_path:
     old_abi = tmp_path / "libold.so"
     old_abi.write_bytes(b"_ZN11ctranslate210Translator15translate_batchERKSt6vectorISs")
     assert not frameworks.cxx11_abi(old_abi)
-    with pytest.raises(NativeBackendError, match="build ctranslate2"):
+    with pytest.raises(NativeBackendError, match=r"make backends \(python -m .* build\)"):
         built_library("ctranslate2", tmp_path)
     folder = tmp_path / "ctranslate2"
     folder.mkdir()
@@ -145,3 +145,13 @@ def test_the_ctranslate2_backend_builds_only_against_the_headers_release(tmp_pat
         ct2_backend.check_release(newer)
     pyproject = (Path(ct2_backend.__file__).resolve().parents[3] / "pyproject.toml").read_text()
     assert f'"ctranslate2=={ct2_backend.HEADERS_RELEASE}"' in pyproject
+
+
+def test_the_default_build_includes_the_ctranslate2_backend(tmp_path: Path) -> None:
+    """`make backends` (``build`` with no backend named) builds what the default repository
+    serves: Triton's onnxruntime and pytorch, and the kit's ctranslate2 for nmt_ct2."""
+    from triton_kit.server.native_backends.__main__ import parse
+
+    command = parse(["build", "--out", str(tmp_path)])
+    assert command.backends == ("onnxruntime", "pytorch", "ctranslate2")
+    assert parse(["build", "pytorch_aoti", "--out", str(tmp_path)]).backends == ("pytorch_aoti",)

@@ -42,7 +42,6 @@ from functools import partial
 from pathlib import Path
 
 from triton_kit.benchmarks.gpu.report import header
-from triton_kit.benchmarks.nmt.architectures import ROOT
 from triton_kit.benchmarks.nmt.in_process import step_model_throughput
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 
@@ -139,10 +138,8 @@ def size_setup(size: str, work: Path) -> tuple[Path, Path]:
     from triton_kit.benchmarks.nmt import large as nmt_large
 
     if size == "tiny":
-        built = ROOT / "model_repository"
-        if (built / "nmt" / "config.pbtxt").exists():
-            return DEFAULT_CHECKPOINT, built
-        # a fresh checkout (the lent GPU machine): build it, as `make models` would
+        # the Python search over step models (model_repository/'s nmt is CTranslate2's since it
+        # became the default): built for the run, a second on the tiny model
         repository = nmt_large.build_repository(
             DEFAULT_CHECKPOINT, work / "tiny-repo", work / "t", 1
         )

@@ -98,6 +98,22 @@ def variant_repository(
     return repository
 
 
+def python_search_repository(
+    checkpoint: Path, workdir: Path, threads: int, architecture: str
+) -> Path:
+    """The tiny size's ``Triton`` baseline: the Python search over the step models
+    (``--engine onnxruntime --search python``), built for the run."""
+    from triton_kit.benchmarks.nmt import large as nmt_large
+
+    return nmt_large.build_repository(
+        checkpoint,
+        workdir / f"{architecture}-tiny-built-python",
+        workdir / f"{architecture}-tiny-work-python",
+        threads,
+        engine_args=("--architecture", architecture),
+    )
+
+
 def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
     """The run's suites: each architecture it measures (those ``beside`` the benchmarked one,
     then it) at each size, on the benchmarked architecture's engines."""
@@ -117,7 +133,10 @@ def suites(args: argparse.Namespace, workdir: Path) -> list[Suite]:
             keys = _variants(args, bench, measured, size)  # refused before any work
             repository = workdir / f"repository-{name}-{size}"
             if size == "tiny":
-                copy_models(args.model_repository, repository, args.threads, names)
+                source = args.model_repository or python_search_repository(
+                    default, workdir, args.threads, name
+                )
+                copy_models(source, repository, args.threads, names)
                 checkpoint = default
                 levels = [int(c) for c in args.concurrency.split(",")]
                 pairs = held_out_pairs()

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from triton_kit.benchmarks.harness.measure import machine_description, markdown_table
-from triton_kit.benchmarks.nmt.architectures import BENCHMARKED, ROOT
+from triton_kit.benchmarks.nmt.architectures import BENCHMARKED
 from triton_kit.benchmarks.nmt.matrix import decoder_profiles, run_suite, suites
 from triton_kit.benchmarks.nmt.report import render, render_comparison
 from triton_kit.build_engines.families.nmt.options import ARCHITECTURES
@@ -67,7 +67,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "nmt_rnn beside nmt (results/nmt_rnn.md); the other flags' defaults are the "
         "architecture's (--architecture rnn --help shows them)",
     )
-    parser.add_argument("--model-repository", type=Path, default=ROOT / "model_repository")
+    parser.add_argument(
+        "--model-repository",
+        type=Path,
+        default=None,
+        help="a repository whose nmt (nmt_rnn) is the Python search over step models, served "
+        "as the tiny size's Triton baseline (default: built for the run with --engine "
+        "onnxruntime --search python; model_repository/ holds CTranslate2's nmt since it "
+        "became the default)",
+    )
     parser.add_argument(
         "--checkpoint",
         type=Path,

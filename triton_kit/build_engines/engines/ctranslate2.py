@@ -33,7 +33,7 @@ def check_available() -> None:
         import ctranslate2  # noqa: F401
     except ImportError as exc:
         raise BuildError(
-            "--engine ctranslate2 needs the ctranslate2 package (pip install '.[bench]')"
+            "--engine ctranslate2 needs the ctranslate2 package (pip install '.[build]')"
         ) from exc
 
 

@@ -1,11 +1,12 @@
 """Triton's own onnxruntime and pytorch backends, built from the 24.10 sources for the
-embedded server, so it runs the same backend code as the official container; and, opt-in,
-``pytorch_aoti`` (Triton's newer pytorch backend, for AOTInductor packages: ``aoti.py``) and
-``ctranslate2`` (the kit's own C++ backend serving CTranslate2 models: ``ct2_backend.py``).
+embedded server, so it runs the same backend code as the official container; ``ctranslate2``
+(the kit's own C++ backend serving CTranslate2 models: ``ct2_backend.py``), which serves the
+default ``nmt``'s ``nmt_ct2``; and, opt-in, ``pytorch_aoti`` (Triton's newer pytorch backend,
+for AOTInductor packages: ``aoti.py``).
 
-``python -m triton_kit.server.native_backends build`` builds the first two (``make backends``),
-``... build pytorch_aoti`` / ``... build ctranslate2`` the opt-in ones; ``built_library`` hands
-the launcher the ones that are built and current.
+``python -m triton_kit.server.native_backends build`` builds the first three (``make
+backends``), ``... build pytorch_aoti`` the opt-in one; ``built_library`` hands the launcher the
+ones that are built and current.
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ __all__ = [
     "OPT_IN_BACKENDS",
     "REBUILD_COMMAND",
     "SERVED_BACKENDS",
+    "TRITON_BACKENDS",
     "NativeBackendError",
     "built_library",
     "default_out",
 ]
 
-NATIVE_BACKENDS = ("onnxruntime", "pytorch")  # built by default, from the r24.10 sources
-# built only when named: aoti.py; ctranslate2, the kit's own backend (ct2_backend.py)
-OPT_IN_BACKENDS = ("pytorch_aoti", "ctranslate2")
+# Built by default: Triton's own two, from the r24.10 sources, and the kit's own ctranslate2
+# (ct2_backend.py), which the default nmt build's nmt_ct2 needs.
+NATIVE_BACKENDS = ("onnxruntime", "pytorch", "ctranslate2")
+TRITON_BACKENDS = ("onnxruntime", "pytorch")  # of those, Triton's own (r24.10)
+OPT_IN_BACKENDS = ("pytorch_aoti",)  # built only when named: aoti.py
 SERVED_BACKENDS = NATIVE_BACKENDS + OPT_IN_BACKENDS  # what the launcher adds where built
 OUT_ENV = "TRITON_KIT_NATIVE_BACKENDS"
 

@@ -36,22 +36,24 @@ def parse(argv: list[str]) -> BuildCommand:
         prog="python -m triton_kit.server.native_backends",
         description=(
             "Build Triton's own onnxruntime and pytorch backends (branch r24.10, the 24.10 "
-            "container's) against this environment's onnxruntime and torch, for the embedded "
-            "tritonserver, and on request pytorch_aoti (Triton's newer pytorch backend, "
-            "for AOTInductor packages, from third_party/triton-aoti) and ctranslate2 (the kit's "
-            "own backend serving CTranslate2 models, linked to the ctranslate2 wheel). Skips a "
-            "backend whose sources, patches, flags and framework version have not changed since "
-            "its last build."
+            "container's) against this environment's onnxruntime and torch, and ctranslate2 (the "
+            "kit's own backend serving CTranslate2 models, linked to the ctranslate2 wheel: the "
+            "default nmt's nmt_ct2 needs it), for the embedded tritonserver; on request "
+            "pytorch_aoti (Triton's newer pytorch backend, for AOTInductor packages, from "
+            "third_party/triton-aoti). Skips a backend whose sources, patches, flags and "
+            "framework version have not changed since its last build."
         ),
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    cmd = sub.add_parser("build", help="build the native backends (the default: both)")
+    cmd = sub.add_parser(
+        "build", help=f"build the native backends (default: {', '.join(NATIVE_BACKENDS)})"
+    )
     cmd.add_argument(
         "backends",
         nargs="*",
         metavar="BACKEND",
         help=f"which to build: {', '.join(SERVED_BACKENDS)} (default: "
-        f"{' and '.join(NATIVE_BACKENDS)}; {', '.join(OPT_IN_BACKENDS)} only when named)",
+        f"{', '.join(NATIVE_BACKENDS)}; {', '.join(OPT_IN_BACKENDS)} only when named)",
     )
     cmd.add_argument(
         "--sources",

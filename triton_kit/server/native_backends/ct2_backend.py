@@ -1,5 +1,6 @@
-"""The opt-in ``ctranslate2`` backend: the kit's own C++ Triton backend (``ctranslate2/``
-beside this file) serving CTranslate2 sequence-to-sequence models natively (issue 31).
+"""The ``ctranslate2`` backend: the kit's own C++ Triton backend (``ctranslate2/`` beside this
+file) serving CTranslate2 sequence-to-sequence models natively (issue 31): the default ``nmt``
+build's ``nmt_ct2``, so ``make backends`` builds it with Triton's own two.
 
 It compiles against the CTranslate2 public headers vendored in ``third_party/ctranslate2``
 (sha256-checked; its README says which release and why) and links the ``libctranslate2``
@@ -46,7 +47,7 @@ def check_release(framework: frameworks.Framework) -> None:
         raise NativeBackendError(
             f"ctranslate2 {framework.version} is installed, but the backend's headers are "
             f"v{HEADERS_RELEASE} (third_party/ctranslate2): install ctranslate2=="
-            f"{HEADERS_RELEASE} (pip install '.[bench]' pins it)"
+            f"{HEADERS_RELEASE} (pip install '.[serve]' pins it)"
         )
 
 

@@ -19,7 +19,6 @@ REBUILD_COMMAND = "make backends (python -m triton_kit.server.native_backends bu
 # Backends ``build`` leaves out unless named: their own command.
 _OPT_IN_REBUILD = {
     "pytorch_aoti": "python -m triton_kit.server.native_backends build pytorch_aoti",
-    "ctranslate2": "python -m triton_kit.server.native_backends build ctranslate2",
 }
 
 

@@ -32,7 +32,7 @@ def test_sibling_serving_a_plan_has_no_onnx(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "model", ["bert", "bert_model", "bert_preprocess", "nmt", "resnet50_model"]
+    "model", ["bert", "bert_model", "bert_preprocess", "nmt", "nmt_ct2", "resnet50_model"]
 )
 def test_idle_server_never_waits_in_a_queue(model: str) -> None:
     """A lone request must not wait for a batch to fill (it did: 2 ms + 0.5 ms for bert)."""
@@ -54,12 +54,11 @@ def test_bert_is_one_python_model() -> None:
     assert sibling_onnx(MODEL_REPOSITORY / "bert" / "1", "bert_model") is not None
 
 
-def test_nmt_search_finds_its_graphs_in_process() -> None:
-    """The search runs the encoder/decoder files itself: no Triton round trip per step."""
+def test_nmt_search_finds_its_graphs_in_process(nmt_python_search) -> None:
+    """The Python search (``--engine onnxruntime --search python``) runs the encoder/decoder
+    files itself: no Triton round trip per step."""
     from triton_kit.python_models.nmt.model import step_model
     from triton_kit.python_models.nmt.ort import SessionStepModel
 
-    version_dir = MODEL_REPOSITORY / "nmt" / "1"
-    if not version_dir.exists():
-        pytest.skip("nmt not built")
+    version_dir = nmt_python_search / "nmt" / "1"
     assert isinstance(step_model(version_dir, "nmt_encoder", "nmt_decoder", 1), SessionStepModel)

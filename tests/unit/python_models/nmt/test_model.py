@@ -443,16 +443,12 @@ def test_bls_step_model_feeds_and_outputs(pb_utils) -> None:
     ]
 
 
-def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
-    from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-
-    require_models("nmt_encoder", "nmt_decoder")
+def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path, nmt_python_search) -> None:
+    built = nmt_python_search
     repository = tmp_path / "repo"
     for name in ("nmt_encoder", "nmt_decoder"):
         (repository / name / "1").mkdir(parents=True)
-        (repository / name / "1" / "model.onnx").symlink_to(
-            MODEL_REPOSITORY / name / "1" / "model.onnx"
-        )
+        (repository / name / "1" / "model.onnx").symlink_to(built / name / "1" / "model.onnx")
     version_dir = repository / "nmt" / "1"
     runner = nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)
     from triton_kit.python_models.nmt.decode import candidates_of, row_candidates
@@ -470,7 +466,7 @@ def test_step_model_prefers_the_siblings_onnx_files(tmp_path: Path) -> None:
     runner = nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3)
     assert type(runner) is BlsStepModel and not runner.reorders  # no config names beam_index
     assert (runner.encoder, runner.decoder) == ("nmt_encoder", "nmt_decoder")
-    config = (MODEL_REPOSITORY / "nmt_decoder" / "config.pbtxt").read_text()
+    config = (built / "nmt_decoder" / "config.pbtxt").read_text()
     (repository / "nmt_decoder" / "config.pbtxt").write_text(config)  # a plan's would name it
     assert nmt.step_model(version_dir, "nmt_encoder", "nmt_decoder", 3).reorders
     # One TorchScript file alone does not make a torch step model.
@@ -529,13 +525,12 @@ def test_torchscript_siblings_run_in_process_on_their_device(tmp_path: Path, pb_
     assert outputs(_only_response(requests[1]))["TRANSLATION"].tolist() == [[b"zero"]]
 
 
-def test_in_process_sessions_take_the_thread_parameter(tmp_path: Path, pb_utils) -> None:
-    from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-
-    require_models("nmt_encoder", "nmt_decoder")
+def test_in_process_sessions_take_the_thread_parameter(
+    tmp_path: Path, pb_utils, nmt_python_search
+) -> None:
     for name in ("copy_encoder", "copy_decoder"):
         (tmp_path / name / "1").mkdir(parents=True)
-        source = MODEL_REPOSITORY / f"nmt_{name.split('_')[1]}" / "1" / "model.onnx"
+        source = nmt_python_search / f"nmt_{name.split('_')[1]}" / "1" / "model.onnx"
         (tmp_path / name / "1" / "model.onnx").symlink_to(source)
     model = _model(tmp_path)
     for session in (model.runner.encoder, model.runner.decoder):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -113,9 +115,10 @@ def test_parse_rows_rejects_bad_input(text, inputs, message) -> None:
         parse_rows(inputs, text, LIMITS)
 
 
-def test_served_config_has_the_documented_io() -> None:
-    require_models("nmt", "nmt_encoder", "nmt_decoder")
-    config = parse((MODEL_REPOSITORY / "nmt" / "config.pbtxt").read_text())
+def _documented_io(repository: Path) -> None:
+    """``nmt`` in ``repository``: a python model taking TEXT, BEAM_SIZE and MAX_LENGTH and
+    giving TRANSLATION, its model.py the one-line import."""
+    config = parse((repository / "nmt" / "config.pbtxt").read_text())
     assert config.backend == "python" and config.max_batch_size > 0
     inputs = {(i.name, i.data_type, tuple(i.dims), i.optional) for i in config.input}
     assert inputs == {
@@ -126,21 +129,38 @@ def test_served_config_has_the_documented_io() -> None:
     assert [(o.name, o.data_type, tuple(o.dims)) for o in config.output] == [
         ("TRANSLATION", 13, (1,))
     ]
-    for name in ("nmt_encoder", "nmt_decoder"):
-        served = parse((MODEL_REPOSITORY / name / "config.pbtxt").read_text())
-        assert served.platform == "onnxruntime_onnx"
-    shim = (MODEL_REPOSITORY / "nmt" / "1" / "model.py").read_text()
+    shim = (repository / "nmt" / "1" / "model.py").read_text()
     assert "from triton_kit.python_models.nmt.model import NmtModel as TritonPythonModel" in shim
 
 
-def test_short_requests_finish_before_long_ones(text) -> None:
+def test_the_default_build_has_the_documented_io_over_ctranslate2() -> None:
+    """The default nmt (issue 31): the same python model in front, calling nmt_ct2 in the
+    kit's ctranslate2 backend, and no step models."""
+    require_models("nmt", "nmt_ct2")
+    _documented_io(MODEL_REPOSITORY)
+    config = parse((MODEL_REPOSITORY / "nmt" / "config.pbtxt").read_text())
+    assert config.parameters["generate_model"].string_value == "nmt_ct2"
+    assert parse((MODEL_REPOSITORY / "nmt_ct2" / "config.pbtxt").read_text()).backend == (
+        "ctranslate2"
+    )
+
+
+def test_the_python_search_has_the_documented_io_over_onnx_steps(nmt_python_search) -> None:
+    _documented_io(nmt_python_search)
+    config = parse((nmt_python_search / "nmt" / "config.pbtxt").read_text())
+    assert "generate_model" not in config.parameters
+    for name in ("nmt_encoder", "nmt_decoder"):
+        served = parse((nmt_python_search / name / "config.pbtxt").read_text())
+        assert served.platform == "onnxruntime_onnx"
+
+
+def test_short_requests_finish_before_long_ones(text, nmt_python_search) -> None:
     """on_done fires per sentence as it ends: what lets the BLS model answer early."""
-    require_models("nmt_encoder", "nmt_decoder")
     from triton_kit.python_models.nmt.ort import OrtStepModel
 
     runner = OrtStepModel(
-        MODEL_REPOSITORY / "nmt_encoder" / "1" / "model.onnx",
-        MODEL_REPOSITORY / "nmt_decoder" / "1" / "model.onnx",
+        nmt_python_search / "nmt_encoder" / "1" / "model.onnx",
+        nmt_python_search / "nmt_decoder" / "1" / "model.onnx",
         threads=1,
     )
     settings = from_parameters(ModelParameters.from_config({"parameters": _served_parameters()}))[0]

@@ -16,7 +16,6 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.python_models.nmt.ort import OrtStepModel, SessionStepModel, _run_bound, session
 from triton_kit.python_models.nmt.text import TARGET_VOCAB, MarianText
@@ -90,10 +89,9 @@ def test_session_step_model_over_objects_that_run() -> None:
 
 
 @pytest.fixture(scope="module")
-def onnx_files() -> tuple[Path, Path]:
-    require_models("nmt_encoder", "nmt_decoder")
+def onnx_files(nmt_python_search: Path) -> tuple[Path, Path]:
     return tuple(
-        MODEL_REPOSITORY / name / "1" / "model.onnx" for name in ("nmt_encoder", "nmt_decoder")
+        nmt_python_search / name / "1" / "model.onnx" for name in ("nmt_encoder", "nmt_decoder")
     )
 
 

@@ -3,11 +3,18 @@
 Any local Marian checkpoint directory works (``--checkpoint DIR``, with its
 ``source.spm``, ``target.spm`` and ``vocab.json``); the default is the project's
 own English→French number model in assets/nmt-en-fr-numbers, which ``--train``
-rebuilds from scratch (seeded). Writes ``nmt_encoder``, ``nmt_decoder`` (ONNX
-Runtime) and ``nmt`` (python BLS running the beam search) into the repository.
-``--architecture rnn`` builds the recurrent model (assets/nmt-rnn-en-fr-numbers) as
-``nmt_rnn`` instead, served by the same search: one pipeline, training, export and search for
-both (what differs is the architecture's, families/nmt/architecture.py).
+rebuilds from scratch (seeded).
+
+With --engine and --search left out, each --architecture builds its own default (written once,
+with the measurement behind it, in families/nmt/defaults.py; --architecture below prints them):
+  transformer: CTranslate2 int8 (--engine ctranslate2): the checkpoint converted into
+    ``nmt_ct2``, served by the kit's own ``ctranslate2`` backend, and ``nmt`` (python) that
+    tokenises and makes one BLS call per batch to it. ``--engine onnxruntime --search python``
+    builds the Python search instead: ``nmt_encoder``, ``nmt_decoder`` (ONNX Runtime) and ``nmt``
+    running the beam search over them.
+  rnn: the Python search: ``nmt_rnn`` over ``nmt_rnn_encoder``/``nmt_rnn_decoder``.
+One pipeline, training, export and search for both (what differs is the architecture's,
+families/nmt/architecture.py).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from triton_kit.build_engines.families.nmt.corpus import DEFAULT_CHECKPOINT, DEFAULT_RNN_CHECKPOINT
+from triton_kit.build_engines.families.nmt.defaults import DEFAULTS, default_of
 from triton_kit.build_engines.families.nmt.options import (
     ARCHITECTURES,
     DEFAULT_MAX_BEAM_SIZE,
@@ -34,6 +42,7 @@ __all__ = [
     "NmtOptions",
     "add_arguments",
     "build",
+    "default_engine",
     "options_from",
 ]
 
@@ -52,13 +61,25 @@ def options_from(args: argparse.Namespace) -> NmtOptions:
     )
 
 
+def default_engine(args: argparse.Namespace) -> str:
+    """``--engine`` left out: the architecture's (:data:`DEFAULTS`)."""
+    return default_of(args.architecture).engine
+
+
+def _defaults_help() -> str:
+    return "; ".join(
+        f"{name}: --engine {d.engine} --search {d.search} ({d.why})" for name, d in DEFAULTS.items()
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--architecture",
         choices=ARCHITECTURES,
         default=_DEFAULTS.architecture,
         help="transformer: Marian (writes nmt); rnn: GRU encoder-decoder with attention "
-        "(writes nmt_rnn, served by the same search)",
+        "(writes nmt_rnn). With --engine and --search left out, each builds its own default: "
+        + _defaults_help(),
     )
     parser.add_argument(
         "--checkpoint",
@@ -80,11 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--search",
         choices=SEARCHES,
         default=_DEFAULTS.search,
-        help="engine: the whole search inside the engine (writes nmt_generate: ONNX Runtime's "
-        "BeamSearch with --engine onnxruntime at fp32 or int8-dynamic, TorchScript with "
-        "--engine torch at fp32, fp16 or int8-dynamic (CPU); else python; --architecture rnn: "
-        "nmt_rnn_generate, TorchScript, --engine torch at fp32 or int8-dynamic (CPU)); "
-        "python: the numpy search over the encoder/decoder step models",
+        help="engine: the whole search inside the engine (--engine ctranslate2: nmt_ct2, its only "
+        "search; else writes nmt_generate: ONNX Runtime's BeamSearch with --engine onnxruntime "
+        "at fp32 or int8-dynamic, TorchScript with --engine torch at fp32, fp16 or "
+        "int8-dynamic (CPU); --architecture rnn: nmt_rnn_generate, TorchScript, --engine torch "
+        "at fp32 or int8-dynamic (CPU)); python: the numpy search over the encoder/decoder step "
+        "models. Default: the architecture's default search with its default engine (see "
+        "--architecture), engine with --engine ctranslate2, python with any other --engine",
     )
     parser.add_argument(
         "--verify-sentences",

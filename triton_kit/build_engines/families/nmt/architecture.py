@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from torch import nn
 
     from triton_kit.build_engines.families.nmt.corpus import Split
+    from triton_kit.build_engines.families.nmt.defaults import ArchitectureDefault
     from triton_kit.build_engines.options import BuildOptions
     from triton_kit.build_engines.repository import ModelConfig
     from triton_kit.python_models.nmt.decode import DecodeSettings
@@ -182,6 +183,7 @@ class Architecture(Protocol):
     """An NMT architecture, as the build's steps need it."""
 
     name: str  # the --architecture value
+    default: ArchitectureDefault  # its build with --engine/--search left out (defaults.py)
     names: ModelNames
     default_checkpoint: Path  # the committed number model
     encoder_axes: Axes  # the step graphs' input axes (the dry run names them without export)

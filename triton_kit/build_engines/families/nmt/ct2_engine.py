@@ -53,7 +53,8 @@ def check_precision(precision: str) -> str:
     if precision not in QUANTIZATION:
         raise BuildError(
             f"--engine ctranslate2 builds {' or '.join(QUANTIZATION)} (CTranslate2's int8 or "
-            f"float32 weights), not {precision}"
+            f"float32 weights), not {precision}; it is nmt's default engine: --engine onnxruntime "
+            f"(or tensorrt, torch) builds {precision} step models"
         )
     return QUANTIZATION[precision]
 

@@ -43,7 +43,7 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
     dry_run = options.dry_run
     if dry_run and model_options.train:
         raise BuildError("nmt: --dry-run with --train: train first, then plan the engines")
-    generate = engine_search(arch, options, model_options.search)
+    generate = engine_search(arch, options, model_options.search_for(options.engine.value))
     log = StepLog(name, (2 if dry_run else 4 + generate) + model_options.train)
     if model_options.train:
         from triton_kit.build_engines.families.nmt.train import train
@@ -180,6 +180,7 @@ def _write(
             raise DryRun(f"dry run: nothing scripted or written for {names.bls} and {calls}")
         repository.write_bls(out, tokenizer, settings, bounds, options, names.steps, calls)
         info(f"wrote {out}/{names.bls} (calls {calls} by BLS; no step models)")
+        remove_stale(arch, out, {names.bls, calls})
         return
     configs = {
         names.encoder: (onnx[0], arch.encoder_config(model, settings, bounds, options)),
@@ -209,6 +210,26 @@ def _write(
     repository.write_bls(out, tokenizer, settings, bounds, options, names.steps, calls)
     what = f"{options.precision}, {options.engine.value}"
     info(f"wrote {out}/{names.bls}, {out}/{names.encoder}, {out}/{names.decoder} ({what})")
+    remove_stale(arch, out, {names.bls, names.encoder, names.decoder, calls})
+
+
+def remove_stale(arch: Architecture, out: Path, written: set[str | None]) -> None:
+    """Remove the models of ``arch`` that an earlier build wrote into ``out`` and this one did
+    not (``nmt_encoder``/``nmt_decoder`` after switching to the CTranslate2 default, ``nmt_ct2``
+    or ``nmt_generate`` after switching back): nothing calls them any more, and the server would
+    still load them."""
+    import shutil
+
+    from triton_kit.build_engines.families.nmt.ct2_engine import CT2_MODEL
+
+    names = arch.names
+    owned = {names.encoder, names.decoder, names.generate}
+    if names.bls == repository.BLS:  # nmt_ct2 is the Transformer's (CTranslate2 has no RNN)
+        owned.add(CT2_MODEL)
+    for name in sorted(owned - written):
+        if (out / name / "config.pbtxt").is_file():
+            shutil.rmtree(out / name)
+            info(f"removed {out}/{name}: an earlier build's, which {names.bls} no longer calls")
 
 
 def generate_model(name: str, options: BuildOptions) -> str:

@@ -31,6 +31,7 @@ from triton_kit.build_engines.families.nmt.architecture import (
     encoder_graph,
 )
 from triton_kit.build_engines.families.nmt.corpus import Split
+from triton_kit.build_engines.families.nmt.defaults import DEFAULTS
 from triton_kit.build_engines.families.nmt.export import (
     DECODER_AXES,
     DecoderStepGraph,
@@ -56,6 +57,7 @@ class Transformer:
     """Marian, as :class:`~triton_kit.build_engines.families.nmt.architecture.Architecture`."""
 
     name = "transformer"
+    default = DEFAULTS[name]  # what --engine/--search left out build, and why
     names = ModelNames(repository.BLS, repository.ENCODER, repository.DECODER, repository.GENERATE)
     default_checkpoint = DEFAULT_CHECKPOINT
     encoder_axes = ENCODER_AXES
@@ -84,6 +86,15 @@ class Transformer:
         from triton_kit.build_engines.engines.registry import Engine
 
         if options.engine is Engine.CTRANSLATE2:  # always the whole model: nmt_ct2
+            if search != "engine":
+                raise BuildError(
+                    "--engine ctranslate2 is the whole search in CTranslate2 (nmt_ct2): it has "
+                    "no step models for --search python (--engine onnxruntime --search python "
+                    "builds the Python search)"
+                )
+            from triton_kit.build_engines.families.nmt.ct2_engine import check_precision
+
+            check_precision(options.precision)  # before the export, not after it
             return True
         torch_int8 = options.engine is Engine.TORCH and options.precision == INT8_DYNAMIC
         if search != "engine":

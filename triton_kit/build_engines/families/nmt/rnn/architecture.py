@@ -38,6 +38,7 @@ from triton_kit.build_engines.families.nmt.architecture import (
     encoder_graph,
 )
 from triton_kit.build_engines.families.nmt.corpus import Split
+from triton_kit.build_engines.families.nmt.defaults import DEFAULTS
 from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
 from triton_kit.build_engines.families.nmt.rnn.model import RnnConfig, RnnTranslator
 from triton_kit.build_engines.families.nmt.torchscript.int8_dynamic import PRECISION as INT8_DYNAMIC
@@ -112,6 +113,7 @@ class Rnn:
     :class:`~triton_kit.build_engines.families.nmt.architecture.Architecture`."""
 
     name = "rnn"
+    default = DEFAULTS[name]  # what --engine/--search left out build, and why
     names = ModelNames("nmt_rnn", "nmt_rnn_encoder", "nmt_rnn_decoder", "nmt_rnn_generate")
     default_checkpoint = corpus.DEFAULT_RNN_CHECKPOINT
     encoder_axes = ENCODER_AXES

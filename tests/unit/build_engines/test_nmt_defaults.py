@@ -1,0 +1,114 @@
+"""What ``build_engines nmt`` builds with ``--engine``/``--search``/``--precision`` left out
+(issue 31): CTranslate2 int8 for the Transformer, the Python search over ONNX Runtime step
+models for the RNN, each written once (families/nmt/defaults.py); every explicit engine and
+search still builds what it built before."""
+
+from __future__ import annotations
+
+import pytest
+
+from triton_kit.build_engines.cli import build_parser, family_engine, family_options, main
+from triton_kit.build_engines.engines.registry import Engine
+from triton_kit.build_engines.families import nmt
+from triton_kit.build_engines.families.nmt.defaults import DEFAULTS
+from triton_kit.build_engines.families.nmt.options import ARCHITECTURES, architecture
+from triton_kit.build_engines.families.nmt.pipeline import engine_search
+from triton_kit.build_engines.flags import parse_build_args
+from triton_kit.build_engines.steps import BuildError
+
+PY, EN = "python", "engine"  # --search values
+
+
+def _resolved(*argv: str) -> tuple[str, str, str | None]:
+    """(engine, precision, search) of ``python -m triton_kit.build_engines ARGV``."""
+    args = parse_build_args(build_parser(), list(argv), family_engine)
+    options = family_options(args.family, args)
+    if args.family != "nmt":
+        return options.engine.value, options.precision, None
+    search = nmt.options_from(args).search_for(options.engine.value)
+    return options.engine.value, options.precision, search
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["nmt"], ("ctranslate2", "int8", "engine")),
+        (["nmt", "--precision", "fp32"], ("ctranslate2", "fp32", "engine")),
+        (["nmt", "--architecture", "rnn"], ("onnxruntime", "fp32", "python")),
+        # Explicit engines build what they built before the default moved.
+        (["nmt", "--engine", "onnxruntime"], ("onnxruntime", "fp32", "python")),
+        (["nmt", "--engine", "onnxruntime", "--search", "python"], ("onnxruntime", "fp32", PY)),
+        (["nmt", "--engine", "onnxruntime", "--search", "engine"], ("onnxruntime", "fp32", EN)),
+        (["nmt", "--engine", "torch"], ("torch", "fp32", "python")),
+        (["nmt", "--engine", "torch", "--search", "engine"], ("torch", "fp32", "engine")),
+        (["nmt", "--engine", "tensorrt"], ("tensorrt", "fp32", "python")),
+        (
+            ["nmt", "--engine", "onnxruntime", "--precision", "int8-dynamic"],
+            ("onnxruntime", "int8-dynamic", "python"),
+        ),
+        (
+            ["nmt", "--architecture", "rnn", "--engine", "torch", "--search", "engine"],
+            ("torch", "fp32", "engine"),
+        ),
+        # The other families keep the build's default engine.
+        (["resnet50"], ("onnxruntime", "fp32", None)),
+        (["bert"], ("onnxruntime", "fp32", None)),
+    ],
+)
+def test_left_out_flags_resolve_per_family_and_architecture(argv, expected) -> None:
+    assert _resolved(*argv) == expected
+
+
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_each_architecture_points_at_its_one_default(name: str) -> None:
+    assert set(DEFAULTS) == set(ARCHITECTURES)
+    assert architecture(name).default is DEFAULTS[name]
+    assert DEFAULTS[name].search_for(DEFAULTS[name].engine) == DEFAULTS[name].search
+
+
+def test_all_gives_each_family_its_own_default_engine() -> None:
+    parser = build_parser()
+    engines = {}
+    for family in ("resnet50", "bert", "nmt"):
+        args = parse_build_args(parser, [family, "--dry-run"], family_engine)
+        engines[family] = family_options(family, args).engine
+    assert engines == {
+        "resnet50": Engine.ONNXRUNTIME,
+        "bert": Engine.ONNXRUNTIME,
+        "nmt": Engine.CTRANSLATE2,
+    }
+    assert family_engine(parser.parse_args(["all"])) is None  # resolved per family
+
+
+def test_a_precision_the_default_engine_cannot_build_is_a_usage_error_naming_it(capsys) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["nmt", "--precision", "int8-dynamic", "--dry-run"])
+    assert caught.value.code == 2
+    assert "--engine left out: nmt builds with --engine ctranslate2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["nmt", "--precision", "fp16"], "not fp16; it is nmt's default engine"),
+        (["nmt", "--engine", "ctranslate2", "--search", "python"], "no step models"),
+        (["nmt", "--architecture", "rnn", "--engine", "ctranslate2"], "no converter"),
+    ],
+)
+def test_ctranslate2_refusals_come_before_any_work(argv, words) -> None:
+    """engine_search runs first in the pipeline: no export, no conversion, then a refusal."""
+    args = parse_build_args(build_parser(), argv, family_engine)
+    options, model_options = family_options("nmt", args), nmt.options_from(args)
+    search = model_options.search_for(options.engine.value)
+    with pytest.raises(BuildError, match=words):
+        engine_search(architecture(model_options.architecture), options, search)
+
+
+def test_help_states_each_default_and_why(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["nmt", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "transformer: --engine ctranslate2 --search engine" in text
+    assert "rnn: --engine onnxruntime --search python" in text
+    assert "benchmarks/results/nmt_ctranslate2.md" in text
+    assert "CTranslate2 has no recurrent model" in text

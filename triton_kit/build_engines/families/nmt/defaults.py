@@ -1,0 +1,66 @@
+"""What ``build_engines nmt`` builds with ``--engine`` and ``--search`` left out, per
+architecture, and why: the ONE place these defaults are written.
+
+Imports nothing of the nmt family, so the flags (``--help``), the options and the
+architectures (:mod:`~triton_kit.build_engines.families.nmt.transformer`,
+:mod:`~triton_kit.build_engines.families.nmt.rnn.architecture`, each pointing here as
+``default``) all read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The engines whose build is the whole search and nothing else: --search left out means engine.
+WHOLE_SEARCH_ENGINES = ("ctranslate2",)
+STEP_SEARCH = "python"  # --search left out with another engine named: what it built before
+
+
+@dataclass(frozen=True)
+class ArchitectureDefault:
+    """What ``build_engines nmt --architecture NAME`` builds when ``--engine``, ``--search`` and
+    ``--precision`` are left out, and why (``--help`` prints it). ``--precision`` left out is
+    the engine's own default (:func:`triton_kit.build_engines.flags.default_precision`)."""
+
+    engine: str  # an --engine value
+    search: str  # a --search value, with that engine
+    why: str
+
+    def search_for(self, engine: str) -> str:
+        """``--search`` left out: this default's search with its engine, ``engine`` for an
+        engine that is the whole search (CTranslate2), else the Python search over step
+        models (what ``--engine onnxruntime``/``torch``/``tensorrt`` built before)."""
+        if engine == self.engine:
+            return self.search
+        return "engine" if engine in WHOLE_SEARCH_ENGINES else STEP_SEARCH
+
+
+# The ONE place each architecture's default build is written (the Architecture classes point
+# here as ``default``; the flags and --help read it without importing model code).
+DEFAULTS = {
+    "transformer": ArchitectureDefault(
+        engine="ctranslate2",
+        search="engine",
+        why="CTranslate2 int8, the whole translation in the kit's ctranslate2 backend (nmt_ct2) "
+        "behind a tokenising nmt: served 1.55-2.30x the Python search over ONNX Runtime step "
+        "models on the 2-core CPU at beams 1 and 4, 8 and 32 clients (python -m "
+        "triton_kit.benchmarks.nmt --ct2-sizes tiny, benchmarks/results/nmt_ctranslate2.md)",
+    ),
+    "rnn": ArchitectureDefault(
+        engine="onnxruntime",
+        search="python",
+        why="the Python search over ONNX Runtime step models, as before: CTranslate2 has no "
+        "recurrent model, and the TorchScript search (--engine torch --search engine) is not "
+        "yet measured faster than it",
+    ),
+}
+
+
+def default_of(name: str) -> ArchitectureDefault:
+    """The default build of architecture ``name`` (one of :data:`ARCHITECTURES`)."""
+    try:
+        return DEFAULTS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown NMT architecture {name!r}: one of {', '.join(DEFAULTS)}"
+        ) from None
