@@ -283,3 +283,31 @@ def test_the_ct2_build_is_a_transformer_variant_measured_by_default():
     assert parse_args(["--architecture", "rnn"]).ct2_sizes == ""
     assert parse_args(["--ct2-sizes", ""]).ct2_sizes == ""
     assert VARIANTS["ct2"].build_args == ("--engine", "ctranslate2", "--search", "engine")
+
+
+def test_the_rnn_report_judges_its_torchscript_search_against_the_python_search(
+    tmp_path, monkeypatch
+):
+    """``--torch-generate-sizes tiny``: the recurrent model's served TorchScript search gets a
+    ratio to its served Python search (what decides its default, families/nmt/defaults.py),
+    and the notes say where each search runs (the Python search runs its steps in the stub:
+    no BLS call per step since issue 11)."""
+    from triton_kit.benchmarks.nmt import run
+
+    rates = {report.IN_PROCESS: 100.0, report.TRITON: 50.0}
+    rates |= {report.IN_PROCESS_TORCH: 90.0, report.TRITON_TORCH: 75.0}
+
+    def fake_run(suite, workdir, threads):
+        return [_phased(engine, 1, 8, rates[engine], {}) for engine in suite.engines]
+
+    monkeypatch.setattr(run, "run_suite", fake_run)
+    monkeypatch.setattr("triton_kit.benchmarks.nmt.matrix.copy_models", lambda *a: None)
+    output = tmp_path / "nmt_rnn.md"
+    argv = ["--architecture", "rnn", "--beams", "1", "--concurrency", "8"]
+    run.main([*argv, "--torch-generate-sizes", "tiny", "--output", str(output)])
+    text = output.read_text()
+    ratio_headers, ratios = _tables_with_rows(text)[1]
+    assert ratio_headers[-1] == "RNN TorchScript search / Python search, served"
+    assert ratios[0][-1] == "1.50"
+    assert "once per generated token" not in text
+    assert "inside its stub" in text

@@ -531,11 +531,15 @@ def render_comparison(
                 _ratio(rnn[1], tf[1]),
             ]
         )
+        if torch_search := rate.get((RNN_LABEL, TRITON_TORCH, beam, level)):
+            ratios[-1].append(_ratio(torch_search, rnn[1]))
     headers = ["model", "engine", "beam", "concurrency", "sentences", "sentences/s"]
     headers += ["tokens/s", "p50 ms", "p95 ms", "p99 ms", "exact match"]
     ratio_headers = ["beam", "concurrency", "RNN served / in-process"]
     ratio_headers += ["Transformer served / in-process", "RNN / Transformer in-process"]
     ratio_headers += ["RNN / Transformer served"]
+    if any(label == RNN_LABEL and c.engine == TRITON_TORCH for label, c in cells):
+        ratio_headers += ["RNN TorchScript search / Python search, served"]
     repeats = (
         "one run of the matrix (no repeats)"
         if args.repeats == 1
@@ -566,11 +570,12 @@ def render_comparison(
             "",
             "## Notes",
             "",
-            "- The served/in-process gap is the per-step cost of serving: the BLS model calls "
-            "the decoder model once per generated token through Triton. The recurrent "
-            "decoder step is cheaper than the Transformer's, so that fixed cost weighs more "
-            "on it; moving the decoder into the search model's process (issue 11) removes "
-            "most of it for both.",
+            "- Where each search runs: `Triton` is the python model running the Python search "
+            "over ONNX Runtime sessions of its step files inside its stub (no Triton call per "
+            "step); `Triton torch generate` is the whole search in one TorchScript module "
+            "served by Triton's pytorch backend, which the python model calls by BLS once per "
+            "beam size of its batch. The served/in-process gap is the python backend's cost "
+            "per request and batch, which weighs more on the recurrent model's cheaper steps.",
             "",
             "## All measurements",
             "",

@@ -42,7 +42,7 @@ DEFAULTS = {
         engine="ctranslate2",
         search="engine",
         why="CTranslate2 int8, the whole translation in the kit's ctranslate2 backend (nmt_ct2) "
-        "behind a tokenising nmt: served 1.55-2.30x the Python search over ONNX Runtime step "
+        "behind a tokenising nmt: served 1.44-2.71x the Python search over ONNX Runtime step "
         "models on the 2-core CPU at beams 1 and 4, 8 and 32 clients (python -m "
         "triton_kit.benchmarks.nmt --ct2-sizes tiny, benchmarks/results/nmt_ctranslate2.md)",
     ),
