@@ -6,7 +6,7 @@ Public surface, by module (imported from the module, so importing this package s
   ``array_response``, ``error_response``, ``ExecuteProfile``, ``PROFILE_DIR_ENV``.
 - ``parameters``: ``ModelParameters`` (strict typed reads of a config's parameters).
 - ``contracts``: tensor names and defaults the build, the models and the client agree on.
-- ``bls``: ``infer`` (one BLS call). ``sibling``: ``sibling_onnx``, ``sibling_device``.
+- ``bls``: ``infer`` (one BLS call). ``sibling``: ``sibling_file``, ``sibling_device``.
 - ``ort_session``: ``SessionSettings``, ``create_session``, ``threaded``.
 - ``cuda_graphs``: ``CudaGraph`` and the graph-shape helpers.
 - ``torchscript``: ``TorchScriptModel``, TorchScript with CUDA graphs per batch bucket (what

@@ -15,7 +15,7 @@ from pathlib import Path
 _GPU_KIND = re.compile(r"kind:\s*KIND_GPU")
 
 
-def sibling_onnx(version_dir: Path, model: str, filename: str = "model.onnx") -> Path | None:
+def sibling_file(version_dir: Path, model: str, filename: str = "model.onnx") -> Path | None:
     """``<repository>/<model>/<highest version>/<filename>`` if it exists, else None.
 
     ``version_dir`` is the calling model's ``<repository>/<name>/<version>``.

@@ -207,9 +207,9 @@ def generate_ct2(
 def serves_ct2(version_dir: Any, model: str) -> bool:
     """Whether the sibling ``model`` is served by the kit's ctranslate2 backend (its
     ``model.bin``): ONE call answers a batch of any beam sizes."""
-    from triton_kit.python_models.common.sibling import sibling_onnx
+    from triton_kit.python_models.common.sibling import sibling_file
 
-    return sibling_onnx(version_dir, model, "model.bin") is not None
+    return sibling_file(version_dir, model, "model.bin") is not None
 
 
 def served_search(
@@ -221,7 +221,7 @@ def served_search(
     batch in one call. ``settings``: the served
     :class:`triton_kit.python_models.nmt.decode.DecodeSettings`."""
     from triton_kit.python_models.common import bls
-    from triton_kit.python_models.common.sibling import sibling_onnx
+    from triton_kit.python_models.common.sibling import sibling_file
 
     if serves_ct2(version_dir, model):  # the kit's ctranslate2 backend
 
@@ -229,7 +229,7 @@ def served_search(
             return generate_ct2(model, jobs, settings.eos_token_id, on_done)
 
         return ct2
-    if sibling_onnx(version_dir, model, "model.pt") is not None:
+    if sibling_file(version_dir, model, "model.pt") is not None:
         tokens = (settings.eos_token_id, settings.pad_token_id)
 
         def batched(jobs, on_done=None):

@@ -49,7 +49,7 @@ from triton_kit.python_models.common.base import (
     error_response,
 )
 from triton_kit.python_models.common.contracts import BEAM_INDEX, decoder_feed
-from triton_kit.python_models.common.sibling import sibling_device, sibling_onnx
+from triton_kit.python_models.common.sibling import sibling_device, sibling_file
 from triton_kit.python_models.nmt.decode import Job, StepModel, generate
 from triton_kit.python_models.nmt.settings import Limits, from_parameters
 from triton_kit.python_models.nmt.text import MarianText
@@ -98,13 +98,13 @@ def step_model(version_dir: Path, encoder: str, decoder: str, threads: int) -> S
     engine (a TensorRT plan on a GPU host) plugs in as another :class:`StepModel`.
     """
     names = (encoder, decoder)
-    scripts = [sibling_onnx(version_dir, name, "model.pt") for name in names]
+    scripts = [sibling_file(version_dir, name, "model.pt") for name in names]
     if None not in scripts:
         from triton_kit.python_models.nmt.torch_steps import load_step_model
 
         device = sibling_device(version_dir, encoder)
         return load_step_model(scripts[0], scripts[1], device, threads)
-    paths = [sibling_onnx(version_dir, name) for name in names]
+    paths = [sibling_file(version_dir, name) for name in names]
     if None in paths:
         return BlsStepModel(encoder, decoder, _config_lists(version_dir, decoder, BEAM_INDEX))
     from triton_kit.python_models.nmt.ort import OrtStepModel  # the stub's only engine import

@@ -9,26 +9,26 @@ import pytest
 
 from tests.support.prerequisites import MODEL_REPOSITORY
 from triton_kit.build_engines.repository import parse
-from triton_kit.python_models.common.sibling import sibling_onnx
+from triton_kit.python_models.common.sibling import sibling_file
 
 
-def test_sibling_onnx_is_the_served_version(tmp_path: Path) -> None:
+def test_sibling_file_is_the_served_version(tmp_path: Path) -> None:
     caller = tmp_path / "bert" / "1"
     caller.mkdir(parents=True)
     for version in ("1", "3", "10"):
         (tmp_path / "bert_model" / version).mkdir(parents=True)
     (tmp_path / "bert_model" / "3" / "model.onnx").write_bytes(b"x")
-    assert sibling_onnx(caller, "bert_model") is None  # version 10 is served and has no ONNX
+    assert sibling_file(caller, "bert_model") is None  # version 10 is served and has no ONNX
     (tmp_path / "bert_model" / "10" / "model.onnx").write_bytes(b"x")
-    assert sibling_onnx(caller, "bert_model") == tmp_path / "bert_model" / "10" / "model.onnx"
+    assert sibling_file(caller, "bert_model") == tmp_path / "bert_model" / "10" / "model.onnx"
 
 
 def test_sibling_serving_a_plan_has_no_onnx(tmp_path: Path) -> None:
     (tmp_path / "bert" / "1").mkdir(parents=True)
     (tmp_path / "bert_model" / "1").mkdir(parents=True)
     (tmp_path / "bert_model" / "1" / "model.plan").write_bytes(b"x")
-    assert sibling_onnx(tmp_path / "bert" / "1", "bert_model") is None
-    assert sibling_onnx(tmp_path / "bert" / "1", "missing_model") is None
+    assert sibling_file(tmp_path / "bert" / "1", "bert_model") is None
+    assert sibling_file(tmp_path / "bert" / "1", "missing_model") is None
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_bert_is_one_python_model() -> None:
         pytest.skip("bert not built")
     config = parse(path.read_text())
     assert config.backend == "python" and not config.ensemble_scheduling.step
-    assert sibling_onnx(MODEL_REPOSITORY / "bert" / "1", "bert_model") is not None
+    assert sibling_file(MODEL_REPOSITORY / "bert" / "1", "bert_model") is not None
 
 
 def test_nmt_search_finds_its_graphs_in_process(nmt_python_search) -> None:

@@ -18,7 +18,7 @@ from triton_kit.python_models.common.serving_policy import (
     DEFAULT_QUEUE_POLICY,
     QueuePolicy,
 )
-from triton_kit.python_models.common.sibling import sibling_onnx
+from triton_kit.python_models.common.sibling import sibling_file
 from triton_kit.python_models.nmt.decode import DecodeSettings
 from triton_kit.python_models.nmt.settings import (
     DEFAULT_MAX_BEAM_TOKENS,
@@ -147,22 +147,22 @@ def test_threaded() -> None:
     assert threaded(0) == SessionSettings(intra_op_threads=0, inter_op_threads=0)
 
 
-def test_sibling_onnx_picks_the_highest_numeric_version(tmp_path: Path) -> None:
+def test_sibling_file_picks_the_highest_numeric_version(tmp_path: Path) -> None:
     me = tmp_path / "nmt" / "1"
     me.mkdir(parents=True)
-    assert sibling_onnx(me, "nmt_encoder") is None  # no such model
+    assert sibling_file(me, "nmt_encoder") is None  # no such model
     for version in ("2", "10", "9", "latest"):
         (tmp_path / "nmt_encoder" / version).mkdir(parents=True)
         (tmp_path / "nmt_encoder" / version / "model.onnx").write_bytes(b"x")
     (tmp_path / "nmt_encoder" / "11").write_text("a file, not a version")
-    assert sibling_onnx(me, "nmt_encoder") == tmp_path / "nmt_encoder" / "10" / "model.onnx"
+    assert sibling_file(me, "nmt_encoder") == tmp_path / "nmt_encoder" / "10" / "model.onnx"
     (tmp_path / "nmt_encoder" / "12").mkdir()  # highest version serves something else
-    assert sibling_onnx(me, "nmt_encoder") is None
+    assert sibling_file(me, "nmt_encoder") is None
     (tmp_path / "nmt_encoder" / "12" / "model.plan").write_bytes(b"p")
-    found = sibling_onnx(me, "nmt_encoder", filename="model.plan")
+    found = sibling_file(me, "nmt_encoder", filename="model.plan")
     assert found == tmp_path / "nmt_encoder" / "12" / "model.plan"
     (tmp_path / "nmt_decoder").mkdir()
-    assert sibling_onnx(me, "nmt_decoder") is None  # a model with no version folder
+    assert sibling_file(me, "nmt_decoder") is None  # a model with no version folder
 
 
 def test_queue_policy_defaults() -> None:
