@@ -55,6 +55,9 @@ class NmtOptions:
     # ONNX Runtime step models on the 2-core CPU (benchmarks/results/nmt.md); on the H100 the
     # two searches over fp16 TorchScript steps serve about equally (gpu_nmt.md).
     search: str = "python"
+    # --ct2-text (with --engine ctranslate2): ``nmt`` itself is the ctranslate2 backend's text
+    # model (tokenising in C++), no python model and no nmt_ct2 (families/nmt/ct2_engine.py).
+    ct2_text: bool = False
 
     @property
     def checkpoint_dir(self) -> Path:
