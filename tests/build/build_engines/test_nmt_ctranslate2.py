@@ -115,7 +115,7 @@ def test_ct2_text_writes_nmt_as_the_backends_text_model(tmp_path: Path) -> None:
 
 def test_ct2_text_needs_the_ctranslate2_engine(tmp_path: Path) -> None:
     argv = ["nmt", "--engine", "onnxruntime", "--ct2-text", "--output-repository", str(tmp_path)]
-    with pytest.raises(BuildError, match="--ct2-text .* needs --engine ctranslate2"):
+    with pytest.raises(BuildError, match=r"--ct2-text .* needs --engine ctranslate2"):
         build_from_argv([*argv, "--work-dir", str(tmp_path / "w")])
     assert not (tmp_path / "nmt").exists()
 
