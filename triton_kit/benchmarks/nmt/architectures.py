@@ -29,6 +29,7 @@ from triton_kit.benchmarks.nmt.report import (
     TRANSFORMER_LABEL,
     TRITON,
     TRITON_CT2,
+    TRITON_CT2_TEXT,
     TRITON_GRAPH,
     TRITON_INT8,
     TRITON_TORCH,
@@ -84,6 +85,14 @@ VARIANTS = {
         TORCH_GENERATE_ARGS,
     ),
     "ct2": Variant("ct2_sizes", None, TRITON_CT2, "ct2", "int8", ("--engine", "ctranslate2")),
+    "ct2-text": Variant(
+        "ct2_text_sizes",
+        None,
+        TRITON_CT2_TEXT,
+        "ct2",
+        "int8",
+        ("--engine", "ctranslate2", "--ct2-text"),
+    ),
 }
 
 
@@ -128,6 +137,7 @@ BENCHMARKED = {
             "torch_int8_sizes": "tiny",
             "int8_sizes": "tiny,large",
             "ct2_sizes": "",  # needs the opt-in ctranslate2 backend built
+            "ct2_text_sizes": "",  # and that backend with libsentencepiece-dev
             "output": RESULTS / "nmt.md",
         },
     ),

@@ -19,10 +19,11 @@ IN_PROCESS_TORCH_INT8 = "in-process torch generate int8"
 TRITON_TORCH_INT8 = "Triton torch generate int8 (gRPC)"
 TRITON_CT2 = "Triton ctranslate2 (gRPC)"  # nmt_ct2 in the kit's ctranslate2 backend
 TRITON_CT2_DIRECT = "nmt_ct2 direct (gRPC)"  # the same server, clients calling nmt_ct2 itself
+TRITON_CT2_TEXT = "Triton ct2 text (gRPC)"  # --ct2-text: nmt is the backend's text model
 ORDER = (
     IN_PROCESS, CT2_FP32, CT2_INT8, TRITON, IN_ENGINE, TRITON_GRAPH, IN_PROCESS_INT8, TRITON_INT8,
     IN_PROCESS_TORCH, TRITON_TORCH, IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8, TRITON_CT2,
-    TRITON_CT2_DIRECT,
+    TRITON_CT2_DIRECT, TRITON_CT2_TEXT,
 )  # fmt: skip
 # (label, served, its in-process twin) per build, for the ratio and phase columns
 PAIRS = (
@@ -33,6 +34,7 @@ PAIRS = (
     ("torch generate int8 ", TRITON_TORCH_INT8, IN_PROCESS_TORCH_INT8),
     # in process, the same library runs the same conversion of the checkpoint at int8
     ("ctranslate2 ", TRITON_CT2, CT2_INT8),
+    ("ct2 text ", TRITON_CT2_TEXT, CT2_INT8),
 )
 # What each engine is, for the report's list of engines (only those measured are listed).
 ENGINE_MEANINGS = {
@@ -73,6 +75,11 @@ ENGINE_MEANINGS = {
     TRITON_CT2_DIRECT: "the same server as `Triton ctranslate2 (gRPC)`, its clients calling "
     "`nmt_ct2` itself (token ids in and out, sentencepiece in the client thread, one sentence "
     "a request): the native backend without the `nmt` python model in front",
+    TRITON_CT2_TEXT: "the `--engine ctranslate2 --ct2-text` build: the same int8 conversion "
+    "served as `nmt` itself by the same C++ backend in its text mode (TEXT in, TRANSLATION out, "
+    "sentencepiece tokenisation and detokenisation inside the backend), its own server, the "
+    "kit's SDK clients as for `Triton (gRPC)`: no python model on the path. Its in-process "
+    "twin is `CTranslate2 int8`",
 }
 # served CT2 against today's default served nmt, where both were measured
 CT2_VS_DEFAULT = "Triton ctranslate2 / Triton"
