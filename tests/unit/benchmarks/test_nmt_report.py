@@ -311,3 +311,23 @@ def test_the_rnn_report_judges_its_torchscript_search_against_the_python_search(
     assert ratios[0][-1] == "1.50"
     assert "once per generated token" not in text
     assert "inside its stub" in text
+
+
+def test_the_ct2_text_build_is_judged_against_ct2_int8_and_nmt_ct2_direct():
+    """--ct2-text-sizes: the text model's twin is CTranslate2 int8; its bare-client cell is
+    compared with CTranslate2 int8 and with nmt_ct2 direct (the same client stack)."""
+    from triton_kit.benchmarks.nmt.architectures import BENCHMARKED, VARIANTS
+    from triton_kit.benchmarks.nmt.run import parse_args
+
+    rates = {**BASE, report.TRITON_CT2: 60.0, report.TRITON_CT2_DIRECT: 80.0}
+    rates |= {report.TRITON_CT2_TEXT: 70.0, report.TRITON_CT2_TEXT_RAW: 88.0}
+    text = report._pivot(_cells(rates), markdown_table)
+    values = dict(zip(_tables(text)[0], text.splitlines()[2].strip("|").split("|"), strict=True))
+    values = {key: value.strip() for key, value in values.items()}
+    assert values["Triton ct2 text / CT2 int8"] == "0.70"
+    assert values["ct2 text raw / CT2 int8"] == "0.88"
+    assert values["ct2 text raw / nmt_ct2 direct"] == "1.10"
+    assert "ct2-text" in BENCHMARKED["transformer"].variants
+    assert "ct2-text" not in BENCHMARKED["rnn"].variants
+    assert VARIANTS["ct2-text"].build_args[-1] == "--ct2-text"
+    assert parse_args([]).ct2_text_sizes == ""

@@ -29,6 +29,7 @@ from triton_kit.benchmarks.nmt.report import (
     TRANSFORMER_LABEL,
     TRITON,
     TRITON_CT2,
+    TRITON_CT2_TEXT,
     TRITON_GRAPH,
     TRITON_INT8,
     TRITON_TORCH,
@@ -84,6 +85,14 @@ VARIANTS = {
         TORCH_GENERATE_ARGS,
     ),
     "ct2": Variant("ct2_sizes", None, TRITON_CT2, "ct2", "int8", CT2_ARGS),
+    "ct2-text": Variant(
+        "ct2_text_sizes",
+        None,
+        TRITON_CT2_TEXT,
+        "ct2",
+        "int8",
+        ("--engine", "ctranslate2", "--ct2-text"),
+    ),
 }
 
 
@@ -128,6 +137,7 @@ BENCHMARKED = {
             "torch_int8_sizes": "tiny",
             "int8_sizes": "tiny,large",
             "ct2_sizes": "tiny",  # the default nmt build (make backends builds its backend)
+            "ct2_text_sizes": "",  # the opt-in --ct2-text build (libsentencepiece-dev)
             "output": RESULTS / "nmt.md",
         },
     ),

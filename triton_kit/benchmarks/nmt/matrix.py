@@ -42,8 +42,15 @@ from triton_kit.benchmarks.nmt.report import (
     TRITON,
     TRITON_CT2,
     TRITON_CT2_DIRECT,
+    TRITON_CT2_TEXT,
+    TRITON_CT2_TEXT_RAW,
 )
-from triton_kit.benchmarks.nmt.served import copy_models, measure_ct2_direct, measure_triton
+from triton_kit.benchmarks.nmt.served import (
+    copy_models,
+    measure_ct2_direct,
+    measure_raw_text,
+    measure_triton,
+)
 from triton_kit.build_engines.families.nmt.architecture import ModelNames
 
 
@@ -71,6 +78,8 @@ class Suite:
         names = [name for v in built for name in (v.local, v.served) if name is not None]
         if TRITON_CT2 in names:  # the same server, clients calling nmt_ct2 itself
             names.append(TRITON_CT2_DIRECT)
+        if TRITON_CT2_TEXT in names:  # the same server, bare tritonclient clients
+            names.append(TRITON_CT2_TEXT_RAW)
         return self.base + tuple(names)
 
 
@@ -244,7 +253,8 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
     repositories = served_repositories(suite)
     count_tokens = count_tokens_for(suite.repository, suite.names.bls)
     runs: dict[tuple[str, int, int], list[Cell]] = {}
-    served = {*repositories, *((TRITON_CT2_DIRECT,) if TRITON_CT2 in repositories else ())}
+    shared = {TRITON_CT2_DIRECT: TRITON_CT2, TRITON_CT2_TEXT_RAW: TRITON_CT2_TEXT}
+    served = {*repositories, *(name for name, of in shared.items() if of in repositories)}
     engine_names = tuple(name for name in suite.engines if name in engines or name in served)
     with contextlib.ExitStack() as stack:
         servers = {
@@ -255,8 +265,9 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
             )
             for name, path in repositories.items()
         }
-        if TRITON_CT2 in servers:
-            servers[TRITON_CT2_DIRECT] = servers[TRITON_CT2]
+        for name, of in shared.items():  # other clients of the same server
+            if of in servers:
+                servers[name] = servers[of]
         for repeat in range(suite.repeats):
             shift = repeat % len(engine_names)
             order = engine_names[shift:] + engine_names[:shift]
@@ -265,6 +276,10 @@ def run_suite(suite: Suite, workdir: Path, threads: int) -> list[Cell]:
                 for name in order:
                     if name == TRITON_CT2_DIRECT:
                         cell = measure_ct2_direct(
+                            servers[name], beam, level, pairs, count_tokens, name
+                        )
+                    elif name == TRITON_CT2_TEXT_RAW:
+                        cell = measure_raw_text(
                             servers[name], beam, level, pairs, count_tokens, name
                         )
                     elif name in servers:

@@ -19,10 +19,12 @@ IN_PROCESS_TORCH_INT8 = "in-process torch generate int8"
 TRITON_TORCH_INT8 = "Triton torch generate int8 (gRPC)"
 TRITON_CT2 = "Triton ctranslate2 (gRPC)"  # nmt_ct2 in the kit's ctranslate2 backend
 TRITON_CT2_DIRECT = "nmt_ct2 direct (gRPC)"  # the same server, clients calling nmt_ct2 itself
+TRITON_CT2_TEXT = "Triton ct2 text (gRPC)"  # --ct2-text: nmt is the backend's text model
+TRITON_CT2_TEXT_RAW = "ct2 text raw gRPC"  # the same server, bare tritonclient clients
 ORDER = (
     IN_PROCESS, CT2_FP32, CT2_INT8, TRITON, IN_ENGINE, TRITON_GRAPH, IN_PROCESS_INT8, TRITON_INT8,
     IN_PROCESS_TORCH, TRITON_TORCH, IN_PROCESS_TORCH_INT8, TRITON_TORCH_INT8, TRITON_CT2,
-    TRITON_CT2_DIRECT,
+    TRITON_CT2_DIRECT, TRITON_CT2_TEXT, TRITON_CT2_TEXT_RAW,
 )  # fmt: skip
 # (label, served, its in-process twin) per build, for the ratio and phase columns
 PAIRS = (
@@ -33,6 +35,7 @@ PAIRS = (
     ("torch generate int8 ", TRITON_TORCH_INT8, IN_PROCESS_TORCH_INT8),
     # in process, the same library runs the same conversion of the checkpoint at int8
     ("ctranslate2 ", TRITON_CT2, CT2_INT8),
+    ("ct2 text ", TRITON_CT2_TEXT, CT2_INT8),
 )
 # What each engine is, for the report's list of engines (only those measured are listed).
 ENGINE_MEANINGS = {
@@ -74,11 +77,21 @@ ENGINE_MEANINGS = {
     TRITON_CT2_DIRECT: "the same server as `Triton ctranslate2 (gRPC)`, its clients calling "
     "`nmt_ct2` itself (token ids in and out, sentencepiece in the client thread, one sentence "
     "a request): the native backend without the `nmt` python model in front",
+    TRITON_CT2_TEXT: "the `--engine ctranslate2 --ct2-text` build: the same int8 conversion "
+    "served as `nmt` itself by the same C++ backend in its text mode (TEXT in, TRANSLATION out, "
+    "sentencepiece tokenisation and detokenisation inside the backend), its own server, the "
+    "kit's SDK clients as for `Triton (gRPC)`: no python model on the path. Its in-process "
+    "twin is `CTranslate2 int8`",
+    TRITON_CT2_TEXT_RAW: "the same server as `Triton ct2 text (gRPC)`, its clients bare "
+    "`tritonclient.grpc` (TEXT and BEAM_SIZE in, TRANSLATION out, one sentence a request): the "
+    "client stack of `nmt_ct2 direct (gRPC)`, so the two differ by the server's work alone",
 }
 # served CT2 (nmt's default build since issue 31) against the served Python search, the default
 # before, where both were measured
 CT2_VS_DEFAULT = "Triton ctranslate2 / Triton"
 CT2_DIRECT_VS_INT8 = "nmt_ct2 direct / CT2 int8"
+CT2_TEXT_RAW_VS_INT8 = "ct2 text raw / CT2 int8"
+CT2_TEXT_RAW_VS_DIRECT = "ct2 text raw / nmt_ct2 direct"
 
 
 def defined(headers: list[str], meanings: dict[str, str]) -> str:
@@ -123,6 +136,12 @@ def _pivot(cells, table: Callable) -> str:
     direct = TRITON_CT2_DIRECT in present and CT2_INT8 in present
     if direct:
         headers.append(CT2_DIRECT_VS_INT8)
+    raw = TRITON_CT2_TEXT_RAW in present and CT2_INT8 in present
+    if raw:
+        headers.append(CT2_TEXT_RAW_VS_INT8)
+    raw_direct = TRITON_CT2_TEXT_RAW in present and TRITON_CT2_DIRECT in present
+    if raw_direct:
+        headers.append(CT2_TEXT_RAW_VS_DIRECT)
     rows = []
     for beam, level in keys:
         rate = {e: by[(e, beam, level)].sentences_per_s for e in engines}
@@ -133,6 +152,10 @@ def _pivot(cells, table: Callable) -> str:
             row.append(_ratio(rate[TRITON_CT2], rate[TRITON]))
         if direct:
             row.append(_ratio(rate[TRITON_CT2_DIRECT], rate[CT2_INT8]))
+        if raw:
+            row.append(_ratio(rate[TRITON_CT2_TEXT_RAW], rate[CT2_INT8]))
+        if raw_direct:
+            row.append(_ratio(rate[TRITON_CT2_TEXT_RAW], rate[TRITON_CT2_DIRECT]))
         rows.append(row)
     meanings = _pivot_meanings(engines, pairs)
     meanings[CT2_VS_DEFAULT] = (
@@ -140,6 +163,10 @@ def _pivot(cells, table: Callable) -> str:
         "CTranslate2's)"
     )
     meanings[CT2_DIRECT_VS_INT8] = f"{TRITON_CT2_DIRECT} sent/s over {CT2_INT8} sent/s"
+    meanings[CT2_TEXT_RAW_VS_INT8] = f"{TRITON_CT2_TEXT_RAW} sent/s over {CT2_INT8} sent/s"
+    meanings[CT2_TEXT_RAW_VS_DIRECT] = (
+        f"{TRITON_CT2_TEXT_RAW} sent/s over {TRITON_CT2_DIRECT} sent/s"
+    )
     return table(headers, rows) + "\n\n" + defined(headers, meanings)
 
 

@@ -131,6 +131,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "CTranslate2 int8)",
     )
     parser.add_argument(
+        "--ct2-text-sizes",
+        help="sizes also measured with the --engine ctranslate2 --ct2-text build (int8): nmt "
+        "itself served by the kit's ctranslate2 backend in text mode, tokenising in C++, no "
+        "python model (the backend built with libsentencepiece-dev; '' for none; the "
+        "Transformer only; its in-process twin is CTranslate2 int8)",
+    )
+    parser.add_argument(
         "--large-vocab", type=int, default=None, help="default: opus-mt-en-de's 58,101"
     )
     parser.add_argument(

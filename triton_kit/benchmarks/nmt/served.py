@@ -147,6 +147,43 @@ def ct2_direct_factory(url: str, beam: int, created: list, repository: Path):
     return make
 
 
+def raw_text_factory(url: str, beam: int, created: list, model: str = TRANSFORMER_NAMES.bls):
+    """Clients of the text ``model`` through bare ``tritonclient.grpc`` (the direct cell's
+    client stack, not the kit's SDK), one sentence a request: what the server costs, apart
+    from the SDK's client CPU that shares the machine's cores (docs/nmt_ct2_stub.md)."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    beams = np.array([[beam]], dtype=np.int32)
+
+    def make() -> Callable[[str], str]:
+        client = grpcclient.InferenceServerClient(url.split("://", 1)[-1])
+        created.append(client)
+
+        def call(sentence: str) -> str:
+            text = grpcclient.InferInput("TEXT", [1, 1], "BYTES")
+            text.set_data_from_numpy(np.array([[sentence.encode()]], dtype=np.object_))
+            beam_input = grpcclient.InferInput("BEAM_SIZE", [1, 1], "INT32")
+            beam_input.set_data_from_numpy(beams)
+            result = client.infer(model, [text, beam_input]).as_numpy("TRANSLATION")
+            return result[0][0].decode()
+
+        return call
+
+    return make
+
+
+def measure_raw_text(server, beam: int, level: int, pairs, count_tokens, name: str) -> Cell:
+    """A cell of bare-``tritonclient`` clients of the text ``nmt`` (:func:`raw_text_factory`)."""
+    clients: list = []
+    cell = measure(
+        name, raw_text_factory(server.grpc_url, beam, clients), beam, level, pairs, count_tokens
+    )
+    for client in clients:
+        client.close()
+    return cell
+
+
 def measure_ct2_direct(server, beam: int, level: int, pairs, count_tokens, name: str) -> Cell:
     """A cell of clients calling ``nmt_ct2`` directly (:func:`ct2_direct_factory`)."""
     clients: list = []

@@ -7,12 +7,19 @@ It compiles against the CTranslate2 public headers vendored in ``third_party/ctr
 shipped in this environment's ``ctranslate2`` PyPI wheel, with the wheel's C++ ABI. The r24.10
 core/common/backend sources, CMake flags, install and provenance are the other native
 backends' (``build.py``).
+
+Where the system's sentencepiece library is installed (Debian ``libsentencepiece-dev``,
+``scripts/install-system-deps.sh``) the backend gets its text mode (a ``source_spm`` parameter:
+``TEXT`` in, ``TRANSLATION`` out, ``ctranslate2/src/text.h``); without it the backend builds as
+before and a text-mode model refuses to load, naming the package.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +72,21 @@ def check_headers(folder: Path = HEADERS) -> str:
     return text
 
 
+def sentencepiece_version() -> str | None:
+    """The system sentencepiece library's version (pkg-config), None where it is not
+    installed: then the backend builds without its text mode."""
+    if shutil.which("pkg-config") is None:
+        return None
+    done = subprocess.run(
+        ["pkg-config", "--modversion", "sentencepiece"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    version = done.stdout.strip()
+    return version if done.returncode == 0 and version else None
+
+
 def recipe_key(
     framework: frameworks.Framework, library: Path, args: list[str], server_library: str | None
 ) -> str:
@@ -89,16 +111,20 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
     check_release(framework)
     library = frameworks.ctranslate2_library(framework)
     abi = int(frameworks.cxx11_abi(library))
+    spm = sentencepiece_version()
     args = [
         *shared_cmake_args(settings.work, gpu=False),
         f"-DCT2_INCLUDE_DIR={HEADERS / 'include'}",
         f"-DCT2_LIBRARY={library}",
         f"-DCT2_CXX11_ABI={abi}",
+        f"-DCT2_SENTENCEPIECE={'ON' if spm else 'OFF'}",
     ]
     # The wheel's other libraries (libgomp-<hash>): 4.8.1's libctranslate2 has no rpath of its
     # own to find them by, so the backend NEEDs them (part of the key: they are linked in).
     bundled = tuple(sorted(p.name for p in library.parent.glob("*.so*") if p != library))
-    key = recipe_key(framework, library, [*args, *bundled], settings.tritonserver_library)
+    key = recipe_key(
+        framework, library, [*args, *bundled, f"sentencepiece={spm}"], settings.tritonserver_library
+    )
     folder = settings.out / CT2_BACKEND
     if not settings.force and up_to_date(folder, LIBRARY, key):
         log(f"{CT2_BACKEND}: up to date ({folder / LIBRARY})")
@@ -107,7 +133,8 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
     started = time.monotonic()
     log(
         f"{CT2_BACKEND}: building the kit's backend against {library.name} (ctranslate2 "
-        f"{framework.version}, _GLIBCXX_USE_CXX11_ABI={abi})"
+        f"{framework.version}, _GLIBCXX_USE_CXX11_ABI={abi}; text mode: "
+        + (f"sentencepiece {spm})" if spm else "off, no libsentencepiece-dev)")
     )
     build_dir = compile_backend(CT2_BACKEND, SOURCE_DIR, TARGET, args, settings)
     built = install_library(

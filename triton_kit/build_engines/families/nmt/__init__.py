@@ -58,6 +58,7 @@ def options_from(args: argparse.Namespace) -> NmtOptions:
         max_beam_size=args.max_beam_size,
         verify_sentences=args.verify_sentences,
         search=args.search,
+        ct2_text=args.ct2_text,
     )
 
 
@@ -114,6 +115,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=_DEFAULTS.verify_sentences,
         help="sentences for the ONNX-vs-PyTorch check",
+    )
+    parser.add_argument(
+        "--ct2-text",
+        action="store_true",
+        default=_DEFAULTS.ct2_text,
+        help="with --engine ctranslate2: write nmt itself as the kit's C++ ctranslate2 backend "
+        "in text mode (TEXT in, TRANSLATION out, sentencepiece tokenisation inside the "
+        "backend; the converted model and source.spm in its version folder), with no python "
+        "model on the path and no nmt_ct2. Same contract as the python nmt; needs the "
+        "backend built with libsentencepiece-dev (benchmarks/results/nmt_ct2_text.md)",
     )
 
 

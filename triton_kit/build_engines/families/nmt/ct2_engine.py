@@ -9,6 +9,12 @@ the served settings, and checked against the reference translations (num2words f
 number model): at least :data:`MIN_EXACT` of them exact, as the other engines' builds do.
 The ``nmt`` python model then tokenises, sends its batch's ids in one BLS call and
 detokenises (:mod:`triton_kit.python_models.nmt.generate`); it imports no engine.
+
+With ``--ct2-text`` the same converted model is written as ``nmt`` itself instead, the backend in
+its text mode (:func:`text_config`: parameter ``source_spm``, the python ``nmt`` model's
+``TEXT``/``BEAM_SIZE``/``MAX_LENGTH`` → ``TRANSLATION`` contract and limits, sentencepiece inside
+the C++ backend), and neither the python model nor ``nmt_ct2`` is written: no stub on the path
+(docs/nmt_ct2_stub.md; benchmarks/results/nmt_ct2_text.md).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ if TYPE_CHECKING:
 CT2_MODEL = "nmt_ct2"
 BACKEND = "ctranslate2"
 QUANTIZATION = {"int8": "int8", "fp32": "float32"}  # --precision -> CTranslate2's
+SOURCE_SPM = "source.spm"  # the text mode's tokeniser, copied into the version folder
 CHECK_BEAMS = (1, 4)
 MIN_EXACT = 0.9  # of the verify sentences, per beam; the fp32/int8 number model: all
 
@@ -97,6 +104,47 @@ def ct2_config(
             "max_decoding_length": limits.default_max_length - 1,
             "patience": CT2_PATIENCE,
             "length_penalty": settings.length_penalty,
+        },
+    )
+    return config
+
+
+def text_config(
+    name: str,
+    options: BuildOptions,
+    quantization: str,
+    settings: DecodeSettings,
+    limits: Limits,
+) -> ModelConfig:
+    """The backend's text mode as ``name`` (``nmt``): the python ``nmt`` model's inputs and
+    output (families/nmt/repository.py ``write_bls``) and its limits as parameters; the
+    ids mode's settings (:func:`ct2_config`) otherwise. ``TEXT`` rows are one element each,
+    so requests batch without ragged batching."""
+    from triton_kit.build_engines.families.nmt.repository import BATCH_DELAY_US
+    from triton_kit.build_engines.repository import enable_dynamic_batching
+
+    config = ct2_config(options, quantization, settings, limits)
+    config.name = name
+    del config.input[:]
+    del config.output[:]
+    add_inputs(
+        config,
+        [
+            Tensor("TEXT", "STRING", (1,)),
+            Tensor("BEAM_SIZE", "INT32", (1,), optional=True),
+            Tensor("MAX_LENGTH", "INT32", (1,), optional=True),
+        ],
+    )
+    add_outputs(config, [Tensor("TRANSLATION", "STRING", (1,))])
+    enable_dynamic_batching(config, BATCH_DELAY_US, queue=options.queue)
+    set_parameters(
+        config,
+        {
+            "source_spm": SOURCE_SPM,
+            "max_source_length": limits.max_source_length,
+            "max_target_length": limits.max_target_length,
+            "max_text_bytes": limits.max_text_bytes,
+            "max_beam_tokens": limits.max_beam_tokens,
         },
     )
     return config
@@ -182,18 +230,30 @@ def write_ct2(
     limits: Limits,
     sentences: Verification,
     options: BuildOptions,
+    text_model: str | None = None,
 ) -> Path:
-    """Convert, check and write ``nmt_ct2``; the path of its version folder."""
+    """Convert, check and write ``nmt_ct2``, or with ``text_model`` that model in the backend's
+    text mode (the source sentencepiece model beside it); the path of its version folder."""
     quantization = check_precision(options.precision)
     model_dir = convert(checkpoint, quantization, options.work_dir / "ct2" / CT2_MODEL)
     _check_ids_match(model_dir, tokenizer_dir)
     check_translations(
         model_dir, tokenizer_dir, quantization, sentences, limits, options.threads or 1
     )
-    files = {p.name: p for p in sorted(model_dir.iterdir()) if p.is_file()}
-    write_model(out, ct2_config(options, quantization, settings, limits), files)
-    info(f"wrote {out}/{CT2_MODEL} (CTranslate2 {quantization}, backend {BACKEND})")
-    return out / CT2_MODEL / "1"
+    files: dict[str, Path | bytes | str] = {
+        p.name: p for p in sorted(model_dir.iterdir()) if p.is_file()
+    }
+    if text_model is None:
+        write_model(out, ct2_config(options, quantization, settings, limits), files)
+        info(f"wrote {out}/{CT2_MODEL} (CTranslate2 {quantization}, backend {BACKEND})")
+        return out / CT2_MODEL / "1"
+    files[SOURCE_SPM] = tokenizer_dir / SOURCE_SPM
+    write_model(out, text_config(text_model, options, quantization, settings, limits), files)
+    info(
+        f"wrote {out}/{text_model} (CTranslate2 {quantization}, backend {BACKEND}, text mode: "
+        f"TEXT -> TRANSLATION, {SOURCE_SPM} in the backend; no python model, no {CT2_MODEL})"
+    )
+    return out / text_model / "1"
 
 
 def _check_ids_match(model_dir: Path, tokenizer_dir: Path) -> None:

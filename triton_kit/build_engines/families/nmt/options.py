@@ -58,6 +58,9 @@ class NmtOptions:
     # search batches but ran slower than the Python search on the 2-core CPU:
     # benchmarks/results/nmt.md; on the H100 the two serve about equally: gpu_nmt.md).
     search: str | None = None
+    # --ct2-text (with --engine ctranslate2): ``nmt`` itself is the ctranslate2 backend's text
+    # model (tokenising in C++), no python model and no nmt_ct2 (families/nmt/ct2_engine.py).
+    ct2_text: bool = False
 
     @property
     def checkpoint_dir(self) -> Path:

@@ -44,6 +44,7 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
     if dry_run and model_options.train:
         raise BuildError("nmt: --dry-run with --train: train first, then plan the engines")
     generate = engine_search(arch, options, model_options.search_for(options.engine.value))
+    text = ct2_text(options, model_options)
     log = StepLog(name, (2 if dry_run else 4 + generate) + model_options.train)
     if model_options.train:
         from triton_kit.build_engines.families.nmt.train import train
@@ -79,6 +80,7 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
             bounds,
             sentences,
             options,
+            text,
         )
     log.run(
         "write model_repository entries",
@@ -92,6 +94,7 @@ def run(options: BuildOptions, model_options: NmtOptions) -> None:
         bounds,
         options,
         generate,
+        text,
     )
     info(f"decode: {settings}")
     info(f"limits: {bounds}")
@@ -110,6 +113,19 @@ def engine_search(arch: Architecture, options: BuildOptions, search: str) -> boo
 
         check_precision(arch, options.precision, gpu_visible())
     return generate
+
+
+def ct2_text(options: BuildOptions, model_options: NmtOptions) -> bool:
+    """Whether ``nmt`` is the ctranslate2 backend's text model (``--ct2-text``); refused, before
+    any work, without ``--engine ctranslate2``."""
+    from triton_kit.build_engines.engines.registry import Engine
+
+    if model_options.ct2_text and options.engine is not Engine.CTRANSLATE2:
+        raise BuildError(
+            f"nmt: --ct2-text serves the CTranslate2 model in text mode; it needs --engine "
+            f"ctranslate2, not --engine {options.engine.value}"
+        )
+    return model_options.ct2_text
 
 
 def _verify(
@@ -139,6 +155,7 @@ def _write_generation(
     bounds: Limits,
     sentences: Verification,
     options: BuildOptions,
+    text: bool = False,
 ) -> None:
     """The TorchScript search with ``--engine torch``, the CTranslate2 model with ``--engine
     ctranslate2``; else the architecture's ONNX search graph (the Transformer's: ONNX
@@ -154,7 +171,8 @@ def _write_generation(
         from triton_kit.build_engines.families.nmt.ct2_engine import write_ct2
 
         tokenizer = arch.tokenizer_checkpoint(checkpoint)
-        write_ct2(out, checkpoint, tokenizer, settings, bounds, sentences, options)
+        text_model = arch.names.bls if text else None
+        write_ct2(out, checkpoint, tokenizer, settings, bounds, sentences, options, text_model)
         return
     arch.write_search_graph(out, model, settings, options)
 
@@ -169,10 +187,17 @@ def _write(
     bounds: Limits,
     options: BuildOptions,
     generate: bool = False,
+    text: bool = False,
 ) -> None:
     """Encoder and decoder go through the shared precision/engine hook; then the BLS model.
-    Where the search engine has no step models beside it, the BLS model alone."""
+    Where the search engine has no step models beside it, the BLS model alone; with
+    ``--ct2-text`` nothing (the text model, written with the engine, is the model served)."""
     names = arch.names
+    if text:
+        if options.dry_run:
+            raise DryRun(f"dry run: nothing converted or written for {names.bls} (--ct2-text)")
+        info(f"{names.bls} is the ctranslate2 backend's text model: no python model written")
+        return
     tokenizer = arch.tokenizer_checkpoint(checkpoint)
     calls = generate_model(names.generate, options) if generate else None
     if not arch.writes_step_models(options, generate):

@@ -1,6 +1,9 @@
 // Triton backend "ctranslate2": serves a CTranslate2 sequence-to-sequence model (a converted
 // Marian checkpoint in the version folder) with the CTranslate2 library of the PyPI wheel.
 //
+// With parameter "source_spm" the model takes TEXT and answers TRANSLATION (text.h), the
+// python nmt model's contract, tokenising in the backend; else SOURCE_IDS -> TARGET_IDS (rows.h).
+//
 // Each execute translates every row of every request it was given with one batched
 // translate call per (beam size, decoding limit) in the batch, on the Triton instance's own
 // thread (one model replica per instance, the model's weights shared between instances); a
@@ -22,6 +25,7 @@
 #include "ctranslate2/utils.h"
 #include "rows.h"
 #include "settings.h"
+#include "text.h"
 #include "triton/backend/backend_common.h"
 #include "triton/backend/backend_model.h"
 #include "triton/backend/backend_model_instance.h"
@@ -59,6 +63,8 @@ class ModelState : public BackendModel {
   const Settings& settings() const { return settings_; }
   const std::shared_ptr<const ctranslate2::models::Model>& model() const { return model_; }
   const ctranslate2::models::SequenceToSequenceModel& seq2seq() const { return *seq2seq_; }
+  // The source sentencepiece model in text mode (parameter source_spm), else nullptr.
+  const SourcePieces* pieces() const { return pieces_.get(); }
   std::string ModelPath() const
   {
     return triton::backend::JoinPath({RepositoryPath(), std::to_string(Version())});
@@ -74,6 +80,7 @@ class ModelState : public BackendModel {
   Settings settings_;
   std::shared_ptr<const ctranslate2::models::Model> model_;
   const ctranslate2::models::SequenceToSequenceModel* seq2seq_ = nullptr;
+  std::unique_ptr<SourcePieces> pieces_;
 };
 
 TRITONSERVER_Error*
@@ -98,11 +105,16 @@ ModelState::Load()
         TRITONSERVER_ERROR_INVALID_ARG,
         (path + " is not a sequence-to-sequence CTranslate2 model").c_str());
   }
+  if (!settings_.source_spm.empty()) {
+    pieces_ = std::make_unique<SourcePieces>();
+    RETURN_IF_ERROR(
+        pieces_->Load(triton::backend::JoinPath({path, settings_.source_spm})));
+  }
   LOG_MESSAGE(
       TRITONSERVER_LOG_INFO,
       (std::string("ctranslate2: loaded ") + path + " on " + settings_.device + " (" +
        settings_.compute_type + ", " + std::to_string(settings_.intra_threads) +
-       " threads an instance)")
+       " threads an instance" + (pieces_ ? ", text mode: " + settings_.source_spm : "") + ")")
           .c_str());
   return nullptr;
 }
@@ -159,6 +171,7 @@ InstanceState::Execute(TRITONBACKEND_Request** requests, const uint32_t count)
   const Settings& settings = model_state_->settings();
   const auto& source = model_state_->seq2seq().get_source_vocabulary();
   const auto& target = model_state_->seq2seq().get_target_vocabulary();
+  const SourcePieces* pieces = model_state_->pieces();  // text mode where not null
   // What CTranslate2's own worker threads do once: this thread's OpenMP/ruy thread count
   // (Triton runs an instance's executes on one thread; setting it again costs nothing).
   ctranslate2::set_num_threads(settings.intra_threads);
@@ -172,7 +185,9 @@ InstanceState::Execute(TRITONBACKEND_Request** requests, const uint32_t count)
   std::vector<bool> ok(count, false);
   size_t total_rows = 0;
   for (uint32_t r = 0; r < count; ++r) {
-    TRITONSERVER_Error* error = ParseRequest(requests[r], source, settings, &parsed[r]);
+    TRITONSERVER_Error* error =
+        pieces != nullptr ? ParseTextRequest(requests[r], *pieces, settings, &parsed[r])
+                          : ParseRequest(requests[r], source, settings, &parsed[r]);
     if (error != nullptr) {
       SendError(requests[r], error);
       continue;
@@ -231,7 +246,9 @@ InstanceState::Execute(TRITONBACKEND_Request** requests, const uint32_t count)
       for (const auto& result : results[r]) {
         hypotheses.push_back(&result.output());
       }
-      TRITONSERVER_Error* error = SendTranslations(requests[r], target, hypotheses);
+      TRITONSERVER_Error* error = pieces != nullptr
+                                      ? SendTexts(requests[r], hypotheses)
+                                      : SendTranslations(requests[r], target, hypotheses);
       if (error != nullptr) {
         ok[r] = false;
         SendError(requests[r], error);

@@ -101,6 +101,13 @@ ReadSettings(triton::backend::BackendModel& model, Settings* settings)
       SizeParameter(parameters, "max_decoding_length", 1, &settings->max_decoding_length));
   RETURN_IF_ERROR(FloatParameter(parameters, "patience", &settings->patience));
   RETURN_IF_ERROR(FloatParameter(parameters, "length_penalty", &settings->length_penalty));
+  RETURN_IF_ERROR(Parameter(parameters, "source_spm", &settings->source_spm, &found));
+  RETURN_IF_ERROR(
+      SizeParameter(parameters, "max_source_length", 2, &settings->max_source_length));
+  RETURN_IF_ERROR(
+      SizeParameter(parameters, "max_target_length", 2, &settings->max_target_length));
+  RETURN_IF_ERROR(SizeParameter(parameters, "max_text_bytes", 1, &settings->max_text_bytes));
+  RETURN_IF_ERROR(SizeParameter(parameters, "max_beam_tokens", 1, &settings->max_beam_tokens));
   if (settings->beam_size > settings->max_beam_size) {
     return TRITONSERVER_ErrorNew(
         TRITONSERVER_ERROR_INVALID_ARG, "parameter beam_size exceeds max_beam_size");

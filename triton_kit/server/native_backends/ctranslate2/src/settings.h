@@ -18,6 +18,14 @@ struct Settings {
   size_t max_decoding_length = 256;   // default when a request sends no MAX_DECODING_LENGTH
   float patience = 1.0f;
   float length_penalty = 1.0f;
+  // Text mode (parameter "source_spm": a sentencepiece model in the version folder): the model
+  // takes TEXT and answers TRANSLATION as the python ``nmt`` model does (text.h); the limits
+  // below are the python model's (triton_kit/python_models/nmt/settings.py Limits).
+  std::string source_spm;             // empty: the ids mode (SOURCE_IDS -> TARGET_IDS)
+  size_t max_source_length = 512;     // tokens a source keeps, its "</s>" included
+  size_t max_target_length = 512;     // MAX_LENGTH at most (HF max_length: start token counted)
+  size_t max_text_bytes = 65536;      // one TEXT row's UTF-8 bytes at most
+  size_t max_beam_tokens = 16384;     // rows x BEAM_SIZE x MAX_LENGTH per request at most
 };
 
 // Reads the "parameters" of the model's config; an unparsable value is an error naming it.
