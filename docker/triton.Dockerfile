@@ -13,7 +13,7 @@ FROM ${TRITON_IMAGE} AS ctranslate2-backend
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends cmake ninja-build g++ git patchelf \
-        rapidjson-dev ca-certificates \
+        rapidjson-dev ca-certificates libsentencepiece-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 RUN python3 -m pip install --no-cache-dir "ctranslate2==4.8.1"
 WORKDIR /build/triton-kit
@@ -22,7 +22,9 @@ COPY third_party/ctranslate2 third_party/ctranslate2
 COPY triton_kit/server/native_backends triton_kit/server/native_backends
 COPY triton_kit/server/binary.py triton_kit/server/errors.py triton_kit/server/
 # The backend folder Triton loads: the library, its record, and the wheel's libraries beside it
-# (libctranslate2 and the libgomp it needs), found through $ORIGIN instead of site-packages.
+# (libctranslate2 and the libgomp it needs), found through $ORIGIN instead of site-packages;
+# libsentencepiece for the backend's text mode (build_engines nmt --ct2-text), which needs no
+# other library (Debian's libsentencepiece0 depends only on libc, libgcc and libstdc++).
 # TRITONSERVER: the image's own binary, so the backend NEEDs its plain libtritonserver.so.
 # hadolint ignore=SC2016
 RUN TRITONSERVER=/opt/tritonserver/bin/tritonserver PYTHONPATH=/build/triton-kit \
@@ -30,6 +32,7 @@ RUN TRITONSERVER=/opt/tritonserver/bin/tritonserver PYTHONPATH=/build/triton-kit
         --out /build/out --work /build/work \
     && libs="$(python3 -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("ctranslate2").origin).parents[1] / "ctranslate2.libs")')" \
     && cp "$libs"/*.so* /build/out/ctranslate2/ \
+    && cp -L "$(pkg-config --variable=libdir sentencepiece)/libsentencepiece.so.0" /build/out/ctranslate2/ \
     && patchelf --set-rpath '$ORIGIN' /build/out/ctranslate2/libtriton_ctranslate2.so \
     && rm -rf /build/work
 
