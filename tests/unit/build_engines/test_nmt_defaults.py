@@ -1,7 +1,10 @@
 """What ``build_engines nmt`` builds with ``--engine``/``--search``/``--precision`` left out
-(issue 31): CTranslate2 int8 for the Transformer, the Python search over ONNX Runtime step
-models for the RNN, each written once (families/nmt/defaults.py); every explicit engine and
-search still builds what it built before."""
+(issue 31): CTranslate2 int8 for the Transformer, the TorchScript search for the RNN, each
+written once (families/nmt/defaults.py). An explicit engine and search still build what they
+built before; ``--search`` left out with the architecture's default engine is its default
+search, so ``--architecture rnn --engine torch`` is now the TorchScript search (``--search
+python`` for the Python search over TorchScript step models), and ``--architecture rnn
+--engine onnxruntime`` is still the Python search over ONNX Runtime step models."""
 
 from __future__ import annotations
 
@@ -34,7 +37,17 @@ def _resolved(*argv: str) -> tuple[str, str, str | None]:
     [
         (["nmt"], ("ctranslate2", "int8", "engine")),
         (["nmt", "--precision", "fp32"], ("ctranslate2", "fp32", "engine")),
-        (["nmt", "--architecture", "rnn"], ("onnxruntime", "fp32", "python")),
+        (["nmt", "--architecture", "rnn"], ("torch", "fp32", "engine")),
+        (["nmt", "--architecture", "rnn", "--engine", "onnxruntime"], ("onnxruntime", "fp32", PY)),
+        (
+            ["nmt", "--architecture", "rnn", "--engine", "onnxruntime", "--search", "python"],
+            ("onnxruntime", "fp32", PY),
+        ),
+        (["nmt", "--architecture", "rnn", "--engine", "torch"], ("torch", "fp32", EN)),
+        (
+            ["nmt", "--architecture", "rnn", "--engine", "torch", "--search", "python"],
+            ("torch", "fp32", PY),
+        ),
         # Explicit engines build what they built before the default moved.
         (["nmt", "--engine", "onnxruntime"], ("onnxruntime", "fp32", "python")),
         (["nmt", "--engine", "onnxruntime", "--search", "python"], ("onnxruntime", "fp32", PY)),
@@ -109,6 +122,9 @@ def test_help_states_each_default_and_why(capsys) -> None:
         main(["nmt", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "transformer: --engine ctranslate2 --search engine" in text
-    assert "rnn: --engine onnxruntime --search python" in text
+    assert "rnn: --engine torch --search engine" in text
     assert "benchmarks/results/nmt_ctranslate2.md" in text
     assert "CTranslate2 has no recurrent model" in text
+    assert "benchmarks/results/nmt_rnn_engine_search.md" in text
+    assert "0.80x (beam 1, 8 clients), 1.34x (beam 1, 32), 0.88x (beam 4, 8)" in text
+    assert "1.20x (beam 4, 32)" in text

@@ -12,7 +12,12 @@ with the measurement behind it, in families/nmt/defaults.py; --architecture belo
     tokenises and makes one BLS call per batch to it. ``--engine onnxruntime --search python``
     builds the Python search instead: ``nmt_encoder``, ``nmt_decoder`` (ONNX Runtime) and ``nmt``
     running the beam search over them.
-  rnn: the Python search: ``nmt_rnn`` over ``nmt_rnn_encoder``/``nmt_rnn_decoder``.
+  rnn: the TorchScript search (--engine torch --search engine): ``nmt_rnn_generate``, the
+    whole search in one TorchScript module served by Triton's pytorch backend, and ``nmt_rnn``
+    (python) that tokenises and calls it by BLS once per beam size of its batch, importing no
+    engine. ``--engine onnxruntime --search python`` builds the Python search instead:
+    ``nmt_rnn`` over ``nmt_rnn_encoder``/``nmt_rnn_decoder`` (ONNX Runtime in its stub);
+    ``--engine torch --search python`` the same search over TorchScript step models.
 One pipeline, training, export and search for both (what differs is the architecture's,
 families/nmt/architecture.py).
 """
