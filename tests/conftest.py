@@ -21,3 +21,13 @@ def nmt_python_search(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.support.python_search import build_python_search
 
     return build_python_search(tmp_path_factory.mktemp("nmt-python-search"))
+
+
+@pytest.fixture(scope="session")
+def nmt_rnn_python_search(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository of the recurrent model's Python search over ONNX Runtime step models
+    (``nmt_rnn``, ``nmt_rnn_encoder``, ``nmt_rnn_decoder``): no longer the default build (the
+    TorchScript search is), so built for the session."""
+    from tests.support.python_search import build_rnn_python_search
+
+    return build_rnn_python_search(tmp_path_factory.mktemp("nmt-rnn-python-search"))

@@ -129,10 +129,15 @@ def add_probe(repository: Path, blocked: Sequence[str] = BLOCKED) -> None:
     (repository / "engine_probe" / "1" / "model.py").write_text(probe)
 
 
-def assert_blocked_and_untried(server: TritonServer, log: Path, model: str, blocked=BLOCKED):
+def assert_blocked_and_untried(
+    server: TritonServer, log: Path, model: str, blocked=BLOCKED, pid: int | None = None
+):
     """``model``'s stub ran under the blocker and tried no blocked import; the probe's imports
-    failed (the control); ``model``'s stub maps no engine library."""
-    (pid,) = stub_pids(server, model)
+    failed (the control); ``model``'s stub maps no engine library. ``pid``: which of the
+    model's stubs (one instance each) when it has several; left out, it must have one."""
+    if pid is None:
+        (pid,) = stub_pids(server, model)
+    assert pid in stub_pids(server, model), (model, pid)
     (probe,) = stub_pids(server, "engine_probe")
     lines = log.read_text().splitlines()
     assert f"{pid} loaded" in lines, f"the blocker did not run in the {model} stub: {lines}"

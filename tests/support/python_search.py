@@ -1,9 +1,10 @@
 """The Python search over ONNX Runtime step models (``nmt --engine onnxruntime --search
-python``), built for the tests that exercise it.
+python``, and the same with ``--architecture rnn``), built for the tests that exercise it.
 
-It was the default ``nmt`` until CTranslate2's became the default (issue 31), so
-model_repository/ no longer holds ``nmt_encoder``/``nmt_decoder``: these tests build it
-themselves, once per session, into a temporary folder (a few seconds on the number model).
+It was the default ``nmt`` until CTranslate2's became the default, and the default
+``nmt_rnn`` until the TorchScript search did (issue 31), so model_repository/ no longer holds
+``nmt_encoder``/``nmt_decoder`` nor ``nmt_rnn_encoder``/``nmt_rnn_decoder``: these tests build
+them themselves, once per session, into a temporary folder (seconds on the number models).
 """
 
 from __future__ import annotations
@@ -22,4 +23,21 @@ def build_python_search(root: Path) -> Path:
     ``root/repo``: the repository, checked to hold exactly that search's models."""
     repository, _ = build_repository(root, *PYTHON_SEARCH_FLAGS, "--instances", "1")
     assert model_backends(repository) == PYTHON_SEARCH_MODELS, model_backends(repository)
+    return repository
+
+
+RNN_PYTHON_SEARCH_FLAGS = ("nmt", "--architecture", "rnn", *PYTHON_SEARCH_FLAGS[1:])
+RNN_PYTHON_SEARCH_MODELS = {
+    "nmt_rnn": "python",
+    "nmt_rnn_encoder": "onnxruntime",
+    "nmt_rnn_decoder": "onnxruntime",
+}
+
+
+def build_rnn_python_search(root: Path) -> Path:
+    """``python -m triton_kit.build_engines nmt --architecture rnn --engine onnxruntime
+    --search python`` into ``root/repo``: the repository, checked to hold exactly that search's
+    models (``nmt_rnn`` running ONNX Runtime in its stub over the two step models)."""
+    repository, _ = build_repository(root, *RNN_PYTHON_SEARCH_FLAGS, "--instances", "1")
+    assert model_backends(repository) == RNN_PYTHON_SEARCH_MODELS, model_backends(repository)
     return repository

@@ -81,9 +81,18 @@ def test_resnet50_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys, fa
     assert f"write {tmp_path / 'repo' / 'resnet50_model' / '1' / 'model.plan'}" in out
 
 
-def test_nmt_rnn_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_nmt_rnn_default_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The default: the TorchScript search, nmt_rnn and nmt_rnn_generate, no step models."""
     _no_weights(monkeypatch, "triton_kit.build_engines.families.nmt.rnn.model.load")
     out = _dry_run(tmp_path, monkeypatch, capsys, "nmt", "--architecture", "rnn")
+    assert "nothing scripted or written for nmt_rnn and nmt_rnn_generate" in out
+    assert "plan of work for nmt_rnn_encoder" not in out
+
+
+def test_nmt_rnn_python_search_dry_run_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
+    _no_weights(monkeypatch, "triton_kit.build_engines.families.nmt.rnn.model.load")
+    flags = ("--architecture", "rnn", "--engine", "onnxruntime", "--search", "python")
+    out = _dry_run(tmp_path, monkeypatch, capsys, "nmt", *flags)
     repo = tmp_path / "repo"
     for model in ("nmt_rnn_encoder", "nmt_rnn_decoder"):
         assert f"=== plan of work for {model}: --precision fp32 --engine onnxruntime ===" in out

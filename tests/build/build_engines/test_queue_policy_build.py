@@ -34,14 +34,18 @@ BATCHED = {
     "bert": {"bert", "bert_model", "bert_preprocess"},
     "nmt": {"nmt", "nmt_ct2"},  # the default: CTranslate2 int8 behind the tokenising nmt
     "nmt-python": {"nmt"},  # --engine onnxruntime --search python
-    "nmt-rnn": {"nmt_rnn"},
+    "nmt-rnn": {"nmt_rnn"},  # the default: the TorchScript search behind nmt_rnn
+    "nmt-rnn-python": {"nmt_rnn"},  # --engine onnxruntime --search python
 }
 UNBATCHED = {
     "resnet50": {"resnet50", "resnet50_uint8"},  # ensembles: Triton has no queue for them
     "bert": {"bert_ensemble"},
     "nmt": set(),
     "nmt-python": {"nmt_encoder", "nmt_decoder"},  # max_batch_size 0: the BLS model batches
-    "nmt-rnn": {"nmt_rnn_encoder", "nmt_rnn_decoder"},
+    # nmt_rnn_generate: batched rows (max_batch_size), no dynamic batcher: nmt_rnn sends it whole
+    # batches through BLS, one call per beam size
+    "nmt-rnn": {"nmt_rnn_generate"},
+    "nmt-rnn-python": {"nmt_rnn_encoder", "nmt_rnn_decoder"},
 }
 # Batched, but never bounded: called only by a python model that sends whole batches through
 # BLS and blocks on each (bert, nmt's nmt_ct2), where any queue policy would stall a lone call
@@ -53,6 +57,7 @@ NEVER_BOUNDED = {
     "nmt": {"nmt_ct2"},
     "nmt-python": set(),
     "nmt-rnn": set(),
+    "nmt-rnn-python": set(),
 }
 BOUNDED = ["--queue-policy", "bounded", "--max-queue-size", "7", "--queue-timeout-ms", "250"]
 
@@ -78,6 +83,8 @@ def _family_argv(family: str, root: Path) -> list[str]:
         return ["resnet50", "--onnx", str(_tiny_resnet_onnx(root / "tiny.onnx"))]
     if family == "nmt-rnn":
         return ["nmt", "--architecture", "rnn"]
+    if family == "nmt-rnn-python":
+        return ["nmt", "--architecture", "rnn", "--engine", "onnxruntime", "--search", "python"]
     if family == "nmt-python":
         return ["nmt", "--engine", "onnxruntime", "--search", "python"]
     return [family]

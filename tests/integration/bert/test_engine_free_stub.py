@@ -14,11 +14,17 @@ onnxruntime backend runs the encoder. Two checks against the real Triton:
   blocker is in effect. The ``bert`` stub must show the blocker loaded and no attempt. The
   embeddings are compared with sentence-transformers on the same checkpoint (cosine >=
   0.9999, as tests/integration/bert/test_bert.py).
-- On the session's server, with onnxruntime installed, the ``bert`` stub and the default
-  ``nmt``'s (CTranslate2's ``nmt_ct2`` runs in the kit's backend) have not mapped ONNX
-  Runtime's Python module (``onnxruntime_pybind11_state``) nor libtorch
-  (``/proc/<pid>/maps``); the ``nmt_rnn`` stub, whose default Python search still runs ONNX
-  Runtime itself, has: the control that shows the check can see a mapped engine.
+- On the session's server, with onnxruntime installed, the ``bert`` stub, the default
+  ``nmt``'s (CTranslate2's ``nmt_ct2`` runs in the kit's backend; none where ``nmt`` is that
+  backend itself) and the default ``nmt_rnn``'s (its TorchScript search runs in Triton's
+  pytorch backend) have not mapped ONNX Runtime's Python module
+  (``onnxruntime_pybind11_state``) nor libtorch (``/proc/<pid>/maps``); the ``nmt_rnn`` stub
+  of a Python-search build (``--architecture rnn --engine onnxruntime --search python``),
+  which runs ONNX Runtime itself, has: the control that shows the check can see a mapped
+  engine.
+
+tests/integration/test_default_repository_engine_free.py serves the whole default repository
+with the blocking stub environment.
 """
 
 from __future__ import annotations
@@ -42,8 +48,10 @@ from tests.support.engine_free import (
     stub_pids,
 )
 from tests.support.prerequisites import require_models
+from tests.support.served_build import serving
 from triton_kit.client import TritonClient
 from triton_kit.server import ServerConfig, TritonServer
+from triton_kit.server.model_backends import model_backends
 
 
 @pytest.fixture(scope="module")
@@ -90,15 +98,30 @@ def test_bert_serves_from_a_stub_that_cannot_import_an_engine(
     assert_blocked_and_untried(server, log, "bert")
 
 
-def test_the_served_bert_and_nmt_stubs_map_no_engine(triton_server: TritonServer) -> None:
+def test_the_default_stubs_map_no_engine(
+    triton_server: TritonServer,
+    model_repository: Path,
+    nmt_rnn_python_search: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     require_models("bert", "nmt", "nmt_rnn")
     with TritonClient(triton_server.grpc_url, timeout=120) as client:
         client.embed(["map check"])
         client.translate("four hundred")
-        client.translate("four hundred", model="nmt_rnn")  # the control has run its engine too
+        client.translate("four hundred", model="nmt_rnn")
     (bert,) = stub_pids(triton_server, "bert")
     assert mapped_engines(bert) == set()
-    nmt = stub_pids(triton_server, "nmt")
-    assert nmt and all(mapped_engines(p) == set() for p in nmt)
-    controls = stub_pids(triton_server, "nmt_rnn")
-    assert controls and all("onnxruntime_pybind11_state" in mapped_engines(p) for p in controls)
+    stubs = [
+        name for name in ("nmt", "nmt_rnn") if model_backends(model_repository)[name] == "python"
+    ]
+    assert "nmt_rnn" in stubs  # the default nmt_rnn is a python model in front of its engine
+    for name in stubs:
+        pids = stub_pids(triton_server, name)
+        assert pids and all(mapped_engines(p) == set() for p in pids), name
+    # The control: the Python search's nmt_rnn runs ONNX Runtime in its stub, and is seen.
+    log = tmp_path_factory.mktemp("engine-free-control") / "tritonserver.log"
+    with serving(nmt_rnn_python_search, log) as control:
+        with TritonClient(control.grpc_url, timeout=120) as client:
+            assert client.translate("four hundred", model="nmt_rnn") == ["quatre cents"]
+        controls = stub_pids(control, "nmt_rnn")
+        assert controls and all("onnxruntime_pybind11_state" in mapped_engines(p) for p in controls)

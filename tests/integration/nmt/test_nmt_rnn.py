@@ -1,11 +1,21 @@
 """``nmt_rnn``: the recurrent (GRU + attention) model served by the same search as ``nmt``.
 
+The Python search over ONNX Runtime step models (``nmt --architecture rnn --engine onnxruntime
+--search python``, the default until the TorchScript search, issue 31) is built for the
+session (tests/support/python_search.py) and served by this module's own server
+(``python_search_server``); the tests of the default ``nmt_rnn`` (the TorchScript search,
+also checked by tests/integration/nmt/test_rnn_torch_generate_served.py) use the session's
+server (``triton_server``), which serves model_repository/.
+
 References: the PyTorch model itself (ONNX parity), a plain beam search written here
 in PyTorch (it imports nothing from python_models), the held-out answers of
 num2words, and the ``nmt`` model's own error messages for bad input.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +24,8 @@ import tritonclient.grpc as grpcclient
 from transformers import MarianTokenizer
 
 from tests.support.nmt_reference import rnn_reference_search as reference_beam_search
-from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+from tests.support.prerequisites import require_models
+from tests.support.served_build import serving
 from triton_kit.build_engines.families.nmt import DEFAULT_RNN_CHECKPOINT, corpus
 from triton_kit.build_engines.families.nmt.export import export_decoder, export_encoder
 from triton_kit.build_engines.families.nmt.rnn import model as rnn_model
@@ -29,11 +40,23 @@ from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT, enco
 from triton_kit.client import TritonClient
 from triton_kit.python_models.nmt.decode import Job, generate
 from triton_kit.python_models.nmt.ort import OrtStepModel
+from triton_kit.server import TritonServer
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
 SAMPLE = "four hundred and twelve thousand and ninety-seven"
 SAMPLE_FR = "quatre cent douze mille quatre-vingt-dix-sept"
+
+
+@pytest.fixture(scope="module")
+def python_search_server(
+    nmt_rnn_python_search: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TritonServer]:
+    """Triton on the Python search's repository (the session's serves the default nmt_rnn,
+    the TorchScript search)."""
+    log = tmp_path_factory.mktemp("nmt-rnn-python-search-triton") / "tritonserver.log"
+    with serving(nmt_rnn_python_search, log) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +75,11 @@ def held_out() -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def in_process(model):
+def in_process(model, nmt_rnn_python_search: Path):
     """The served search (nmt_decode.generate) on the served ONNX files, in this process."""
-    require_models("nmt_rnn", "nmt_rnn_encoder", "nmt_rnn_decoder")
     runner = OrtStepModel(
-        MODEL_REPOSITORY / "nmt_rnn_encoder" / "1" / "model.onnx",
-        MODEL_REPOSITORY / "nmt_rnn_decoder" / "1" / "model.onnx",
+        nmt_rnn_python_search / "nmt_rnn_encoder" / "1" / "model.onnx",
+        nmt_rnn_python_search / "nmt_rnn_decoder" / "1" / "model.onnx",
     )
     settings = decode_settings(model)
 
@@ -81,7 +103,7 @@ def test_onnx_matches_pytorch(model, tmp_path) -> None:
 
 
 def test_search_matches_a_plain_pytorch_beam_search(
-    triton_server, model, tokenizer, in_process, held_out
+    python_search_server, model, tokenizer, in_process, held_out
 ) -> None:
     texts = [corpus.english(n) for n in held_out[:60]]
     sources = encode(tokenizer, texts, False)
@@ -95,26 +117,31 @@ def test_search_matches_a_plain_pytorch_beam_search(
     for beam, limit in ((4, 64), (3, 8), (5, 5)):
         expected_hard = [reference_beam_search(model, s, beam, limit) for s in uncertain]
         assert in_process(uncertain, beam, limit) == expected_hard, (beam, limit)
-    with TritonClient(triton_server.grpc_url) as triton:
+    with TritonClient(python_search_server.grpc_url) as triton:
         served = triton.translate(texts, beam_size=4, model="nmt_rnn")
     assert served == [tokenizer.decode(ids, skip_special_tokens=True) for ids in expected]
 
 
-def test_client_picks_the_model(triton_server) -> None:
-    with TritonClient(triton_server.grpc_url) as triton:
+@pytest.mark.parametrize("served", ["triton_server", "python_search_server"])
+def test_client_picks_the_model(served, request) -> None:
+    """The default nmt_rnn (the TorchScript search) and the Python search's."""
+    if served == "triton_server":
+        require_models("nmt_rnn", "nmt_rnn_generate")
+    server = request.getfixturevalue(served)
+    with TritonClient(server.grpc_url) as triton:
         assert triton.translate(SAMPLE, model="nmt_rnn") == [SAMPLE_FR]
         assert triton.translate(["seven"], beam_size=1, model="nmt_rnn") == ["sept"]
 
 
 @pytest.mark.slow
 def test_held_out_exact_match_in_process_equals_served(
-    triton_server, tokenizer, in_process, held_out
+    python_search_server, tokenizer, in_process, held_out
 ) -> None:
     texts = [corpus.english(n) for n in held_out]
     answers = [corpus.french(n) for n in held_out]
     local_ids = in_process(encode(tokenizer, texts, False), beam=4)
     local = [tokenizer.decode(ids, skip_special_tokens=True) for ids in local_ids]
-    with TritonClient(triton_server.grpc_url) as triton:
+    with TritonClient(python_search_server.grpc_url) as triton:
         served = triton.translate(texts, beam_size=4, model="nmt_rnn")
     exact_local = np.mean([a == b for a, b in zip(local, answers, strict=True)])
     exact_served = np.mean([a == b for a, b in zip(served, answers, strict=True)])
@@ -137,6 +164,7 @@ BAD = [
 
 @pytest.mark.parametrize(("text", "beam", "max_length"), BAD)
 def test_bad_input_gets_the_same_errors_as_nmt(triton_server, text, beam, max_length) -> None:
+    """The default nmt and nmt_rnn of the session's server."""
     require_models("nmt", "nmt_rnn")
     client = grpcclient.InferenceServerClient(triton_server.grpc_url.removeprefix("grpc://"))
     errors = []
@@ -172,29 +200,30 @@ def _inputs(text: bytes, beam: int | None, max_length: int | None) -> list[grpcc
     return inputs
 
 
-def _served_settings(name: str):
+def _served_settings(repository: Path, name: str):
     from triton_kit.build_engines.repository import parse
     from triton_kit.python_models.common.parameters import ModelParameters
     from triton_kit.python_models.nmt.settings import from_parameters
 
-    require_models(name)
-    config = parse((MODEL_REPOSITORY / name / "config.pbtxt").read_text())
+    config = parse((repository / name / "config.pbtxt").read_text())
     values = {k: {"string_value": v.string_value} for k, v in config.parameters.items()}
     return from_parameters(ModelParameters.from_config({"parameters": values}))[0]
 
 
-def test_served_configs_say_which_state_the_decoder_keeps(model) -> None:
-    assert _served_settings("nmt_rnn") == decode_settings(model)
-    assert _served_settings("nmt_rnn").recurrent_state is True
-    assert _served_settings("nmt").recurrent_state is False
+def test_served_configs_say_which_state_the_decoder_keeps(
+    model, nmt_rnn_python_search: Path, nmt_python_search: Path
+) -> None:
+    assert _served_settings(nmt_rnn_python_search, "nmt_rnn") == decode_settings(model)
+    assert _served_settings(nmt_rnn_python_search, "nmt_rnn").recurrent_state is True
+    assert _served_settings(nmt_python_search, "nmt").recurrent_state is False
 
 
-def test_tensorrt_dry_run_plans_both_graphs(tmp_path, capsys) -> None:
-    """The plan of work for the served ONNX files: profiles cover rows = batch x beams."""
+def test_tensorrt_dry_run_plans_both_graphs(tmp_path, capsys, nmt_rnn_python_search) -> None:
+    """The plan of work for the Python search's ONNX files: profiles cover rows = batch x
+    beams."""
     from triton_kit.build_engines.engines.tensorrt.__main__ import main
 
-    require_models("nmt_rnn_encoder", "nmt_rnn_decoder")
-    argv = ["--output-repository", str(MODEL_REPOSITORY), "--work-dir", str(tmp_path / "b")]
+    argv = ["--output-repository", str(nmt_rnn_python_search), "--work-dir", str(tmp_path / "b")]
     code = main([*argv, "--precision", "fp16", "nmt_rnn_encoder", "nmt_rnn_decoder"])
     out = capsys.readouterr().out
     assert code == 0
