@@ -128,3 +128,23 @@ def test_every_image_extra_is_in_dev() -> None:
                 inner = line[len("triton-kit[") : line.index("]")].split(",")
                 queue += [e for e in inner if e not in reached]
     assert {file.extra for file in generator.FILES} <= reached
+
+
+def test_the_stub_extra_names_no_engine_library() -> None:
+    """No default python model imports one (issue 31): onnx and onnxruntime are the opt-in
+    Python search's (``python-search``), which serve and export include; the Triton image's
+    file has neither."""
+    extras = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    engines = {"onnx", "onnxruntime", "torch", "ctranslate2", "tensorrt"}
+
+    def names(lines: list[str]) -> set[str]:
+        return {generator.canonical(generator.Requirement.parse(line).name) for line in lines}
+
+    assert not names(extras["stub"]) & engines
+    assert {"onnx", "onnxruntime"} <= names(extras["python-search"])
+    assert "triton-kit[python-search]" in extras["serve"]
+    assert "triton-kit[python-search]" in extras["export"]
+    triton = (PROJECT_ROOT / "docker/requirements-triton.txt").read_text().splitlines()
+    assert not names([line for line in triton if line and not line.startswith("#")]) & engines
