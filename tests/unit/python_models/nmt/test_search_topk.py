@@ -110,8 +110,9 @@ def test_onnx_runtime_candidates_match_the_numpy_search(threads: int) -> None:
 def test_the_candidates_graph_loads_on_the_oldest_supported_onnxruntime():
     """The graph is built at run time in the stub, whose ONNX Runtime may be older than the
     `onnx` package that writes it: onnx 1.23 stamps IR version 14 by default, which ONNX
-    Runtime 1.30 (the lent GPU machine) refused. docker/requirements-triton.txt allows
-    onnxruntime 1.20, which reads IR versions up to 10 (ONNX Runtime's versioning table)."""
+    Runtime 1.30 (the lent GPU machine) refused. pyproject's python-search extra (what a
+    container serving an opt-in Python search installs) allows onnxruntime 1.20, which reads IR
+    versions up to 10 (ONNX Runtime's versioning table)."""
     import onnx
 
     from triton_kit.python_models.nmt.candidates import candidates_graph
