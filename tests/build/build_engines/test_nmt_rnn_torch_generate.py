@@ -126,7 +126,7 @@ def test_the_build_check_fails_a_wrong_search(model, loaded, onnx_steps, sources
     ("flags", "message"),
     [
         (["--search", "engine", "--precision", "fp16"], "builds fp32"),
-        ([], "--search engine"),
+        (["--search", "python"], "--search engine"),  # no TorchScript step models
     ],
 )
 def test_other_torch_builds_are_refused_before_any_work(tmp_path, flags, message):

@@ -16,8 +16,7 @@ with the measurement behind it, in families/nmt/defaults.py; --architecture belo
     whole search in one TorchScript module served by Triton's pytorch backend, and ``nmt_rnn``
     (python) that tokenises and calls it by BLS once per beam size of its batch, importing no
     engine. ``--engine onnxruntime --search python`` builds the Python search instead:
-    ``nmt_rnn`` over ``nmt_rnn_encoder``/``nmt_rnn_decoder`` (ONNX Runtime in its stub);
-    ``--engine torch --search python`` the same search over TorchScript step models.
+    ``nmt_rnn`` over ``nmt_rnn_encoder``/``nmt_rnn_decoder`` (ONNX Runtime in its stub).
 One pipeline, training, export and search for both (what differs is the architecture's,
 families/nmt/architecture.py).
 """
