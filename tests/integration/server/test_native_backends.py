@@ -51,11 +51,13 @@ def test_a_missing_native_backend_stops_the_start_with_one_line(
     with pytest.raises(BackendUnavailableError) as caught:
         TritonServer(config).start()
     lines = str(caught.value).splitlines()
-    # onnxruntime and the default nmt's ctranslate2: this repository has no TorchScript
-    assert len(lines) == 2, lines
+    # onnxruntime, the default nmt's ctranslate2 and the default nmt_rnn's pytorch (its
+    # TorchScript search, nmt_rnn_generate)
+    assert len(lines) == 3, lines
     by_backend = {line.split("Triton's ", 1)[1].split(" ", 1)[0]: line for line in lines}
-    assert set(by_backend) == {"ctranslate2", "onnxruntime"}
+    assert set(by_backend) == {"ctranslate2", "onnxruntime", "pytorch"}
     assert all("backend is not built" in line and "make backends" in line for line in lines)
     assert "resnet50_model" in by_backend["onnxruntime"]
     assert "(needed by nmt_ct2)" in by_backend["ctranslate2"]
+    assert "(needed by nmt_rnn_generate)" in by_backend["pytorch"]
     assert not (tmp_path / "log").exists(), "nothing may start"
