@@ -32,7 +32,8 @@ BATCHED = {
         "resnet50_postprocess",
     },
     "bert": {"bert", "bert_model", "bert_preprocess"},
-    "nmt": {"nmt", "nmt_ct2"},  # the default: CTranslate2 int8 behind the tokenising nmt
+    "nmt": {"nmt"},  # the default: CTranslate2 int8, nmt the ctranslate2 backend's text mode
+    "nmt-bls": {"nmt", "nmt_ct2"},  # --no-ct2-text: the tokenising python nmt, nmt_ct2 behind
     "nmt-python": {"nmt"},  # --engine onnxruntime --search python
     "nmt-rnn": {"nmt_rnn"},
 }
@@ -40,6 +41,7 @@ UNBATCHED = {
     "resnet50": {"resnet50", "resnet50_uint8"},  # ensembles: Triton has no queue for them
     "bert": {"bert_ensemble"},
     "nmt": set(),
+    "nmt-bls": set(),
     "nmt-python": {"nmt_encoder", "nmt_decoder"},  # max_batch_size 0: the BLS model batches
     "nmt-rnn": {"nmt_rnn_encoder", "nmt_rnn_decoder"},
 }
@@ -50,7 +52,8 @@ UNBATCHED = {
 NEVER_BOUNDED = {
     "resnet50": set(),
     "bert": {"bert_model"},
-    "nmt": {"nmt_ct2"},
+    "nmt": set(),  # the text model is the front door
+    "nmt-bls": {"nmt_ct2"},
     "nmt-python": set(),
     "nmt-rnn": set(),
 }
@@ -80,6 +83,8 @@ def _family_argv(family: str, root: Path) -> list[str]:
         return ["nmt", "--architecture", "rnn"]
     if family == "nmt-python":
         return ["nmt", "--engine", "onnxruntime", "--search", "python"]
+    if family == "nmt-bls":
+        return ["nmt", "--no-ct2-text"]
     return [family]
 
 

@@ -14,11 +14,13 @@ onnxruntime backend runs the encoder. Two checks against the real Triton:
   blocker is in effect. The ``bert`` stub must show the blocker loaded and no attempt. The
   embeddings are compared with sentence-transformers on the same checkpoint (cosine >=
   0.9999, as tests/integration/bert/test_bert.py).
-- On the session's server, with onnxruntime installed, the ``bert`` stub and the default
-  ``nmt``'s (CTranslate2's ``nmt_ct2`` runs in the kit's backend) have not mapped ONNX
+- On the session's server, with onnxruntime installed, the ``bert`` stub has not mapped ONNX
   Runtime's Python module (``onnxruntime_pybind11_state``) nor libtorch
-  (``/proc/<pid>/maps``); the ``nmt_rnn`` stub, whose default Python search still runs ONNX
-  Runtime itself, has: the control that shows the check can see a mapped engine.
+  (``/proc/<pid>/maps``), and the default ``nmt`` has no stub at all (it is the kit's
+  ctranslate2 backend in text mode; the python ``nmt`` of ``--no-ct2-text`` is checked in
+  tests/integration/nmt/test_ctranslate2_served.py); the ``nmt_rnn`` stub, whose default
+  Python search still runs ONNX Runtime itself, has: the control that shows the check can see a
+  mapped engine.
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ from tests.support.engine_free import (
     stub_environment,
     stub_pids,
 )
-from tests.support.prerequisites import require_models
+from tests.support.prerequisites import MODEL_REPOSITORY, require_models
 from triton_kit.client import TritonClient
 from triton_kit.server import ServerConfig, TritonServer
+from triton_kit.server.model_backends import model_backends
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +101,7 @@ def test_the_served_bert_and_nmt_stubs_map_no_engine(triton_server: TritonServer
         client.translate("four hundred", model="nmt_rnn")  # the control has run its engine too
     (bert,) = stub_pids(triton_server, "bert")
     assert mapped_engines(bert) == set()
-    nmt = stub_pids(triton_server, "nmt")
-    assert nmt and all(mapped_engines(p) == set() for p in nmt)
+    assert model_backends(MODEL_REPOSITORY)["nmt"] == "ctranslate2"  # the default: text mode
+    assert stub_pids(triton_server, "nmt") == []  # it answered, with no python stub at all
     controls = stub_pids(triton_server, "nmt_rnn")
     assert controls and all("onnxruntime_pybind11_state" in mapped_engines(p) for p in controls)

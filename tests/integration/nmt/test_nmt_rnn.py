@@ -7,6 +7,8 @@ num2words, and the ``nmt`` model's own error messages for bad input.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -172,21 +174,24 @@ def _inputs(text: bytes, beam: int | None, max_length: int | None) -> list[grpcc
     return inputs
 
 
-def _served_settings(name: str):
+def _served_settings(name: str, repository: Path = MODEL_REPOSITORY):
     from triton_kit.build_engines.repository import parse
     from triton_kit.python_models.common.parameters import ModelParameters
     from triton_kit.python_models.nmt.settings import from_parameters
 
-    require_models(name)
-    config = parse((MODEL_REPOSITORY / name / "config.pbtxt").read_text())
+    if repository == MODEL_REPOSITORY:
+        require_models(name)
+    config = parse((repository / name / "config.pbtxt").read_text())
     values = {k: {"string_value": v.string_value} for k, v in config.parameters.items()}
     return from_parameters(ModelParameters.from_config({"parameters": values}))[0]
 
 
-def test_served_configs_say_which_state_the_decoder_keeps(model) -> None:
+def test_served_configs_say_which_state_the_decoder_keeps(model, nmt_python_search) -> None:
+    """The Transformer's python nmt (the Python search; the default nmt is the ctranslate2
+    backend's text model, with no decode settings of its own)."""
     assert _served_settings("nmt_rnn") == decode_settings(model)
     assert _served_settings("nmt_rnn").recurrent_state is True
-    assert _served_settings("nmt").recurrent_state is False
+    assert _served_settings("nmt", nmt_python_search).recurrent_state is False
 
 
 def test_tensorrt_dry_run_plans_both_graphs(tmp_path, capsys) -> None:
