@@ -35,7 +35,8 @@ $(REPO)/.bert.built: $(BUILD_DEPS)
 	$(PY) -m triton_kit.build_engines bert
 	@touch $@
 
-# The default nmt: CTranslate2 int8 (nmt_ct2) behind a tokenising nmt (build_engines nmt --help).
+# The default nmt: CTranslate2 int8, nmt itself the kit's ctranslate2 backend in text mode
+# (sentencepiece inside it: libsentencepiece-dev; build_engines nmt --help).
 $(REPO)/.nmt.built: $(BUILD_DEPS) $(wildcard assets/nmt-en-fr-numbers/*)
 	$(PY) -m triton_kit.build_engines nmt
 	@touch $@
@@ -50,8 +51,9 @@ models: $(MODELS) ## Build every model into model_repository/ (skips what is up 
 
 # Triton's own onnxruntime and pytorch backends (r24.10 sources, ../shared/triton-src or
 # GitHub) compiled against .venv's onnxruntime and torch, and the kit's own ctranslate2 backend
-# against .venv's ctranslate2 wheel (the default nmt's nmt_ct2 runs in it; the default nmt_rnn's
-# nmt_rnn_generate in the pytorch one); skipped when nothing changed. The models do not need them to build (the nmt build checks its CTranslate2 model
+# against .venv's ctranslate2 wheel and the system's sentencepiece (the default nmt is its text
+# mode, the default nmt_rnn's nmt_rnn_generate runs in the pytorch one; system-deps installs libsentencepiece-dev, and the build warns loudly without it);
+# skipped when nothing changed. The models do not need them to build (the nmt build checks its CTranslate2 model
 # with the ctranslate2 wheel in process); serving them does (demo, test, serve, bench).
 backends: $(STAMP) | system-deps ## Build Triton's onnxruntime and pytorch backends and the kit's ctranslate2 backend for the embedded server
 	$(PY) -m triton_kit.server.native_backends build

@@ -1,6 +1,6 @@
 # The serving image: the official Triton 24.10 container (Triton 2.51, TensorRT 10.5,
 # Python 3.10 in the python backend) plus what the python-backend models import, and the kit's
-# own ctranslate2 backend, which serves the default nmt's nmt_ct2.
+# own ctranslate2 backend, which serves the default nmt (its text mode, with sentencepiece).
 # Build context: the repository root (docker-compose.yml sets it).
 ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:24.10-py3
 
@@ -23,7 +23,7 @@ COPY triton_kit/server/native_backends triton_kit/server/native_backends
 COPY triton_kit/server/binary.py triton_kit/server/errors.py triton_kit/server/
 # The backend folder Triton loads: the library, its record, and the wheel's libraries beside it
 # (libctranslate2 and the libgomp it needs), found through $ORIGIN instead of site-packages;
-# libsentencepiece for the backend's text mode (build_engines nmt --ct2-text), which needs no
+# libsentencepiece for the backend's text mode (the default nmt build), which needs no
 # other library (Debian's libsentencepiece0 depends only on libc, libgcc and libstdc++).
 # TRITONSERVER: the image's own binary, so the backend NEEDs its plain libtritonserver.so.
 # hadolint ignore=SC2016

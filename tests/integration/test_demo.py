@@ -106,14 +106,15 @@ def test_nmt_translates_the_number(demo_run: tuple[int, str, Path]) -> None:
 def test_backend_table_shows_nmt_served_through_ctranslate2(
     demo_run: tuple[int, str, Path],
 ) -> None:
-    """The default nmt (issue 31): the python model in front, nmt_ct2 in the kit's backend."""
+    """The default nmt (issue 31): the kit's ctranslate2 backend in text mode, no python model
+    in front and no nmt_ct2."""
     rows = {
         cells[0]: cells[1]
         for line in demo_run[1].splitlines()
         if len(cells := [c.strip() for c in line.strip().strip("|").split("|")]) == 2
     }
-    assert rows["nmt"] == "python"
-    assert rows["nmt_ct2"].startswith("ctranslate2 (the kit's own C++ backend")
+    assert rows["nmt"].startswith("ctranslate2 (the kit's own C++ backend")
+    assert "nmt_ct2" not in rows
 
 
 def test_load_table_names_every_model_with_throughput(demo_run: tuple[int, str, Path]) -> None:

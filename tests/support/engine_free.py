@@ -1,5 +1,7 @@
 """A python stub environment that cannot import an engine library (issue 31): the served
-``bert`` and ``nmt`` must run without onnxruntime and torch in their stubs.
+``bert`` and the python ``nmt`` in front of ``nmt_ct2`` (``--no-ct2-text``; the default ``nmt``
+is the ctranslate2 backend's text mode, with no stub) must run without onnxruntime and torch in
+their stubs.
 
 The stub runs Python isolated (PYTHONPATH ignored) with the virtual environment of the
 ``python3`` first on PATH (triton_kit/server/binary.py ``server_environment``;

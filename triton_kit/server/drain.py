@@ -35,7 +35,9 @@ CONTROL_ARGS = ["--model-control-mode=explicit", "--load-model=*"]
 
 
 def entry_models(configs: Mapping[str, Mapping]) -> list[str]:
-    """Ensembles, and python models that are no ensemble's step, by served config."""
+    """Ensembles, and python models and the kit's ctranslate2 text models (the default ``nmt``:
+    parameter ``source_spm``, TEXT in, TRANSLATION out) that are no ensemble's step, by served
+    config."""
     steps = {
         step["model_name"]
         for config in configs.values()
@@ -45,8 +47,14 @@ def entry_models(configs: Mapping[str, Mapping]) -> list[str]:
         name
         for name, config in configs.items()
         if config.get("platform") == "ensemble"
-        or (config.get("backend") == "python" and name not in steps)
+        or ((config.get("backend") == "python" or _ct2_text(config)) and name not in steps)
     )
+
+
+def _ct2_text(config: Mapping) -> bool:
+    """The kit's ctranslate2 backend in its text mode: a model clients call (``nmt``); the
+    backend's ids mode (``nmt_ct2``) is a step of the python ``nmt``."""
+    return config.get("backend") == "ctranslate2" and "source_spm" in config.get("parameters", {})
 
 
 class Drainer:

@@ -158,6 +158,27 @@ def parse_load_failures(log_text: str) -> dict[str, str]:
     return failures
 
 
+def _missing_text_mode(backends: Path, repository: Path, missing: dict[str, str]) -> dict[str, str]:
+    """``{"ctranslate2": reason}`` where the repository has text-mode models (the default
+    ``nmt``) and the ctranslate2 backend in ``backends`` was built without sentencepiece:
+    refused before the start, rather than the model failing to load."""
+    from triton_kit.server.model_backends import ct2_text_models
+    from triton_kit.server.native_backends.ct2_backend import (
+        CT2_BACKEND,
+        LIBRARY,
+        has_text_mode,
+        text_mode_missing,
+    )
+
+    library = backends / CT2_BACKEND / LIBRARY
+    if CT2_BACKEND in missing or not library.is_file():
+        return {}
+    models = ct2_text_models(repository)
+    if not models or has_text_mode(library):
+        return {}
+    return {CT2_BACKEND: text_mode_missing(library, models)}
+
+
 class TritonServer:
     """A running tritonserver; use as a context manager so it always stops."""
 
@@ -230,8 +251,10 @@ class TritonServer:
     def _check_backends(self, backends: Path) -> None:
         """Refuse to start when a model needs a native backend that is not there: the
         container would serve it with Triton's own, so nothing stands in for it here."""
-        needed = native_backends_needed(Path(self.config.model_repository))
+        repository = Path(self.config.model_repository)
+        needed = native_backends_needed(repository)
         missing = missing_native_backends(backends, set(needed))
+        missing.update(_missing_text_mode(backends, repository, missing))
         if missing:
             shutil.rmtree(self._workdir or backends, ignore_errors=True)
             raise BackendUnavailableError(

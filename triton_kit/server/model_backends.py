@@ -54,6 +54,18 @@ def backend_table(repository: Path) -> list[tuple[str, str]]:
     return rows
 
 
+def ct2_text_models(repository: Path) -> list[str]:
+    """The models of ``repository`` served by the kit's ctranslate2 backend in its text mode
+    (parameter ``source_spm``: the default ``nmt``), which needs the backend built with
+    sentencepiece."""
+    models = []
+    for config_path in sorted(Path(repository).glob("*/config.pbtxt")):
+        config = read_config(config_path)
+        if config.backend == "ctranslate2" and "source_spm" in config.parameters:
+            models.append(config.name or config_path.parent.name)
+    return models
+
+
 def native_backends_needed(repository: Path) -> dict[str, list[str]]:
     """``{native backend: [models]}`` for the models that Triton's own backends serve."""
     needed: dict[str, list[str]] = {}

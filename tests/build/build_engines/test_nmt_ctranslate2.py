@@ -1,6 +1,7 @@
-"""``build_engines nmt --engine ctranslate2``: what the build writes (``nmt_ct2`` for the kit's
-ctranslate2 backend, ``nmt`` calling it), what it refuses, and the headers the backend
-compiles against (third_party/ctranslate2, sha256-pinned)."""
+"""``build_engines nmt --engine ctranslate2``: what the build writes (the default, ``nmt`` itself
+the kit's ctranslate2 backend in text mode; ``--no-ct2-text``, ``nmt_ct2`` for that backend and
+a python ``nmt`` calling it), what it refuses, and the headers the backend compiles against
+(third_party/ctranslate2, sha256-pinned)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,11 @@ def _parameters(repo: Path, model: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def int8_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build(tmp_path_factory.mktemp("ct2-int8"), "--threads", "1")
+    """The python ``nmt`` in front of ``nmt_ct2`` (``--no-ct2-text``)."""
+    return _build(tmp_path_factory.mktemp("ct2-int8"), "--no-ct2-text", "--threads", "1")
 
 
-def test_writes_nmt_ct2_for_the_backend_and_nmt_calls_it(int8_repo: Path) -> None:
+def test_no_ct2_text_writes_nmt_ct2_for_the_backend_and_nmt_calls_it(int8_repo: Path) -> None:
     assert model_backends(int8_repo) == {"nmt": "python", "nmt_ct2": "ctranslate2"}
     files = {p.name for p in (int8_repo / "nmt_ct2" / "1").iterdir()}
     assert {"model.bin", "config.json", "shared_vocabulary.json"} <= files
@@ -53,6 +55,8 @@ def test_writes_nmt_ct2_for_the_backend_and_nmt_calls_it(int8_repo: Path) -> Non
 
 def test_fp32_writes_float32_weights(tmp_path: Path) -> None:
     repo = _build(tmp_path, "--precision", "fp32")
+    assert _parameters(repo, "nmt")["compute_type"] == "float32"
+    repo = _build(tmp_path / "bls", "--precision", "fp32", "--no-ct2-text")
     assert _parameters(repo, "nmt_ct2")["compute_type"] == "float32"
 
 
@@ -86,8 +90,10 @@ def test_the_vendored_headers_are_pinned(tmp_path: Path) -> None:
 
 def test_switching_builds_removes_the_models_nothing_calls_any_more(tmp_path: Path) -> None:
     """A repository built with the Python search, rebuilt with the default (an upgraded
-    checkout's `make models`), serves no leftover nmt_encoder/nmt_decoder; rebuilt with the
-    Python search again, no leftover nmt_ct2. The recurrent model's models stay untouched."""
+    checkout's `make models`), serves no leftover nmt_encoder/nmt_decoder; rebuilt with
+    --no-ct2-text, nmt_ct2 behind the python nmt; with the default again (the text mode), no
+    leftover nmt_ct2 nor python model file; with the Python search again, only its models. The
+    recurrent model's models stay untouched."""
     repo = tmp_path / "repo"
     common = ["--output-repository", str(repo), "--work-dir", str(tmp_path / "work")]
     common += ["--verify-sentences", "2"]
@@ -95,17 +101,26 @@ def test_switching_builds_removes_the_models_nothing_calls_any_more(tmp_path: Pa
     build_from_argv(python_search)
     (repo / "nmt_rnn_encoder").mkdir()
     (repo / "nmt_rnn_encoder" / "config.pbtxt").write_text('name: "nmt_rnn_encoder"\n')
+    rnn = {"nmt_rnn_encoder": model_backends(repo)["nmt_rnn_encoder"]}
     assert set(model_backends(repo)) == {"nmt", "nmt_encoder", "nmt_decoder", "nmt_rnn_encoder"}
     build_from_argv(["nmt", *common])
-    assert set(model_backends(repo)) == {"nmt", "nmt_ct2", "nmt_rnn_encoder"}
+    assert set(model_backends(repo)) == {"nmt", "nmt_rnn_encoder"}
+    assert model_backends(repo)["nmt"] == "ctranslate2"
+    build_from_argv(["nmt", "--no-ct2-text", *common])
+    assert model_backends(repo) == {"nmt": "python", "nmt_ct2": "ctranslate2", **rnn}
+    build_from_argv(["nmt", *common])
+    assert model_backends(repo) == {"nmt": "ctranslate2", **rnn}
+    assert not (repo / "nmt" / "1" / "model.py").exists()
     build_from_argv(python_search)
     assert set(model_backends(repo)) == {"nmt", "nmt_encoder", "nmt_decoder", "nmt_rnn_encoder"}
 
 
-def test_ct2_text_writes_nmt_as_the_backends_text_model(tmp_path: Path) -> None:
-    """``--ct2-text``: ``nmt`` itself is the ctranslate2 backend in text mode, with the python
-    ``nmt`` model's tensors and limits; no python model and no ``nmt_ct2``."""
-    repo = _build(tmp_path, "--ct2-text", "--threads", "1")
+@pytest.mark.parametrize("flags", [(), ("--ct2-text",)], ids=["default", "named"])
+def test_ct2_text_writes_nmt_as_the_backends_text_model(tmp_path: Path, flags) -> None:
+    """The default (``--ct2-text``, named or left out): ``nmt`` itself is the ctranslate2
+    backend in text mode, with the python ``nmt`` model's tensors and limits; no python model
+    and no ``nmt_ct2``."""
+    repo = _build(tmp_path, *flags, "--threads", "1")
     assert model_backends(repo) == {"nmt": "ctranslate2"}
     files = {p.name for p in (repo / "nmt" / "1").iterdir()}
     assert files == {"model.bin", "config.json", "shared_vocabulary.json", "source.spm"}
@@ -123,7 +138,7 @@ def test_ct2_text_writes_nmt_as_the_backends_text_model(tmp_path: Path) -> None:
     text = _parameters(repo, "nmt")
     assert text["source_spm"] == "source.spm" and text["compute_type"] == "int8"
     # The python nmt model's limits (its config's parameters, from the same checkpoint).
-    python = _parameters(_build(tmp_path / "python", "--threads", "1"), "nmt")
+    python = _parameters(_build(tmp_path / "python", "--no-ct2-text", "--threads", "1"), "nmt")
     for key in ("max_beam_size", "max_target_length", "max_source_length"):
         assert text[key] == python[key], key
     assert int(text["max_decoding_length"]) == int(python["default_max_length"]) - 1
@@ -138,7 +153,10 @@ def test_ct2_text_needs_the_ctranslate2_engine(tmp_path: Path) -> None:
     assert not (tmp_path / "nmt").exists()
 
 
-def test_ct2_text_is_off_by_default() -> None:
+def test_ct2_text_is_the_transformers_default() -> None:
+    """Left out, resolved per architecture (families/nmt/defaults.py): on for the
+    Transformer's CTranslate2 build; tests/unit/build_engines/test_nmt_defaults.py has the rest."""
     from triton_kit.build_engines.families.nmt import NmtOptions
 
-    assert NmtOptions().ct2_text is False
+    assert NmtOptions().ct2_text is None
+    assert NmtOptions().ct2_text_for("ctranslate2") is True

@@ -32,7 +32,8 @@ BATCHED = {
         "resnet50_postprocess",
     },
     "bert": {"bert", "bert_model", "bert_preprocess"},
-    "nmt": {"nmt", "nmt_ct2"},  # the default: CTranslate2 int8 behind the tokenising nmt
+    "nmt": {"nmt"},  # the default: CTranslate2 int8, nmt the ctranslate2 backend's text mode
+    "nmt-bls": {"nmt", "nmt_ct2"},  # --no-ct2-text: the tokenising python nmt, nmt_ct2 behind
     "nmt-python": {"nmt"},  # --engine onnxruntime --search python
     "nmt-rnn": {"nmt_rnn"},  # the default: the TorchScript search behind nmt_rnn
     "nmt-rnn-python": {"nmt_rnn"},  # --engine onnxruntime --search python
@@ -41,6 +42,7 @@ UNBATCHED = {
     "resnet50": {"resnet50", "resnet50_uint8"},  # ensembles: Triton has no queue for them
     "bert": {"bert_ensemble"},
     "nmt": set(),
+    "nmt-bls": set(),
     "nmt-python": {"nmt_encoder", "nmt_decoder"},  # max_batch_size 0: the BLS model batches
     # nmt_rnn_generate: batched rows (max_batch_size), no dynamic batcher: nmt_rnn sends it whole
     # batches through BLS, one call per beam size
@@ -54,7 +56,8 @@ UNBATCHED = {
 NEVER_BOUNDED = {
     "resnet50": set(),
     "bert": {"bert_model"},
-    "nmt": {"nmt_ct2"},
+    "nmt": set(),  # the text model is the front door
+    "nmt-bls": {"nmt_ct2"},
     "nmt-python": set(),
     "nmt-rnn": set(),
     "nmt-rnn-python": set(),
@@ -87,6 +90,8 @@ def _family_argv(family: str, root: Path) -> list[str]:
         return ["nmt", "--architecture", "rnn", "--engine", "onnxruntime", "--search", "python"]
     if family == "nmt-python":
         return ["nmt", "--engine", "onnxruntime", "--search", "python"]
+    if family == "nmt-bls":
+        return ["nmt", "--no-ct2-text"]
     return [family]
 
 

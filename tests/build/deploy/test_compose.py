@@ -171,10 +171,11 @@ def test_stop_drains_within_the_grace_period(resolved: dict[str, Any], name: str
 
 
 def test_serving_image_builds_the_ctranslate2_backend_the_default_nmt_needs() -> None:
-    """The default repository's nmt_ct2 runs in the kit's ctranslate2 backend, which the
+    """The default repository's nmt is the kit's ctranslate2 backend in its text mode, which the
     official image lacks: a stage builds it with the kit's own recipe against the wheel release
-    its headers are (the pin the build refuses to differ from), and the image installs it where
-    Triton looks for backends, its libraries beside it."""
+    its headers are (the pin the build refuses to differ from) and with libsentencepiece-dev (the
+    text mode), and the image installs it where Triton looks for backends, its libraries,
+    libsentencepiece among them, beside it."""
     from triton_kit.server.native_backends.ct2_backend import HEADERS_RELEASE
 
     dockerfile = (DOCKER_DIR / "triton.Dockerfile").read_text()
@@ -185,6 +186,8 @@ def test_serving_image_builds_the_ctranslate2_backend_the_default_nmt_needs() ->
     assert f'"ctranslate2=={HEADERS_RELEASE}"' in stage
     assert f'"ctranslate2=={HEADERS_RELEASE}"' in (ROOT / "pyproject.toml").read_text()
     assert "patchelf --set-rpath '$ORIGIN'" in stage
+    assert "libsentencepiece-dev pkg-config" in stage
+    assert 'libsentencepiece.so.0" /build/out/ctranslate2/' in stage
     assert (
         "COPY --from=ctranslate2-backend /build/out/ctranslate2 "
         "/opt/tritonserver/backends/ctranslate2" in final
@@ -232,7 +235,8 @@ def test_cpu_profile_needs_no_gpu_and_answers_as_triton(resolved: dict[str, Any]
     ("name", "engines"),
     [
         ("build-engines", {"resnet50": "tensorrt", "bert": "tensorrt", "nmt": "tensorrt"}),
-        # Each family's default: nmt's is CTranslate2 (the serving image builds its backend).
+        # Each family's default: nmt's is CTranslate2, its text mode (the serving image builds
+        # the backend with sentencepiece).
         ("build-onnx", {"resnet50": "onnxruntime", "bert": "onnxruntime", "nmt": "ctranslate2"}),
     ],
 )

@@ -14,14 +14,14 @@ onnxruntime backend runs the encoder. Two checks against the real Triton:
   blocker is in effect. The ``bert`` stub must show the blocker loaded and no attempt. The
   embeddings are compared with sentence-transformers on the same checkpoint (cosine >=
   0.9999, as tests/integration/bert/test_bert.py).
-- On the session's server, with onnxruntime installed, the ``bert`` stub, the default
-  ``nmt``'s (CTranslate2's ``nmt_ct2`` runs in the kit's backend; none where ``nmt`` is that
-  backend itself) and the default ``nmt_rnn``'s (its TorchScript search runs in Triton's
-  pytorch backend) have not mapped ONNX Runtime's Python module
-  (``onnxruntime_pybind11_state``) nor libtorch (``/proc/<pid>/maps``); the ``nmt_rnn`` stub
-  of a Python-search build (``--architecture rnn --engine onnxruntime --search python``),
-  which runs ONNX Runtime itself, has: the control that shows the check can see a mapped
-  engine.
+- On the session's server, with onnxruntime installed, the ``bert`` stub and the default
+  ``nmt_rnn``'s (its TorchScript search runs in Triton's pytorch backend) have not mapped ONNX
+  Runtime's Python module (``onnxruntime_pybind11_state``) nor libtorch (``/proc/<pid>/maps``),
+  and the default ``nmt`` has no stub at all where it is the kit's ctranslate2 backend in text
+  mode (the python ``nmt`` of ``--no-ct2-text`` is checked in
+  tests/integration/nmt/test_ctranslate2_served.py); the ``nmt_rnn`` stub of a Python-search
+  build (``--architecture rnn --engine onnxruntime --search python``), which runs ONNX Runtime
+  itself, has: the control that shows the check can see a mapped engine.
 
 tests/integration/test_default_repository_engine_free.py serves the whole default repository
 with the blocking stub environment.
@@ -111,6 +111,8 @@ def test_the_default_stubs_map_no_engine(
         client.translate("four hundred", model="nmt_rnn")
     (bert,) = stub_pids(triton_server, "bert")
     assert mapped_engines(bert) == set()
+    assert model_backends(model_repository)["nmt"] == "ctranslate2"  # the default: text mode
+    assert stub_pids(triton_server, "nmt") == []  # it answered, with no python stub at all
     stubs = [
         name for name in ("nmt", "nmt_rnn") if model_backends(model_repository)[name] == "python"
     ]

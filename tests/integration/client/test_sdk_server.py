@@ -41,7 +41,7 @@ def test_embed_bad_item_fails_alone(triton_client: TritonClient) -> None:
 async def test_async_translate_bad_item_fails_alone(
     async_triton_client: AsyncTritonClient,
 ) -> None:
-    require_models("nmt", "nmt_ct2")
+    require_models("nmt")
     good, bad = await async_triton_client.translate(
         ["seven", BAD_UTF8], beam_size=1, return_exceptions=True
     )
@@ -61,10 +61,10 @@ def cancelling_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trit
     (triton-inference-server/server#7368 and #8034, fixed after 24.10); it crashed the
     session server once in CI (2026-11-24, SIGSEGV a few tests after this one), and 28 later
     tests failed with it. Here a crash stays with this test."""
-    require_models("nmt", "nmt_ct2")
+    require_models("nmt")
     repository = tmp_path_factory.mktemp("nmt_only")
-    for name in ("nmt", "nmt_ct2"):  # the default nmt and the CTranslate2 model it calls
-        (repository / name).symlink_to(MODEL_REPOSITORY / name, target_is_directory=True)
+    # The default nmt: the ctranslate2 backend's text model, nothing behind it.
+    (repository / "nmt").symlink_to(MODEL_REPOSITORY / "nmt", target_is_directory=True)
     log = repository.parent / "cancelling-tritonserver.log"
     config = ServerConfig(repository, http_port=0, grpc_port=0, metrics_port=0, log_file=log)
     with TritonServer(config) as server:

@@ -1,11 +1,11 @@
-"""``build_engines nmt --engine ctranslate2 --ct2-text``: ``nmt`` itself is the kit's C++
-``ctranslate2`` backend in text mode (TEXT in, TRANSLATION out, sentencepiece inside the
-backend), with no python model on the path.
+"""``build_engines nmt``, the default build (``--engine ctranslate2 --ct2-text`` left out,
+families/nmt/defaults.py): ``nmt`` itself is the kit's C++ ``ctranslate2`` backend in text mode
+(TEXT in, TRANSLATION out, sentencepiece inside the backend), with no python model on the path.
 
 References: num2words (the held-out numbers at beam 4), the converted model in this process
 (the ``ctranslate2`` package, the library the backend links), and the python ``nmt`` model of
-a plain ``--engine ctranslate2`` build (tokenising in its stub, ``nmt_ct2`` through BLS),
-served beside it: the same translations, and the same refusals with the same messages.
+a ``--no-ct2-text`` build (tokenising in its stub, ``nmt_ct2`` through BLS), served beside it:
+the same translations, and the same refusals with the same messages.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ MAX_SOURCE_LENGTH = 128  # the number model's positional table (the build's limi
 
 @pytest.fixture(scope="module")
 def backend() -> Path:
-    """The ctranslate2 backend built with its text mode (libsentencepiece-dev)."""
+    """The ctranslate2 backend built with its text mode (libsentencepiece-dev), which the
+    default nmt is."""
     from triton_kit.server.native_backends import default_out
     from triton_kit.server.native_backends.__main__ import main
     from triton_kit.server.native_backends.build import missing_tools
@@ -52,19 +53,22 @@ def backend() -> Path:
     if missing:
         pytest.skip(f"cannot build the ctranslate2 backend: {', '.join(missing)} not found")
     if sentencepiece_version() is None:
-        pytest.skip("no libsentencepiece-dev: run scripts/install-system-deps.sh")
+        pytest.skip(
+            "no libsentencepiece-dev, so no text mode and no default nmt: run "
+            "scripts/install-system-deps.sh"
+        )
     assert main(["build", "ctranslate2"]) == 0, "building the ctranslate2 backend failed"
     return default_out() / "ctranslate2" / "libtriton_ctranslate2.so"
 
 
 @pytest.fixture(scope="module")
 def repos(backend: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the --ct2-text repository, the plain --engine ctranslate2 one)."""
-    flags = ("nmt", "--engine", "ctranslate2", "--instances", "1")
-    text, log = build_repository(tmp_path_factory.mktemp("ct2-text"), *flags, "--ct2-text")
+    """(the default repository: the text mode, the --no-ct2-text one: python nmt, nmt_ct2)."""
+    flags = ("nmt", "--instances", "1")  # the default: no --engine, no --ct2-text
+    text, log = build_repository(tmp_path_factory.mktemp("ct2-text"), *flags)
     assert "vs references, beam 4: 16/16 exact" in log
     assert model_backends(text) == {"nmt": "ctranslate2"}
-    python, _ = build_repository(tmp_path_factory.mktemp("ct2-python"), *flags)
+    python, _ = build_repository(tmp_path_factory.mktemp("ct2-python"), *flags, "--no-ct2-text")
     assert model_backends(python) == {"nmt": "python", "nmt_ct2": "ctranslate2"}
     return text, python
 
@@ -145,8 +149,8 @@ def _request(
 
 
 def test_held_out_exact_match_at_beam_4(server: str, in_process) -> None:
-    """Every held-out number, beam 4 (the default): the in-process model's translations, and
-    as exact against num2words as the python path's test asks."""
+    """The default build: every held-out number, beam 4 (the default): the in-process model's
+    translations, and as exact against num2words as the python path's test asks."""
     numbers = _held_out()
     texts, references = [corpus.english(n) for n in numbers], [corpus.french(n) for n in numbers]
     with TritonClient(server, timeout=300) as triton:
@@ -247,3 +251,21 @@ def test_concurrent_requests_are_batched_and_bad_ones_fail_alone(server, in_proc
     with TritonClient(server, timeout=60) as triton:
         assert triton.server_ready()
         assert triton.translate("seven") == ["sept"]
+
+
+def test_the_shared_repository_serves_the_default_through_the_backend(triton_server) -> None:
+    """`make models` builds this default into model_repository/: the session's server answers
+    nmt in the ctranslate2 backend's text mode (its statistics count the rows), with no python
+    model, no nmt_ct2 and no step models beside it."""
+    from tests.support.prerequisites import MODEL_REPOSITORY, require_models
+
+    require_models("nmt")
+    backends = model_backends(MODEL_REPOSITORY)
+    assert backends["nmt"] == "ctranslate2"
+    assert not {"nmt_ct2", "nmt_encoder", "nmt_decoder"} & set(backends)
+    url = triton_server.grpc_url
+    before = execution_count(url, "nmt"), inference_count(url, "nmt")
+    with TritonClient(url, timeout=60) as triton:
+        assert triton.translate(["seven", "twelve"], beam_size=4) == ["sept", "douze"]
+    after = settled_counts(url, "nmt", before, 2)
+    assert after[1] - before[1] == 2

@@ -1,8 +1,9 @@
-"""``build_engines nmt``, the default build since issue 31 (``--engine ctranslate2``): the
-Marian checkpoint converted by CTranslate2 (int8), served by the kit's own C++ backend
-``ctranslate2`` as ``nmt_ct2``. The
-``nmt`` python model tokenises, sends its batch's ids in ONE BLS call and detokenises; its stub
-runs here where ``import ctranslate2``, ``import onnxruntime`` and ``import torch`` fail.
+"""``build_engines nmt --no-ct2-text`` (``--engine ctranslate2``, the default's engine, with the
+python ``nmt`` in front, the default layout until the text mode: the default build itself is
+tests/integration/nmt/test_ct2_text_served.py): the Marian checkpoint converted by CTranslate2
+(int8), served by the kit's own C++ backend ``ctranslate2`` as ``nmt_ct2``. The ``nmt`` python
+model tokenises, sends its batch's ids in ONE BLS call and detokenises; its stub runs here where
+``import ctranslate2``, ``import onnxruntime`` and ``import torch`` fail.
 
 References: the num2words French of every held-out number, and the same converted model run
 in process by the ``ctranslate2`` package (the library the backend links) with the served
@@ -70,7 +71,8 @@ def backend() -> Path:
 @pytest.fixture(scope="module")
 def built(backend: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("nmt-ct2")
-    repo, log = build_repository(root, "nmt", "--instances", "1")  # the default: no --engine
+    # The default's engine (no --engine), written as the python nmt in front of nmt_ct2.
+    repo, log = build_repository(root, "nmt", "--no-ct2-text", "--instances", "1")
     assert "nmt_ct2 (int8) vs references, beam 4: 16/16 exact" in log
     assert model_backends(repo) == {"nmt": "python", CT2: "ctranslate2"}
     return repo
@@ -134,7 +136,7 @@ def test_held_out_exact_match_through_the_backend(server, in_process) -> None:
     with TritonClient(server.grpc_url, timeout=300) as triton:
         served = triton.translate(texts, beam_size=4)
     exact = sum(s == r for s, r in zip(served, references, strict=True))
-    print(f"served nmt_ct2 (int8), beam 4: {exact}/{len(texts)} exact")
+    print(f"served nmt -> nmt_ct2 (int8, --no-ct2-text), beam 4: {exact}/{len(texts)} exact")
     assert served == in_process(texts, 4)
     assert exact >= 0.95 * len(texts), f"{exact}/{len(texts)}"
 
@@ -248,23 +250,6 @@ def test_a_bad_row_fails_alone_through_nmt(server) -> None:
         bad_beam = triton.translate(["seven"], beam_size=99, return_exceptions=True)
         assert isinstance(bad_beam[0], InvalidInputError)
         assert triton.server_ready()
-
-
-def test_the_shared_repository_serves_the_default_through_the_backend(triton_server) -> None:
-    """`make models` builds this default into model_repository/: the session's server answers
-    nmt through nmt_ct2 (its statistics count the call), with no step models beside it."""
-    from tests.support.prerequisites import MODEL_REPOSITORY, require_models
-
-    require_models("nmt", CT2)
-    backends = model_backends(MODEL_REPOSITORY)
-    assert (backends["nmt"], backends[CT2]) == ("python", "ctranslate2")
-    assert "nmt_encoder" not in backends and "nmt_decoder" not in backends
-    url = triton_server.grpc_url
-    before = execution_count(url, CT2), inference_count(url, CT2)
-    with TritonClient(url, timeout=60) as triton:
-        assert triton.translate(["seven", "twelve"], beam_size=4) == ["sept", "douze"]
-    after = settled_counts(url, CT2, before, 2)
-    assert after[1] - before[1] == 2
 
 
 def test_the_stub_imports_no_engine(blocked: tuple) -> None:

@@ -1,6 +1,6 @@
 """The Python search's ``nmt`` BLS model (``build_engines nmt --engine onnxruntime --search
-python``, the default until CTranslate2's: tests/integration/nmt/test_ctranslate2_served.py
-checks that one) through a real Triton server of its own, against the in-process decode.
+python``, the default until CTranslate2's: tests/integration/nmt/test_ct2_text_served.py
+checks today's default) through a real Triton server of its own, against the in-process decode.
 
 In-process means the same numpy search on ONNX Runtime sessions over the same
 ONNX files the server loads, so any difference comes from serving (batching

@@ -165,7 +165,8 @@ def test_entry_models_of_the_shipped_repository(triton_server: TritonServer) -> 
 
 
 def test_entry_models_skip_steps_and_non_python_models() -> None:
-    """A python step of an ensemble is no entry; a standalone python model (BLS) is."""
+    """A python step of an ensemble is no entry; a standalone python model (BLS) is, and so
+    is the kit's ctranslate2 backend in text mode (the default nmt), not in its ids mode."""
     configs = {
         "pipe": {"platform": "ensemble", "ensemble_scheduling": {"step": [
             {"model_name": "pre"}, {"model_name": "net"}]}},
@@ -173,5 +174,8 @@ def test_entry_models_skip_steps_and_non_python_models() -> None:
         "net": {"platform": "onnxruntime_onnx", "backend": "onnxruntime"},
         "search": {"backend": "python"},
         "decoder": {"platform": "onnxruntime_onnx", "backend": "onnxruntime"},
+        "text": {"backend": "ctranslate2", "parameters": {
+            "source_spm": {"string_value": "source.spm"}}},
+        "ids": {"backend": "ctranslate2", "parameters": {"beam_size": {"string_value": "4"}}},
     }  # fmt: skip
-    assert entry_models(configs) == ["pipe", "search"]
+    assert entry_models(configs) == ["pipe", "search", "text"]

@@ -58,6 +58,6 @@ def test_a_missing_native_backend_stops_the_start_with_one_line(
     assert set(by_backend) == {"ctranslate2", "onnxruntime", "pytorch"}
     assert all("backend is not built" in line and "make backends" in line for line in lines)
     assert "resnet50_model" in by_backend["onnxruntime"]
-    assert "(needed by nmt_ct2)" in by_backend["ctranslate2"]
+    assert "(needed by nmt)" in by_backend["ctranslate2"]  # the default nmt: its text mode
     assert "(needed by nmt_rnn_generate)" in by_backend["pytorch"]
     assert not (tmp_path / "log").exists(), "nothing may start"

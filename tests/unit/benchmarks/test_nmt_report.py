@@ -270,8 +270,9 @@ def test_served_ctranslate2_is_judged_against_in_process_ct2_and_the_default():
 
 
 def test_the_ct2_build_is_a_transformer_variant_measured_by_default():
-    """nmt's default build since issue 31: the Transformer's run measures it at the tiny size
-    (its backend is one make backends builds); the recurrent model has none."""
+    """nmt's engine since issue 31, with the python nmt in front (--no-ct2-text; the default
+    build is the text mode, ct2-text): the Transformer's run measures it at the tiny size (its
+    backend is one make backends builds); the recurrent model has none."""
     from triton_kit.benchmarks.nmt.architectures import BENCHMARKED, VARIANTS
     from triton_kit.benchmarks.nmt.run import parse_args
 
@@ -282,7 +283,13 @@ def test_the_ct2_build_is_a_transformer_variant_measured_by_default():
     assert parse_args([]).ct2_sizes == "tiny"
     assert parse_args(["--architecture", "rnn"]).ct2_sizes == ""
     assert parse_args(["--ct2-sizes", ""]).ct2_sizes == ""
-    assert VARIANTS["ct2"].build_args == ("--engine", "ctranslate2", "--search", "engine")
+    assert VARIANTS["ct2"].build_args == (
+        "--engine",
+        "ctranslate2",
+        "--search",
+        "engine",
+        "--no-ct2-text",
+    )
 
 
 def test_the_rnn_report_judges_its_torchscript_search_against_the_python_search(

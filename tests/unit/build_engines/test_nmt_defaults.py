@@ -1,12 +1,13 @@
-"""What ``build_engines nmt`` builds with ``--engine``/``--search``/``--precision`` left out
-(issue 31): CTranslate2 int8 for the Transformer, the TorchScript search for the RNN, each
-written once (families/nmt/defaults.py). An explicit engine and search still build what they
-built before; ``--search`` left out with the architecture's default engine is its default
-search, so ``--architecture rnn --engine torch`` (refused before: the recurrent model has no
-TorchScript step models, and ``--search python`` with it still is,
-tests/build/build_engines/test_nmt_rnn_torch_generate.py) is now the TorchScript search, and
-``--architecture rnn --engine onnxruntime`` is still the Python search over ONNX Runtime step
-models."""
+"""What ``build_engines nmt`` builds with ``--engine``/``--search``/``--precision``/``--ct2-text``
+left out (issue 31): CTranslate2 int8 in the backend's text mode for the Transformer (``nmt``
+itself the C++ backend; ``--no-ct2-text`` the python ``nmt`` in front of ``nmt_ct2``), the
+TorchScript search for the RNN, each written once (families/nmt/defaults.py). An explicit
+engine and search still build what they built before; ``--search`` left out with the
+architecture's default engine is its default search, so ``--architecture rnn --engine torch``
+(refused before: the recurrent model has no TorchScript step models, and ``--search python``
+with it still is, tests/build/build_engines/test_nmt_rnn_torch_generate.py) is now the
+TorchScript search, and ``--architecture rnn --engine onnxruntime`` is still the Python search
+over ONNX Runtime step models."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from triton_kit.build_engines.engines.registry import Engine
 from triton_kit.build_engines.families import nmt
 from triton_kit.build_engines.families.nmt.defaults import DEFAULTS
 from triton_kit.build_engines.families.nmt.options import ARCHITECTURES, architecture
-from triton_kit.build_engines.families.nmt.pipeline import engine_search
+from triton_kit.build_engines.families.nmt.pipeline import ct2_text, engine_search
 from triton_kit.build_engines.flags import parse_build_args
 from triton_kit.build_engines.steps import BuildError
 
@@ -32,6 +33,13 @@ def _resolved(*argv: str) -> tuple[str, str, str | None]:
         return options.engine.value, options.precision, None
     search = nmt.options_from(args).search_for(options.engine.value)
     return options.engine.value, options.precision, search
+
+
+def _text_mode(*argv: str) -> bool:
+    """Whether ``python -m triton_kit.build_engines ARGV`` writes ``nmt`` as the ctranslate2
+    backend's text model (pipeline.ct2_text, which refuses before any work)."""
+    args = parse_build_args(build_parser(), list(argv), family_engine)
+    return ct2_text(family_options("nmt", args), nmt.options_from(args))
 
 
 @pytest.mark.parametrize(
@@ -115,13 +123,53 @@ def test_ctranslate2_refusals_come_before_any_work(argv, words) -> None:
         engine_search(architecture(model_options.architecture), options, search)
 
 
+@pytest.mark.parametrize(
+    ("argv", "text"),
+    [
+        (["nmt"], True),  # the default: nmt is the ctranslate2 backend's text model
+        (["nmt", "--precision", "fp32"], True),
+        (["nmt", "--engine", "ctranslate2"], True),  # named: the same default
+        (["nmt", "--engine", "ctranslate2", "--search", "engine"], True),
+        (["nmt", "--ct2-text"], True),
+        (["nmt", "--no-ct2-text"], False),  # the python nmt in front of nmt_ct2
+        (["nmt", "--engine", "ctranslate2", "--no-ct2-text"], False),
+        # Other engines and the RNN: no text mode, --no-ct2-text changes nothing.
+        (["nmt", "--engine", "onnxruntime"], False),
+        (["nmt", "--engine", "onnxruntime", "--no-ct2-text"], False),
+        (["nmt", "--engine", "torch", "--search", "engine"], False),
+        (["nmt", "--architecture", "rnn"], False),
+    ],
+)
+def test_the_transformers_ctranslate2_build_is_the_text_mode_unless_opted_out(argv, text) -> None:
+    assert _text_mode(*argv) is text
+
+
+def test_the_text_mode_default_is_written_once_per_architecture() -> None:
+    assert DEFAULTS["transformer"].ct2_text is True
+    assert DEFAULTS["rnn"].ct2_text is False
+    assert nmt.NmtOptions().ct2_text is None  # left out: resolved per architecture and engine
+    assert nmt.NmtOptions().ct2_text_for("ctranslate2") is True
+    assert nmt.NmtOptions().ct2_text_for("onnxruntime") is False
+    assert nmt.NmtOptions(architecture="rnn").ct2_text_for("ctranslate2") is False
+
+
+def test_ct2_text_named_with_another_engine_is_refused_before_any_work() -> None:
+    with pytest.raises(BuildError, match=r"--ct2-text .* needs --engine ctranslate2"):
+        _text_mode("nmt", "--engine", "onnxruntime", "--ct2-text")
+
+
 def test_help_states_each_default_and_why(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["nmt", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "transformer: --engine ctranslate2 --search engine" in text
+    assert "transformer: --engine ctranslate2 --search engine --ct2-text" in text
     assert "rnn: --engine torch --search engine" in text
     assert "benchmarks/results/nmt_ctranslate2.md" in text
+    assert "benchmarks/results/nmt_ct2_text.md" in text
+    assert "--ct2-text-sizes tiny" in text  # the command behind the text mode's numbers
+    assert "[--ct2-text | --no-ct2-text]" in text
+    assert "--no-ct2-text writes the python nmt, tokenising and calling nmt_ct2 by BLS" in text
+    assert "libsentencepiece-dev" in text
     assert "CTranslate2 has no recurrent model" in text
     assert "benchmarks/results/nmt_rnn_engine_search.md" in text
     assert "0.80x (beam 1, 8 clients), 1.34x (beam 1, 32), 0.88x (beam 4, 8)" in text

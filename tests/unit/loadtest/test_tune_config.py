@@ -56,6 +56,13 @@ def test_on_a_gpu_host_a_python_model_stays_on_cpu() -> None:
     assert search.model_config_parameters()["instance_group"][0]["kind"] == "KIND_CPU"
 
 
+def test_on_a_gpu_host_the_ctranslate2_text_model_stays_on_cpu() -> None:
+    """The default nmt: the kit's ctranslate2 backend, built for the CPU only."""
+    nmt = python_model_config("nmt", [TEXT], [TEXT], 32)
+    nmt.backend = "ctranslate2"
+    assert space.derive(nmt, _opts(), cores=2, gpu=True).kind == "KIND_CPU"
+
+
 def test_on_a_gpu_host_an_engine_model_gets_gpu_instances() -> None:
     engine = onnx_model_config("engine", [VECTOR], [VECTOR], 16)
     search = space.derive(engine, _opts(), cores=2, gpu=True)

@@ -68,8 +68,8 @@ ENGINE_MEANINGS = {
     IN_PROCESS_TORCH_INT8: "the TorchScript search built with `--precision int8-dynamic` "
     "(PyTorch dynamic quantisation of the steps' Linear layers), in this process",
     TRITON_TORCH_INT8: "that int8 module served the same way",
-    TRITON_CT2: "the `--engine ctranslate2` build (nmt's default): the same checkpoint "
-    "converted by CTranslate2 at int8 (`nmt_ct2`), served natively by the kit's own C++ "
+    TRITON_CT2: "the `--engine ctranslate2 --no-ct2-text` build (nmt's engine): the same "
+    "checkpoint converted by CTranslate2 at int8 (`nmt_ct2`), served natively by the kit's own C++ "
     "backend `ctranslate2` (the ctranslate2 wheel's libctranslate2, one batched translate per "
     "beam size and limit of an execute on Triton's instance thread, `intra_threads` = the "
     "budget); the `nmt` python model tokenises, sends its batch's ids in ONE BLS call and "
@@ -77,17 +77,17 @@ ENGINE_MEANINGS = {
     TRITON_CT2_DIRECT: "the same server as `Triton ctranslate2 (gRPC)`, its clients calling "
     "`nmt_ct2` itself (token ids in and out, sentencepiece in the client thread, one sentence "
     "a request): the native backend without the `nmt` python model in front",
-    TRITON_CT2_TEXT: "the `--engine ctranslate2 --ct2-text` build: the same int8 conversion "
-    "served as `nmt` itself by the same C++ backend in its text mode (TEXT in, TRANSLATION out, "
-    "sentencepiece tokenisation and detokenisation inside the backend), its own server, the "
-    "kit's SDK clients as for `Triton (gRPC)`: no python model on the path. Its in-process "
-    "twin is `CTranslate2 int8`",
+    TRITON_CT2_TEXT: "the `--engine ctranslate2 --ct2-text` build (nmt's default): the same int8 "
+    "conversion served as `nmt` itself by the same C++ backend in its text mode (TEXT in, "
+    "TRANSLATION out, sentencepiece tokenisation and detokenisation inside the backend), its own "
+    "server, the kit's SDK clients as for `Triton (gRPC)`: no python model on the path. Its "
+    "in-process twin is `CTranslate2 int8`",
     TRITON_CT2_TEXT_RAW: "the same server as `Triton ct2 text (gRPC)`, its clients bare "
     "`tritonclient.grpc` (TEXT and BEAM_SIZE in, TRANSLATION out, one sentence a request): the "
     "client stack of `nmt_ct2 direct (gRPC)`, so the two differ by the server's work alone",
 }
-# served CT2 (nmt's default build since issue 31) against the served Python search, the default
-# before, where both were measured
+# served CT2 (nmt's engine since issue 31, here with the python nmt in front: --no-ct2-text)
+# against the served Python search, the default before, where both were measured
 CT2_VS_DEFAULT = "Triton ctranslate2 / Triton"
 CT2_DIRECT_VS_INT8 = "nmt_ct2 direct / CT2 int8"
 CT2_TEXT_RAW_VS_INT8 = "ct2 text raw / CT2 int8"

@@ -29,38 +29,13 @@ import argparse
 import json
 import os
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from triton_kit.benchmarks.nmt.architectures import TRANSFORMER_NAMES
 from triton_kit.benchmarks.nmt.measure import count_tokens_for, held_out_pairs, measure
-from triton_kit.benchmarks.nmt.served import measure_ct2_direct, measure_triton
+from triton_kit.benchmarks.nmt.served import measure_ct2_direct, measure_triton, raw_text_factory
 from triton_kit.build_engines.families.nmt.ct2_engine import CT2_MODEL
 from triton_kit.python_models.common.base import PROFILE_DIR_ENV
-
-
-def raw_grpc_factory(url: str, beam: int, created: list) -> Callable[[], Callable[[str], str]]:
-    """Clients of ``nmt`` through bare ``tritonclient.grpc`` (TEXT and BEAM_SIZE)."""
-    import numpy as np
-    import tritonclient.grpc as grpcclient
-
-    beams = np.array([[beam]], dtype=np.int32)
-
-    def make() -> Callable[[str], str]:
-        client = grpcclient.InferenceServerClient(url.split("://", 1)[-1])
-        created.append(client)
-
-        def call(sentence: str) -> str:
-            text = grpcclient.InferInput("TEXT", [1, 1], "BYTES")
-            text.set_data_from_numpy(np.array([[sentence.encode()]], dtype=np.object_))
-            beam_input = grpcclient.InferInput("BEAM_SIZE", [1, 1], "INT32")
-            beam_input.set_data_from_numpy(beams)
-            result = client.infer(TRANSFORMER_NAMES.bls, [text, beam_input])
-            return result.as_numpy("TRANSLATION")[0, 0].decode()
-
-        return call
-
-    return make
 
 
 def cpu_seconds() -> dict[str, float]:
@@ -114,7 +89,7 @@ def profile_cell(repository: Path, beam: int, level: int, pairs, count_tokens) -
             sdk = measure_triton(server, beam, level, pairs, count_tokens, "nmt (SDK)")
             engine_after, cpu_after = engine_stats(url), cpu_seconds()
             clients: list = []
-            raw = measure("nmt (raw gRPC)", raw_grpc_factory(url, beam, clients), beam, level,
+            raw = measure("nmt (raw gRPC)", raw_text_factory(url, beam, clients), beam, level,
                           pairs, count_tokens)  # fmt: skip
             for client in clients:
                 client.close()

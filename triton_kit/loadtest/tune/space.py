@@ -104,14 +104,20 @@ def derive(config: mc.ModelConfig, options: TuneOptions, cores: int, gpu: bool) 
     )
 
 
+# Backends whose models run on the CPU only: python models do the CPU work (tokenise, decode,
+# pad); the kit's ctranslate2 backend is built for the CPU (device "cpu"; the default nmt).
+CPU_BACKENDS = ("python", "ctranslate2")
+
+
 def instance_kind(config: mc.ModelConfig, gpu: bool) -> str:
-    """The kind Model Analyzer sweeps, from the model's own config: python models do the
-    CPU work (tokenise, decode, pad) and stay KIND_CPU unless their config asks for a GPU;
-    an engine moves to KIND_GPU where there is one, since the repository is built on CPU."""
+    """The kind Model Analyzer sweeps, from the model's own config: python models and the
+    kit's CPU-only ctranslate2 backend (the default nmt) stay KIND_CPU unless their config asks
+    for a GPU; an engine moves to KIND_GPU where there is one, since the repository is built on
+    CPU."""
     if not gpu:
         return "KIND_CPU"
     kinds = {mc.ModelInstanceGroup.Kind.Name(group.kind) for group in config.instance_group}
-    if "KIND_GPU" in kinds or config.backend != "python":
+    if "KIND_GPU" in kinds or config.backend not in CPU_BACKENDS:
         return "KIND_GPU"
     return "KIND_CPU"
 

@@ -1,8 +1,8 @@
 """Triton's own onnxruntime and pytorch backends, built from the 24.10 sources for the
 embedded server, so it runs the same backend code as the official container; ``ctranslate2``
 (the kit's own C++ backend serving CTranslate2 models: ``ct2_backend.py``), which serves the
-default ``nmt``'s ``nmt_ct2``; and, opt-in, ``pytorch_aoti`` (Triton's newer pytorch backend,
-for AOTInductor packages: ``aoti.py``).
+default ``nmt`` (its text mode: libsentencepiece-dev); and, opt-in, ``pytorch_aoti`` (Triton's
+newer pytorch backend, for AOTInductor packages: ``aoti.py``).
 
 ``python -m triton_kit.server.native_backends build`` builds the first three (``make
 backends``), ``... build pytorch_aoti`` the opt-in one; ``built_library`` hands the launcher the
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # Built by default: Triton's own two, from the r24.10 sources, and the kit's own ctranslate2
-# (ct2_backend.py), which the default nmt build's nmt_ct2 needs.
+# (ct2_backend.py), which serves the default nmt build (its text mode: libsentencepiece-dev).
 NATIVE_BACKENDS = ("onnxruntime", "pytorch", "ctranslate2")
 TRITON_BACKENDS = ("onnxruntime", "pytorch")  # of those, Triton's own (r24.10)
 OPT_IN_BACKENDS = ("pytorch_aoti",)  # built only when named: aoti.py

@@ -1,6 +1,6 @@
 """The ``ctranslate2`` backend: the kit's own C++ Triton backend (``ctranslate2/`` beside this
 file) serving CTranslate2 sequence-to-sequence models natively (issue 31): the default ``nmt``
-build's ``nmt_ct2``, so ``make backends`` builds it with Triton's own two.
+build's ``nmt`` itself, in its text mode, so ``make backends`` builds it with Triton's own two.
 
 It compiles against the CTranslate2 public headers vendored in ``third_party/ctranslate2``
 (sha256-checked; its README says which release and why) and links the ``libctranslate2``
@@ -10,8 +10,10 @@ backends' (``build.py``).
 
 Where the system's sentencepiece library is installed (Debian ``libsentencepiece-dev``,
 ``scripts/install-system-deps.sh``) the backend gets its text mode (a ``source_spm`` parameter:
-``TEXT`` in, ``TRANSLATION`` out, ``ctranslate2/src/text.h``); without it the backend builds as
-before and a text-mode model refuses to load, naming the package.
+``TEXT`` in, ``TRANSLATION`` out, ``ctranslate2/src/text.h``), which the default ``nmt`` build
+is; without it the backend builds without the text mode, the build says so loudly on stderr
+(:data:`NO_TEXT_MODE`), and a text-mode model (the default ``nmt``) refuses to load, naming the
+package. Nothing falls back to another layout.
 """
 
 from __future__ import annotations
@@ -46,6 +48,47 @@ HEADERS = _PROJECT_ROOT / "third_party" / "ctranslate2"
 # the backend fills are laid out by them, so the linked library must be the same release
 # (pyproject.toml pins the wheel to it).
 HEADERS_RELEASE = "4.8.1"
+SENTENCEPIECE_PACKAGE = "libsentencepiece-dev"
+# Printed (stderr) by every build of the backend where pkg-config finds no sentencepiece.
+NO_TEXT_MODE = (
+    f"WARNING: {CT2_BACKEND}: built WITHOUT its text mode: no sentencepiece found by pkg-config. "
+    f"The default nmt (python -m triton_kit.build_engines nmt) IS this backend's text mode and "
+    f"will refuse to load. Install {SENTENCEPIECE_PACKAGE} (and pkg-config): "
+    f"scripts/install-system-deps.sh, or make system-deps; then rebuild: python -m "
+    f"triton_kit.server.native_backends build {CT2_BACKEND}. Or build nmt with --no-ct2-text "
+    f"(a python nmt in front of nmt_ct2, no sentencepiece in the backend)."
+)
+
+
+# A symbol only a backend built with sentencepiece references (text.cc's text mode).
+TEXT_MODE_SYMBOL = b"sentencepiece22SentencePieceProcessor"
+
+
+def has_text_mode(library: Path) -> bool:
+    """Whether the built backend ``library`` has the text mode (was linked with sentencepiece)."""
+    return TEXT_MODE_SYMBOL in Path(library).read_bytes()
+
+
+def text_mode_missing(library: Path, models: list[str]) -> str:
+    """The one line the launcher refuses to start with where ``models`` (text-mode models, the
+    default ``nmt``) need the text mode that ``library`` lacks."""
+    return (
+        f"the kit's {CT2_BACKEND} backend ({library}) was built without its text mode (no "
+        f"{SENTENCEPIECE_PACKAGE} when it was built), which {', '.join(models)} needs (the "
+        f"default nmt build is that text mode): install {SENTENCEPIECE_PACKAGE} "
+        f"(scripts/install-system-deps.sh) and rebuild the backend (python -m "
+        f"triton_kit.server.native_backends build {CT2_BACKEND}), or build nmt with "
+        f"--no-ct2-text"
+    )
+
+
+def warn_without_text_mode(spm: str | None) -> None:
+    """The loud line :data:`NO_TEXT_MODE` on stderr where ``spm`` (the sentencepiece version
+    the backend is built with) is None."""
+    import sys
+
+    if spm is None:
+        print(NO_TEXT_MODE, file=sys.stderr)
 
 
 def check_release(framework: frameworks.Framework) -> None:
@@ -128,6 +171,7 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
     folder = settings.out / CT2_BACKEND
     if not settings.force and up_to_date(folder, LIBRARY, key):
         log(f"{CT2_BACKEND}: up to date ({folder / LIBRARY})")
+        warn_without_text_mode(spm)
         return folder / LIBRARY
     require_tools(CT2_BACKEND)
     started = time.monotonic()
@@ -148,4 +192,5 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
         folder
     )
     log(f"{CT2_BACKEND}: built {built} in {time.monotonic() - started:.0f} s")
+    warn_without_text_mode(spm)
     return built

@@ -115,11 +115,11 @@ def test_parse_rows_rejects_bad_input(text, inputs, message) -> None:
         parse_rows(inputs, text, LIMITS)
 
 
-def _documented_io(repository: Path) -> None:
-    """``nmt`` in ``repository``: a python model taking TEXT, BEAM_SIZE and MAX_LENGTH and
-    giving TRANSLATION, its model.py the one-line import."""
+def _documented_io(repository: Path, backend: str = "python") -> None:
+    """``nmt`` in ``repository``: a model taking TEXT, BEAM_SIZE and MAX_LENGTH and giving
+    TRANSLATION; a python one's model.py the one-line import."""
     config = parse((repository / "nmt" / "config.pbtxt").read_text())
-    assert config.backend == "python" and config.max_batch_size > 0
+    assert config.backend == backend and config.max_batch_size > 0
     inputs = {(i.name, i.data_type, tuple(i.dims), i.optional) for i in config.input}
     assert inputs == {
         ("TEXT", 13, (1,), False),
@@ -129,20 +129,22 @@ def _documented_io(repository: Path) -> None:
     assert [(o.name, o.data_type, tuple(o.dims)) for o in config.output] == [
         ("TRANSLATION", 13, (1,))
     ]
+    if backend != "python":
+        assert not (repository / "nmt" / "1" / "model.py").exists()
+        return
     shim = (repository / "nmt" / "1" / "model.py").read_text()
     assert "from triton_kit.python_models.nmt.model import NmtModel as TritonPythonModel" in shim
 
 
-def test_the_default_build_has_the_documented_io_over_ctranslate2() -> None:
-    """The default nmt (issue 31): the same python model in front, calling nmt_ct2 in the
-    kit's ctranslate2 backend, and no step models."""
-    require_models("nmt", "nmt_ct2")
-    _documented_io(MODEL_REPOSITORY)
+def test_the_default_build_has_the_documented_io_in_the_ctranslate2_backend() -> None:
+    """The default nmt: the python model's contract, served by the kit's ctranslate2 backend in
+    its text mode (sentencepiece inside it), with no nmt_ct2 and no step models behind it."""
+    require_models("nmt")
+    _documented_io(MODEL_REPOSITORY, backend="ctranslate2")
     config = parse((MODEL_REPOSITORY / "nmt" / "config.pbtxt").read_text())
-    assert config.parameters["generate_model"].string_value == "nmt_ct2"
-    assert parse((MODEL_REPOSITORY / "nmt_ct2" / "config.pbtxt").read_text()).backend == (
-        "ctranslate2"
-    )
+    assert config.parameters["source_spm"].string_value == "source.spm"
+    assert (MODEL_REPOSITORY / "nmt" / "1" / "source.spm").is_file()
+    assert not (MODEL_REPOSITORY / "nmt_ct2").exists()
 
 
 def test_the_python_search_has_the_documented_io_over_onnx_steps(nmt_python_search) -> None:
@@ -163,7 +165,8 @@ def test_short_requests_finish_before_long_ones(text, nmt_python_search) -> None
         nmt_python_search / "nmt_decoder" / "1" / "model.onnx",
         threads=1,
     )
-    settings = from_parameters(ModelParameters.from_config({"parameters": _served_parameters()}))[0]
+    served = _served_parameters(nmt_python_search)
+    settings = from_parameters(ModelParameters.from_config({"parameters": served}))[0]
     long = "nine hundred and ninety-nine thousand, nine hundred and ninety-nine"
     jobs = [Job(text.encode(long), 4, 64), Job(text.encode("seven"), 1, 64)]
     order: list[int] = []
@@ -172,21 +175,21 @@ def test_short_requests_finish_before_long_ones(text, nmt_python_search) -> None
     assert [text.decode(r) for r in results] == [corpus.french(999_999), "sept"]
 
 
-def _served_parameters() -> dict:
-    config = parse((MODEL_REPOSITORY / "nmt" / "config.pbtxt").read_text())
+def _served_parameters(repository: Path) -> dict:
+    """The python ``nmt`` model's parameters in ``repository`` (the default nmt is not one)."""
+    config = parse((repository / "nmt" / "config.pbtxt").read_text())
     return {k: {"string_value": v.string_value} for k, v in config.parameters.items()}
 
 
-def test_the_search_model_lets_triton_prefetch(tmp_path) -> None:
+def test_the_search_model_lets_triton_prefetch(tmp_path, nmt_python_search) -> None:
     """No queue policy field on the BLS model: any of them turns off Triton's prefetching,
     and a request that arrives while an execute finishes then waits 500 ms (see
     triton_kit/build_engines/families/nmt/repository.py and
     test_a_lone_request_does_not_wait_in_the_queue)."""
-    require_models("nmt")
     from triton_kit.build_engines.families.nmt.repository import write_bls
     from triton_kit.build_engines.options import BuildOptions
 
-    parameters = ModelParameters.from_config({"parameters": _served_parameters()})
+    parameters = ModelParameters.from_config({"parameters": _served_parameters(nmt_python_search)})
     settings, limits = from_parameters(parameters)
     options = BuildOptions(instances=1, threads=1)
     model_dir = write_bls(tmp_path, DEFAULT_CHECKPOINT, settings, limits, options)

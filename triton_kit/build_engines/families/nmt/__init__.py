@@ -7,11 +7,13 @@ rebuilds from scratch (seeded).
 
 With --engine and --search left out, each --architecture builds its own default (written once,
 with the measurement behind it, in families/nmt/defaults.py; --architecture below prints them):
-  transformer: CTranslate2 int8 (--engine ctranslate2): the checkpoint converted into
-    ``nmt_ct2``, served by the kit's own ``ctranslate2`` backend, and ``nmt`` (python) that
-    tokenises and makes one BLS call per batch to it. ``--engine onnxruntime --search python``
-    builds the Python search instead: ``nmt_encoder``, ``nmt_decoder`` (ONNX Runtime) and ``nmt``
-    running the beam search over them.
+  transformer: CTranslate2 int8 (--engine ctranslate2) in text mode (--ct2-text): the
+    checkpoint converted and written as ``nmt`` itself, served by the kit's own ``ctranslate2``
+    backend with sentencepiece inside it (needs libsentencepiece-dev). ``--no-ct2-text`` writes
+    it as ``nmt_ct2`` behind ``nmt`` (python) that tokenises and makes one BLS call per batch to
+    it. ``--engine onnxruntime --search python`` builds the Python search instead:
+    ``nmt_encoder``, ``nmt_decoder`` (ONNX Runtime) and ``nmt`` running the beam search over
+    them.
   rnn: the TorchScript search (--engine torch --search engine): ``nmt_rnn_generate``, the
     whole search in one TorchScript module served by Triton's pytorch backend, and ``nmt_rnn``
     (python) that tokenises and calls it by BLS once per beam size of its batch, importing no
@@ -73,7 +75,9 @@ def default_engine(args: argparse.Namespace) -> str:
 
 def _defaults_help() -> str:
     return "; ".join(
-        f"{name}: --engine {d.engine} --search {d.search} ({d.why})" for name, d in DEFAULTS.items()
+        f"{name}: --engine {d.engine} --search {d.search}{' --ct2-text' if d.ct2_text else ''} "
+        f"({d.why})"
+        for name, d in DEFAULTS.items()
     )
 
 
@@ -122,13 +126,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ct2-text",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=_DEFAULTS.ct2_text,
-        help="with --engine ctranslate2: write nmt itself as the kit's C++ ctranslate2 backend "
-        "in text mode (TEXT in, TRANSLATION out, sentencepiece tokenisation inside the "
-        "backend; the converted model and source.spm in its version folder), with no python "
-        "model on the path and no nmt_ct2. Same contract as the python nmt; needs the "
-        "backend built with libsentencepiece-dev (benchmarks/results/nmt_ct2_text.md)",
+        help="with --engine ctranslate2: --ct2-text writes nmt itself as the kit's C++ "
+        "ctranslate2 backend in text mode (TEXT in, TRANSLATION out, sentencepiece "
+        "tokenisation inside the backend; the converted model and source.spm in its version "
+        "folder), with no python model on the path and no nmt_ct2: the same contract as the "
+        "python nmt, and it needs the backend built with libsentencepiece-dev (make backends; "
+        "scripts/install-system-deps.sh). --no-ct2-text writes the python nmt, tokenising and "
+        "calling nmt_ct2 by BLS, as before. Left out: the architecture's default (see "
+        "--architecture; transformer: --ct2-text, benchmarks/results/nmt_ct2_text.md)",
     )
 
 

@@ -1,5 +1,5 @@
-"""What ``build_engines nmt`` builds with ``--engine`` and ``--search`` left out, per
-architecture, and why: the ONE place these defaults are written.
+"""What ``build_engines nmt`` builds with ``--engine``, ``--search`` and ``--ct2-text`` left out,
+per architecture, and why: the ONE place these defaults are written.
 
 Imports nothing of the nmt family, so the flags (``--help``), the options and the
 architectures (:mod:`~triton_kit.build_engines.families.nmt.transformer`,
@@ -25,6 +25,10 @@ class ArchitectureDefault:
     engine: str  # an --engine value
     search: str  # a --search value, with that engine
     why: str
+    # --ct2-text/--no-ct2-text left out with --engine ctranslate2 (named or the default): whether
+    # ``nmt`` is the ctranslate2 backend's text model (True) or a python ``nmt`` in front of
+    # ``nmt_ct2`` (False). Needs the backend built with libsentencepiece-dev.
+    ct2_text: bool = False
 
     def search_for(self, engine: str) -> str:
         """``--search`` left out: this default's search with its engine, ``engine`` for an
@@ -34,6 +38,12 @@ class ArchitectureDefault:
             return self.search
         return "engine" if engine in WHOLE_SEARCH_ENGINES else STEP_SEARCH
 
+    def ct2_text_for(self, engine: str) -> bool:
+        """``--ct2-text``/``--no-ct2-text`` left out: this default's text mode with
+        ``--engine ctranslate2`` (whether named or this default's engine), never with another
+        engine (the text mode is the ctranslate2 backend's)."""
+        return self.ct2_text and engine in WHOLE_SEARCH_ENGINES
+
 
 # The ONE place each architecture's default build is written (the Architecture classes point
 # here as ``default``; the flags and --help read it without importing model code).
@@ -41,10 +51,18 @@ DEFAULTS = {
     "transformer": ArchitectureDefault(
         engine="ctranslate2",
         search="engine",
-        why="CTranslate2 int8, the whole translation in the kit's ctranslate2 backend (nmt_ct2) "
-        "behind a tokenising nmt: served 1.44-2.71x the Python search over ONNX Runtime step "
-        "models on the 2-core CPU at beams 1 and 4, 8 and 32 clients (python -m "
-        "triton_kit.benchmarks.nmt --ct2-sizes tiny, benchmarks/results/nmt_ctranslate2.md)",
+        why="CTranslate2 int8, the whole translation in the kit's ctranslate2 backend: served "
+        "1.44-2.71x the Python search over ONNX Runtime step models on the 2-core CPU at beams "
+        "1 and 4, 8 and 32 clients (python -m triton_kit.benchmarks.nmt --ct2-sizes tiny, "
+        "benchmarks/results/nmt_ctranslate2.md); nmt itself is that backend in text mode "
+        "(--ct2-text: sentencepiece inside the backend, no python model on the path): 0.97-1.64x "
+        "the python nmt in front of nmt_ct2 through the kit's SDK, median 1.35x, as fast as "
+        "clients calling nmt_ct2 directly, 3 runs on the shared 2-core CPU (python -m "
+        "triton_kit.benchmarks.nmt --sizes tiny --concurrency 8,32 --beams 1,4 --int8-sizes '' "
+        "--torch-int8-sizes '' --torch-generate-sizes '' --graph-sizes '' --ct2-sizes tiny "
+        "--ct2-text-sizes tiny --repeats 3, benchmarks/results/nmt_ct2_text.md); "
+        "--no-ct2-text builds the python nmt in front of nmt_ct2",
+        ct2_text=True,
     ),
     "rnn": ArchitectureDefault(
         engine="torch",

@@ -59,8 +59,10 @@ class NmtOptions:
     # benchmarks/results/nmt.md; on the H100 the two serve about equally: gpu_nmt.md).
     search: str | None = None
     # --ct2-text (with --engine ctranslate2): ``nmt`` itself is the ctranslate2 backend's text
-    # model (tokenising in C++), no python model and no nmt_ct2 (families/nmt/ct2_engine.py).
-    ct2_text: bool = False
+    # model (tokenising in C++), no python model and no nmt_ct2 (families/nmt/ct2_engine.py);
+    # --no-ct2-text: the python ``nmt`` in front of ``nmt_ct2``. None: the architecture's
+    # default for the build's engine (:meth:`ct2_text_for`, defaults.py).
+    ct2_text: bool | None = None
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -73,3 +75,9 @@ class NmtOptions:
     def search_for(self, engine: str) -> str:
         """The search this build runs with ``engine`` (an ``--engine`` value)."""
         return self.search or self.default.search_for(engine)
+
+    def ct2_text_for(self, engine: str) -> bool:
+        """Whether ``nmt`` is the ctranslate2 backend's text model with ``engine``."""
+        if self.ct2_text is not None:
+            return self.ct2_text
+        return self.default.ct2_text_for(engine)

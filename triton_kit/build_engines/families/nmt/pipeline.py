@@ -116,7 +116,8 @@ def engine_search(arch: Architecture, options: BuildOptions, search: str) -> boo
 
 
 def ct2_text(options: BuildOptions, model_options: NmtOptions) -> bool:
-    """Whether ``nmt`` is the ctranslate2 backend's text model (``--ct2-text``); refused, before
+    """Whether ``nmt`` is the ctranslate2 backend's text model (``--ct2-text``, or left out with
+    ``--engine ctranslate2`` for the Transformer: defaults.py); ``--ct2-text`` refused, before
     any work, without ``--engine ctranslate2``."""
     from triton_kit.build_engines.engines.registry import Engine
 
@@ -125,7 +126,7 @@ def ct2_text(options: BuildOptions, model_options: NmtOptions) -> bool:
             f"nmt: --ct2-text serves the CTranslate2 model in text mode; it needs --engine "
             f"ctranslate2, not --engine {options.engine.value}"
         )
-    return model_options.ct2_text
+    return model_options.ct2_text_for(options.engine.value)
 
 
 def _verify(
@@ -197,6 +198,7 @@ def _write(
         if options.dry_run:
             raise DryRun(f"dry run: nothing converted or written for {names.bls} (--ct2-text)")
         info(f"{names.bls} is the ctranslate2 backend's text model: no python model written")
+        remove_stale(arch, out, {names.bls})
         return
     tokenizer = arch.tokenizer_checkpoint(checkpoint)
     calls = generate_model(names.generate, options) if generate else None

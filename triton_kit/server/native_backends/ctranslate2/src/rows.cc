@@ -144,40 +144,19 @@ SendTranslations(
   for (const auto* tokens : hypotheses) {
     width = std::max(width, tokens->size());
   }
-  TRITONBACKEND_Response* response;
-  RETURN_IF_ERROR(TRITONBACKEND_ResponseNew(&response, request));
-  const int64_t shape[2] = {static_cast<int64_t>(hypotheses.size()), static_cast<int64_t>(width)};
-  TRITONBACKEND_Output* output;
-  TRITONSERVER_Error* error = TRITONBACKEND_ResponseOutput(
-      response, &output, kTargetOutput, TRITONSERVER_TYPE_INT32, shape, 2);
-  void* buffer = nullptr;
   const size_t bytes = hypotheses.size() * width * sizeof(int32_t);
-  TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
-  int64_t memory_id = 0;
-  if (error == nullptr) {
-    error = TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory, &memory_id);
-  }
-  if (error == nullptr && memory != TRITONSERVER_MEMORY_CPU &&
-      memory != TRITONSERVER_MEMORY_CPU_PINNED) {
-    error = TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_INTERNAL, "the output buffer is not in CPU memory");
-  }
-  if (error == nullptr) {
-    int32_t* out = static_cast<int32_t*>(buffer);
-    for (const auto* tokens : hypotheses) {
-      for (size_t i = 0; i < width; ++i) {
-        out[i] = i < tokens->size() ? static_cast<int32_t>(target.to_id((*tokens)[i])) : kPad;
-      }
-      out += width;
-    }
-  }
-  LOG_IF_ERROR(
-      TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error),
-      "failed to send a ctranslate2 response");
-  if (error != nullptr) {
-    TRITONSERVER_ErrorDelete(error);
-  }
-  return nullptr;
+  return SendOutput(
+      request, kTargetOutput, TRITONSERVER_TYPE_INT32, static_cast<int64_t>(hypotheses.size()),
+      static_cast<int64_t>(width), bytes, [&](char* buffer) {
+        int32_t* out = reinterpret_cast<int32_t*>(buffer);
+        for (const auto* tokens : hypotheses) {
+          for (size_t i = 0; i < width; ++i) {
+            out[i] =
+                i < tokens->size() ? static_cast<int32_t>(target.to_id((*tokens)[i])) : kPad;
+          }
+          out += width;
+        }
+      });
 }
 
 void

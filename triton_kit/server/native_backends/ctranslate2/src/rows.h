@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ctranslate2/vocabulary.h"
+#include "response.h"
 #include "settings.h"
 #include "triton/core/tritonbackend.h"
 

@@ -347,40 +347,17 @@ SendTexts(
     texts.push_back(Detokenize(*tokens));
     bytes += sizeof(uint32_t) + texts.back().size();
   }
-  TRITONBACKEND_Response* response;
-  RETURN_IF_ERROR(TRITONBACKEND_ResponseNew(&response, request));
-  const int64_t shape[2] = {static_cast<int64_t>(texts.size()), 1};
-  TRITONBACKEND_Output* output;
-  TRITONSERVER_Error* error = TRITONBACKEND_ResponseOutput(
-      response, &output, kTranslationOutput, TRITONSERVER_TYPE_BYTES, shape, 2);
-  void* buffer = nullptr;
-  TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
-  int64_t memory_id = 0;
-  if (error == nullptr) {
-    error = TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory, &memory_id);
-  }
-  if (error == nullptr && memory != TRITONSERVER_MEMORY_CPU &&
-      memory != TRITONSERVER_MEMORY_CPU_PINNED) {
-    error = TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_INTERNAL, "the output buffer is not in CPU memory");
-  }
-  if (error == nullptr) {
-    char* out = static_cast<char*>(buffer);
-    for (const auto& text : texts) {
-      const uint32_t length = static_cast<uint32_t>(text.size());
-      std::memcpy(out, &length, sizeof(length));
-      out += sizeof(length);
-      std::memcpy(out, text.data(), text.size());
-      out += text.size();
-    }
-  }
-  LOG_IF_ERROR(
-      TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error),
-      "failed to send a ctranslate2 response");
-  if (error != nullptr) {
-    TRITONSERVER_ErrorDelete(error);
-  }
-  return nullptr;
+  return SendOutput(
+      request, kTranslationOutput, TRITONSERVER_TYPE_BYTES, static_cast<int64_t>(texts.size()),
+      1, bytes, [&](char* out) {
+        for (const auto& text : texts) {  // BYTES: a 4-byte length, then the bytes, per row
+          const uint32_t length = static_cast<uint32_t>(text.size());
+          std::memcpy(out, &length, sizeof(length));
+          out += sizeof(length);
+          std::memcpy(out, text.data(), text.size());
+          out += text.size();
+        }
+      });
 }
 
 }}  // namespace triton_kit::ct2
