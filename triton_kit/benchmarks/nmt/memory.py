@@ -6,9 +6,10 @@ Layouts, each built into its own repository with only the nmt family's models an
 its own server, in turn: the Python search (the default before issue 31: the ``nmt`` stub
 runs ONNX Runtime over ``nmt_encoder``/``nmt_decoder``'s files while Triton's onnxruntime
 backend loads the same files), CTranslate2 behind the python ``nmt`` (``--no-ct2-text``), and
-the default, the ctranslate2 backend's text mode. RSS is read after every layout has
-translated the same held-out sentences at beam 1 and 4 (psutil over the server's process
-tree); each process's mapped engine libraries are read from ``/proc/<pid>/maps``.
+the default, the ctranslate2 backend's text mode; then the recurrent model's Python search
+and its default, the TorchScript search in Triton's pytorch backend. RSS is read after every
+layout has translated the same held-out sentences at beam 1 and 4 (psutil over the server's
+process tree); each process's mapped engine libraries are read from ``/proc/<pid>/maps``.
 """
 
 from __future__ import annotations
@@ -32,19 +33,20 @@ ENGINE_LIBRARIES = {
     "torch": "libtorch_cpu",
     "ctranslate2": "libctranslate2",
 }
+PYTHON_SEARCH = ("--engine", "onnxruntime", "--search", "python")
+# name -> (the model translated, build flags); the Transformer's three layouts, then the RNN's two.
 LAYOUTS = {
-    "Python search over ONNX Runtime steps (default before issue 31)": (
-        "--engine",
-        "onnxruntime",
-        "--search",
-        "python",
+    "nmt: Python search over ONNX Runtime steps (default before issue 31)": ("nmt", PYTHON_SEARCH),
+    "nmt: CTranslate2, the python nmt in front (--no-ct2-text)": (
+        "nmt",
+        ("--engine", "ctranslate2", "--no-ct2-text"),
     ),
-    "CTranslate2, the python nmt in front (--no-ct2-text)": (
-        "--engine",
-        "ctranslate2",
-        "--no-ct2-text",
+    "nmt: CTranslate2 text mode (the default)": ("nmt", ()),
+    "nmt_rnn: Python search over ONNX Runtime steps (default before issue 31)": (
+        "nmt_rnn",
+        ("--architecture", "rnn", *PYTHON_SEARCH),
     ),
-    "CTranslate2 text mode (the default)": (),
+    "nmt_rnn: TorchScript search (the default)": ("nmt_rnn", ("--architecture", "rnn")),
 }
 
 
@@ -66,7 +68,7 @@ def mapped_engines(pid: int) -> list[str]:
 
 
 def measure_layout(
-    name: str, build_args: tuple[str, ...], work: Path, sentences: list[str]
+    name: str, model: str, build_args: tuple[str, ...], work: Path, sentences: list[str]
 ) -> Layout:
     from triton_kit.build_engines.cli import build_from_argv
     from triton_kit.client import TritonClient
@@ -94,16 +96,15 @@ def measure_layout(
         log_file=work / "tritonserver.log",
     )
     with TritonServer(config) as server:
-        with TritonClient(f"{server.config.host}:{server.config.grpc_port}") as client:
+        with TritonClient(server.grpc_url, timeout=120) as client:
             for beam in (1, 4):
                 for start in range(0, len(sentences), 8):
-                    client.translate(sentences[start : start + 8], beam_size=beam)
+                    client.translate(sentences[start : start + 8], beam_size=beam, model=model)
         time.sleep(1.0)
         assert server._process is not None
         processes = server_tree_rss(server._process.pid)
-    return Layout(
-        name, build_args, processes, {p.pid: mapped_engines(p.pid) for p in processes}, models
-    )
+        engines = {p.pid: mapped_engines(p.pid) for p in processes}  # while they still run
+    return Layout(name, build_args, processes, engines, models)
 
 
 def report(layouts: list[Layout], command: str, machine: str, load: tuple[float, float]) -> str:
@@ -180,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     start_load = os.getloadavg()[0]
     layouts = []
     with tempfile.TemporaryDirectory(prefix="nmt-memory-") as tmp:
-        for i, (name, build_args) in enumerate(LAYOUTS.items()):
+        for i, (name, (model, build_args)) in enumerate(LAYOUTS.items()):
             print(f"[{i + 1}/{len(LAYOUTS)}] {name} ...", flush=True)
-            layouts.append(measure_layout(name, build_args, Path(tmp) / str(i), sentences))
+            layouts.append(measure_layout(name, model, build_args, Path(tmp) / str(i), sentences))
     text = report(layouts, command.strip(), machine_description(), (start_load, os.getloadavg()[0]))
     args.output.write_text(text)
     print(text)
