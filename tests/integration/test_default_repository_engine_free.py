@@ -22,10 +22,8 @@ search over ONNX Runtime step models (``--engine onnxruntime --search python``) 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,10 +34,8 @@ from PIL import Image
 
 from tests.integration.bert.test_bert import SENTENCES, assert_matches, expected
 from tests.support.engine_free import (
-    add_probe,
     assert_blocked_and_untried,
-    engine_free_environment,
-    stub_environment,
+    engine_free_server,
     stub_pids,
 )
 from tests.support.images import case_bytes
@@ -48,7 +44,7 @@ from tests.support.reference import imagenet_label, resnet50_reference
 from triton_kit.build_engines.families.nmt import corpus
 from triton_kit.build_engines.families.nmt.train import DEFAULT_CHECKPOINT
 from triton_kit.client import Classification, TritonClient
-from triton_kit.server import ServerConfig, TritonServer
+from triton_kit.server import TritonServer
 from triton_kit.server.model_backends import model_backends
 
 pytestmark = [
@@ -71,21 +67,7 @@ def blocked_server(
     require_models(*CALLED, "nmt_rnn_generate")
     backends = model_backends(model_repository)
     root = tmp_path_factory.mktemp("default-engine-free")
-    for name in backends:  # links to the built files, no copies
-        shutil.copytree(model_repository / name, root / "repo" / name, copy_function=os.symlink)
-    python = engine_free_environment(root / "env")
-    add_probe(root / "repo")
-    log = root / "blocker.log"
-    config = ServerConfig(
-        model_repository=root / "repo",
-        http_port=0,
-        grpc_port=0,
-        metrics_port=0,
-        log_file=root / "tritonserver.log",
-    )
-    with contextlib.ExitStack() as stack:
-        with stub_environment(python, log):  # the stubs start with the server
-            server = stack.enter_context(TritonServer(config))
+    with engine_free_server(model_repository, list(backends), root) as (server, log):
         yield server, log, backends
 
 

@@ -19,7 +19,7 @@ import platform
 import sys
 import sysconfig
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import psutil
@@ -171,3 +171,31 @@ def stub_environment(python: Path, log: Path) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@contextmanager
+def engine_free_server(
+    source: Path, names: Sequence[str], root: Path
+) -> Iterator[tuple[TritonServer, Path]]:
+    """Triton on ``names`` of the repository ``source`` (symlinked, no copies) and the probe
+    model, every python stub started under the blocker: the server and the blocker's log."""
+    import shutil
+
+    from triton_kit.server import ServerConfig
+
+    for name in names:
+        shutil.copytree(source / name, root / "repo" / name, copy_function=os.symlink)
+    python = engine_free_environment(root / "env")
+    add_probe(root / "repo")
+    log = root / "blocker.log"
+    config = ServerConfig(
+        model_repository=root / "repo",
+        http_port=0,
+        grpc_port=0,
+        metrics_port=0,
+        log_file=root / "tritonserver.log",
+    )
+    with ExitStack() as stack:
+        with stub_environment(python, log):  # the stubs start with the server
+            server = stack.enter_context(TritonServer(config))
+        yield server, log

@@ -29,9 +29,7 @@ with the blocking stub environment.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,17 +38,15 @@ import pytest
 
 from tests.integration.bert.test_bert import SENTENCES, assert_matches, expected
 from tests.support.engine_free import (
-    add_probe,
     assert_blocked_and_untried,
-    engine_free_environment,
+    engine_free_server,
     mapped_engines,
-    stub_environment,
     stub_pids,
 )
 from tests.support.prerequisites import require_models
 from tests.support.served_build import serving
 from triton_kit.client import TritonClient
-from triton_kit.server import ServerConfig, TritonServer
+from triton_kit.server import TritonServer
 from triton_kit.server.model_backends import model_backends
 
 
@@ -60,22 +56,8 @@ def blocked_server(
 ) -> Iterator[tuple[TritonServer, Path]]:
     require_models("bert", "bert_model")
     root = tmp_path_factory.mktemp("engine-free")
-    for name in ("bert", "bert_model"):  # links to the built files, no copies
-        shutil.copytree(model_repository / name, root / "repo" / name, copy_function=os.symlink)
-    python = engine_free_environment(root / "env")
-    add_probe(root / "repo")
-    log = root / "blocker.log"
-    config = ServerConfig(
-        model_repository=root / "repo",
-        http_port=0,
-        grpc_port=0,
-        metrics_port=0,
-        log_file=root / "tritonserver.log",
-    )
-    with contextlib.ExitStack() as stack:
-        with stub_environment(python, log):  # the stubs start with the server
-            server = stack.enter_context(TritonServer(config))
-        yield server, log
+    with engine_free_server(model_repository, ("bert", "bert_model"), root) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
