@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_kit.benchmarks import RESULTS
-from triton_kit.benchmarks.harness.measure import machine_description
+from triton_kit.benchmarks.harness.measure import git_revision, machine_description
 from triton_kit.benchmarks.harness.memory import ProcessMemory, server_tree_rss
 
 # Engine libraries a process may map, by the file name that shows it in /proc/<pid>/maps.
@@ -109,11 +109,8 @@ def measure_layout(
 
 def report(layouts: list[Layout], command: str, machine: str, load: tuple[float, float]) -> str:
     import datetime
-    import subprocess
 
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
+    commit = git_revision()
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# NMT: resident memory of the server and its stubs, by layout",
