@@ -209,3 +209,28 @@ def test_perf_analyzer_and_the_server_can_be_kept_on_their_own_cores(
     row = perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path, cpus="12-15")
     assert "error" in row
     assert seen[0][:4] == ["taskset", "-c", "12-15", "/bin/perf_analyzer"]
+
+
+@pytest.mark.parametrize("family", ["resnet50", "bert-base"])
+def test_warm_config_runs_every_batch_size_once_on_zeros(family: str) -> None:
+    spec = aoti.families(smoke=False)[family]
+    config = _parsed(aoti.aoti_config(spec, "x_warm", 4, gpu=True, warmup=True))
+    assert [w.batch_size for w in config.model_warmup] == list(range(1, spec.max_batch + 1))
+    for sample in config.model_warmup:
+        assert sorted(sample.inputs) == [f"INPUT__{i}" for i in range(len(spec.inputs))]
+        assert all(v.zero_data for v in sample.inputs.values())
+    assert not _parsed(aoti.aoti_config(spec, "x", 4, gpu=True)).model_warmup
+
+
+def test_warm_rows_are_models_of_their_own_beside_the_cold_ones(tmp_path: Path) -> None:
+    options = aoti.parse(["--out", str(tmp_path), "--smoke", "--instances", "2", "--warmup",
+                          "none,all", "--no-baseline", "--first-calls"])  # fmt: skip
+    assert options.warmups == ("none", "all") and options.first_calls
+    package = tmp_path / "p.pt2"
+    package.write_bytes(b"")
+    names = aoti.write_repository(tmp_path / "repo", package, Path(), options.settings, options)
+    assert names == ["aoti_i1_d0", "aoti_i2_d2000p", "aoti_i2_d2000p_warm"]
+    warm = (tmp_path / "repo" / "aoti_i2_d2000p_warm" / "config.pbtxt").read_text()
+    assert 'name: "aoti_i2_d2000p_warm"' in warm and "model_warmup" in warm
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--warmup", "some"])

@@ -66,3 +66,25 @@ def test_repeated_loads_are_rows_of_their_own() -> None:
     text = aoti_report.render(RUN, rows, {})
     assert "| c256 CUDA shm | 16,000 | 0.80 |" in text
     assert "| c256 CUDA shm (repeat 2) | 12,000 | 0.60 |" in text
+
+
+def test_warm_rows_load_times_and_first_calls_are_reported(tmp_path: Path) -> None:
+    latency = {"p50": 1.0, "p95": 2.0, "p99": 3.0}
+    data = {
+        **RUN,
+        "first_calls": {"first_ms": [120.0, 110.0], "second_ms": [2.0, 2.5],
+                        "first_total_s": 0.23, "second_total_s": 0.0, "excess_p50_ms": 118.0,
+                        "excess_max_ms": 118.0},
+    }  # fmt: skip
+    log = tmp_path / "run.log"
+    log.write_text("aoti_i4_d2000p_warm_load {'seconds': 95.5}\n")
+    rows = aoti_report.served_rows(
+        {**data, "served": {"aoti_i4_d2000p_warm_c256_cuda_shm": {"items_per_s": 19000.0,
+                                                                    **latency}}},
+        log,
+    )  # fmt: skip
+    text = aoti_report.render(data, rows, {})
+    warm = "| 4 inst., 2000 µs + preferred, warm-up at every batch size | c256 CUDA shm | 19,000 |"
+    assert warm in text
+    assert "warm-up at every batch size 95.5 s" in text
+    assert "batch sizes 1..2 ascending" in text and "median 118.0 ms" in text

@@ -39,6 +39,15 @@ Steps (the report is rewritten after each, so a run cut short keeps what it meas
    requests through perf_analyzer at the family's concurrency for each ``--shared-memory``
    way; the no-delay package at c1 inline and each of those ways (shared memory saves the
    150 KB image's trip through gRPC, the batch-1 gap's suspect); the baseline at c1 inline.
+   ``--warmup all`` serves each batched row a second time (``..._warm``) with Triton's
+   ``model_warmup`` running every batch size 1..max on each instance before it is ready, and
+   each server's load time is recorded (``<model>_load``).
+
+``--first-calls`` adds a step before ``served``: in a fresh thread, the package's first and
+second call at every batch size 1..max. cuDNN's execution plans are cached per thread and per
+shape (PyTorch's ``thread_local`` ``BenchmarkCache``), so a Triton instance thread pays a
+convolution's plan building the first time the dynamic batcher hands it a batch size: the
+suspect for the served rows' ~110 ms p99 stalls that faded over a run's later rows (call 22).
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ from triton_kit.benchmarks.gpu.settings import Settings
 
 AOTI_BACKEND = "pytorch_aoti"
 SHARED_MEMORY = ("none", "system", "cuda")
+WARMUPS = ("none", "all")  # none: Triton's default; all: model_warmup at every batch size
 BERT_VOCAB = 30522  # BertConfig's default vocab_size, which models.bert keeps
 BASELINE = "native_i4_d2000p"
 
@@ -183,6 +193,8 @@ class Options:
     server_cpus: str | None = None
     client_cpus: str | None = None
     repeats: int = 1  # each batched load measured this many times, to see the spread
+    warmups: tuple[str, ...] = ("none",)  # each batched row served once per WARMUPS mode
+    first_calls: bool = False  # time each batch size's first and second call in a new thread
 
     @property
     def settings(self) -> Settings:
@@ -251,6 +263,16 @@ def parse(argv: list[str] | None) -> Options:
         help="measure each batched load this many times in a row (keys _rep2.. after the "
         "first), to see the spread within one run (default 1)",
     )  # fmt: skip
+    parser.add_argument(
+        "--warmup", default="none",
+        help="each batched row once per mode: none (Triton's default) and/or all (model_warmup "
+        "at every batch size 1..max on each instance; rows ..._warm); default none",
+    )  # fmt: skip
+    parser.add_argument(
+        "--first-calls", action="store_true",
+        help="time the package's first and second call at every batch size in a fresh thread "
+        "(cuDNN plans are built per thread and shape)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -266,9 +288,13 @@ def parse(argv: list[str] | None) -> Options:
         parser.error("--pools-mb: each must be 0 (Triton's defaults) or more")
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    warmups = tuple(args.warmup.split(","))
+    if set(warmups) - set(WARMUPS):
+        parser.error(f"--warmup: unknown {sorted(set(warmups) - set(WARMUPS))}; "
+                     f"choose from {WARMUPS}")  # fmt: skip
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
-                   args.client_cpus, args.repeats)  # fmt: skip
+                   args.client_cpus, args.repeats, warmups, args.first_calls)  # fmt: skip
 
 
 def logged_compiles(log: Path) -> None:
@@ -368,9 +394,64 @@ def in_process(package: Path, spec: Family, settings: Settings) -> dict:
     return rows
 
 
-def aoti_config(spec: Family, name: str, instances: int, gpu: bool, delay_us: int = 2000) -> str:
+def first_calls(package: Path, spec: Family, settings: Settings) -> dict:
+    """Each batch size's first and second call (ms), ascending, in a thread of its own: the
+    cost a Triton instance thread pays the first time it meets a batch size."""
+    import threading
+
+    import torch
+
+    found: dict = {}
+
+    def measure() -> None:
+        runner = torch._inductor.aoti_load_package(str(package))
+        rng = np.random.default_rng(0)
+        full = [torch.from_numpy(a).to(settings.device)
+                for a in spec.example(rng, spec.max_batch)]  # fmt: skip
+        first, second = [], []
+        with torch.inference_mode():
+            for batch in range(1, spec.max_batch + 1):
+                for sink in (first, second):
+                    started = time.perf_counter()
+                    runner(*(x[:batch] for x in full))
+                    if settings.gpu:
+                        torch.cuda.synchronize()
+                    sink.append(round((time.perf_counter() - started) * 1e3, 3))
+        excess = sorted(a - b for a, b in zip(first, second, strict=True))
+        found.update(
+            first_ms=first, second_ms=second, first_total_s=round(sum(first) / 1e3, 2),
+            second_total_s=round(sum(second) / 1e3, 2),
+            excess_p50_ms=round(excess[len(excess) // 2], 3), excess_max_ms=round(excess[-1], 3),
+        )  # fmt: skip
+
+    thread = threading.Thread(target=measure, name="first-calls")
+    thread.start()
+    thread.join()
+    summary = {k: v for k, v in found.items() if not k.endswith("_ms") or "excess" in k}
+    print("first_calls", summary, flush=True)
+    return found
+
+
+def warmup_config(spec: Family) -> str:
+    """Triton's ``model_warmup`` at every batch size 1..max (zeros: a plan does not depend on
+    the data), run on each instance's own thread before the model is ready."""
+    inputs = " ".join(
+        f'inputs {{ key: "INPUT__{i}" value {{ data_type: TYPE_{dtype} '
+        f"dims: [ {', '.join(map(str, dims))} ] zero_data: true }} }}"
+        for i, (dtype, dims) in enumerate(spec.inputs)
+    )
+    samples = ",\n  ".join(
+        f'{{ name: "bs{b}" batch_size: {b} {inputs} }}' for b in range(1, spec.max_batch + 1)
+    )
+    return f"model_warmup [\n  {samples}\n]\n"
+
+
+def aoti_config(
+    spec: Family, name: str, instances: int, gpu: bool, delay_us: int = 2000, warmup: bool = False
+) -> str:
     """Batching as gpu.md's best TorchScript row (2000 us, the family's preferred sizes); delay
-    0 and no preferred sizes for the batch-1 row, where waiting only adds latency."""
+    0 and no preferred sizes for the batch-1 row, where waiting only adds latency. ``warmup``:
+    every batch size once per instance at load (:func:`warmup_config`)."""
     preferred = ", ".join(str(b) for b in spec.preferred)
     batching = (
         f"max_queue_delay_microseconds: {delay_us} preferred_batch_size: [ {preferred} ]"
@@ -390,7 +471,7 @@ input [ {inputs} ]
 output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ {spec.output_dims} ] }} ]
 instance_group [ {{ {kind} count: {instances} }} ]
 dynamic_batching {{ {batching} }}
-"""
+""" + (warmup_config(spec) if warmup else "")
 
 
 def torchscript_baseline(module, settings: Settings) -> Path:
@@ -411,12 +492,17 @@ def write_repository(
 
     spec = options.spec
     names = []
-    batched = [(n, delay) for delay in options.delays_us for n in options.instances]
-    for count, delay in [(1, 0), *batched]:  # batch 1 first: quick, and kept if time runs out
-        name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if delay else "")
+    batched = [
+        (n, delay, warm == "all")
+        for warm in options.warmups
+        for delay in options.delays_us
+        for n in options.instances
+    ]
+    for count, delay, warm in [(1, 0, False), *batched]:  # batch 1 first: quick, kept if cut
+        name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if delay else "") + ("_warm" * warm)
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
-        config = aoti_config(spec, name, count, settings.gpu, delay)
+        config = aoti_config(spec, name, count, settings.gpu, delay, warm)
         (repo / name / "config.pbtxt").write_text(config)
         names.append(name)
     if not options.with_baseline:
@@ -521,6 +607,7 @@ def serve_one(
     ports = free_ports(3)
     label = name + (f"_pool{pool_mb}" if pool_mb else "")
     log = options.out / f"server-{label}.log"
+    started = time.perf_counter()
     with log.open("ab") as sink:
         server = [*bare_command(repo, backends, ports), *pool_flags(pool_mb)]
         process = subprocess.Popen([*pinned(options.server_cpus), *server],
@@ -530,6 +617,8 @@ def serve_one(
     try:
         if not wait_ready(f"http://127.0.0.1:{ports[0]}", 600.0):
             return {f"{label}_error": f"server not ready; see {log.name}"}
+        rows[f"{label}_load"] = {"seconds": round(time.perf_counter() - started, 1)}
+        print(f"{label}_load", rows[f"{label}_load"], flush=True)
         url = f"127.0.0.1:{ports[1]}"
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
@@ -566,6 +655,8 @@ def run(options: Options) -> dict:
     results.step("build", lambda: build(module, package, options))
     if not results.step("in_process", lambda: in_process(package, spec, settings)):
         return results.data
+    if options.first_calls:
+        results.step("first_calls", lambda: first_calls(package, spec, settings))
     if settings.gpu:
         torch.cuda.empty_cache()
     repo = Path(tempfile.mkdtemp(prefix="aoti-repo-"))

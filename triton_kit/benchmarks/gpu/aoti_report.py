@@ -22,7 +22,9 @@ ROW = re.compile(r"^(?P<key>[a-z0-9_]+) (?P<value>\{.*\})$")
 LOAD = re.compile(
     r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?:_rep(?P<rep>\d+))?$"
 )
-MODEL = re.compile(r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)p?(?:_pool(?P<pool>\d+))?$")
+MODEL = re.compile(
+    r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)p?(?P<warm>_warm)?(?:_pool(?P<pool>\d+))?$"
+)
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
 
 
@@ -46,6 +48,8 @@ def describe(model: str) -> str:
         return model
     delay = int(match["delay"])
     text = f"{match['instances']} inst., " + (f"{delay} µs + preferred" if delay else "no delay")
+    if match["warm"]:
+        text += ", warm-up at every batch size"
     if match["pool"]:
         text += f", pools {match['pool']} MiB"
     return text
@@ -68,12 +72,14 @@ def render(data: dict, rows: dict, header: dict[str, str]) -> str:
     lines += ["", "## In process", "", "| batch | items/s | p50 ms | p95 ms | p99 ms |"]
     lines.append("|---|---|---|---|---|")
     lines += [f"| {key[2:]} | {_figures(row)} |" for key, row in in_process.items()]
+    lines += _first_calls(data.get("first_calls") or {})
     lines += ["", "## Served", ""]
     lines.append(
         "| served model | load | items/s | / in process | p50 ms | p95 ms | p99 ms | note |"
     )
     lines.append("|---|---|---|---|---|---|---|---|")
     lines += _served_lines(rows, best)
+    lines += _load_times(rows)
     lines += _batch_one(in_process.get("bs1"), rows)
     lines += _outputs(rows)
     lines += [f"- step `{name}` failed; see the raw JSON" for name in data.get("errors") or {}]
@@ -116,6 +122,28 @@ def _served_lines(rows: dict, best: float | None) -> list[str]:
             f"{flags(row)} |"
         )
     return lines
+
+
+def _first_calls(found: dict) -> list[str]:
+    """The fresh thread's first call at each batch size against its second."""
+    if "first_total_s" not in found:
+        return []
+    sizes = len(found.get("first_ms", []))
+    return [
+        "",
+        f"**First calls** (a fresh thread, batch sizes 1..{sizes} ascending): first calls "
+        f"{found['first_total_s']} s in all against {found['second_total_s']} s for the "
+        f"second; a first call's excess over the second: median {found['excess_p50_ms']} ms, "
+        f"max {found['excess_max_ms']} ms.",
+    ]
+
+
+def _load_times(rows: dict) -> list[str]:
+    loads = {k[: -len("_load")]: v["seconds"] for k, v in rows.items() if k.endswith("_load")}
+    if not loads:
+        return []
+    each = ", ".join(f"{describe(name)} {seconds} s" for name, seconds in loads.items())
+    return ["", f"**Load** (server start to ready, each model on its own server): {each}."]
 
 
 def _batch_one(bs1: dict | None, rows: dict) -> list[str]:
