@@ -124,6 +124,24 @@ assert text.count(runners) == 2, "pytorch_backend's PT2 runner count changed"
 text = text.replace(runners, "        /*num_runners=*/num_runners,")
 source.write_text(text)
 PY
+# Each execution looked its outputs up with model_->OutputMap()[name] (the model's map, keyed by
+# the package's names, "RESULT"): operator[] inserted the config's name ("OUTPUT__0") on the
+# first execution, so every instance created after one (all but the first once the first ran
+# model_warmup) refused to load ("io_data already contains ordinal name"), and concurrent
+# instances' first executions raced on that shared map. The instance's own map_outputs_ knows
+# both names (tests/integration/server/test_aoti_backend.py, mlp3w).
+"$py" - "$src/pytorch_backend/src/pt2/model_instance_state.cc" <<'PY'
+import sys
+from pathlib import Path
+source = Path(sys.argv[1])
+text = source.read_text()
+old = "      int output_index = model_->OutputMap()[name.first];"
+new = ("      int output_index = map_outputs_.contains(name.first)\n"
+       "          ? static_cast<int>(map_outputs_.get(name.first).model_index())\n"
+       "          : -1;  // triton-kit: no insertion into the model's shared map")
+assert text.count(old) == 1, "pytorch_backend's PT2 output index lookup changed"
+source.write_text(text.replace(old, new))
+PY
 # The r26 sources ask for CMake 3.31.8; nothing this build uses needs more than 3.18.
 sed -i -E 's/cmake_minimum_required ?\(VERSION 3\.31\.8\)/cmake_minimum_required(VERSION 3.18)/' \
     "$src"/*/CMakeLists.txt "$src/core/src/CMakeLists.txt"

@@ -106,7 +106,7 @@ def serve_and_measure(command: list[str], env: dict, http: int, grpc: int, optio
             command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        if not wait_ready(f"http://127.0.0.1:{http}", 300.0):
+        if not wait_ready(f"http://127.0.0.1:{http}", 300.0, process=process):
             return {"error": f"not ready; see {log.name}"}
         return measure(f"127.0.0.1:{grpc}", options.model, options.concurrency,
                        options.seconds, options.out)  # fmt: skip

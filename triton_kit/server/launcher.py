@@ -123,12 +123,22 @@ def http_ready(http_url: str, timeout_s: float = 2.0) -> bool:
         return False
 
 
-def wait_ready(http_url: str, timeout_s: float, poll_s: float = 0.3) -> bool:
-    """Poll the readiness probe of a server someone else started; False after ``timeout_s``."""
+def wait_ready(
+    http_url: str,
+    timeout_s: float,
+    poll_s: float = 0.3,
+    *,
+    process: subprocess.Popen | None = None,
+) -> bool:
+    """Poll the readiness probe of a server someone else started; False after ``timeout_s``,
+    or at once when ``process`` (that server) has exited: a server that failed to load its
+    models exits, and waiting out the timeout on it cost two GPU runs their budget."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if http_ready(http_url, timeout_s=1.0):
             return True
+        if process is not None and process.poll() is not None:
+            return False
         time.sleep(poll_s)
     return False
 

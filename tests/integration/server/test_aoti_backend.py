@@ -13,12 +13,19 @@ the PT2 loader belongs to the model and held one AOTInductor runner, and each in
 replaced it, so every instance ran the last one's single runner in turn. The kit's build gives
 the instances of a device one shared loader with a runner each (``mlp3``: three instances).
 
+The third (issue 30, found by ``model_warmup`` on the H100): each execution looked its outputs up
+with ``model_->OutputMap()[name]``, which inserts the config's output name into the model's
+map on the first execution; every instance created after an execution (all but the first, once
+the first had warmed up) then refused to load ("io_data already contains ordinal name"), and
+the first executions of concurrent instances raced on that one map (``mlp3w``).
+
 ``TRITON_KIT_AOTI_BACKEND=LIB`` serves an already built library instead of the kit's build
 (about two minutes on two cores, skipped when an identical one is in build/triton-backends).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -60,6 +67,12 @@ output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
 instance_group [ {{ kind: KIND_CPU count: {INSTANCES} }} ]
 dynamic_batching {{ }}
 """
+WARMUP = ",\n".join(
+    f'{{ name: "bs{b}" batch_size: {b} '
+    'inputs { key: "INPUT__0" value { data_type: TYPE_FP32 dims: [ 16 ] zero_data: true } } }'
+    for b in range(1, 9)
+)
+CONFIG_WARM = CONFIG_INSTANCES.replace('"mlp3"', '"mlp3w"') + f"model_warmup [ {WARMUP} ]\n"
 
 
 @pytest.fixture(scope="module")
@@ -83,17 +96,14 @@ def linear(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Linear, P
     return module, package
 
 
-@pytest.fixture(scope="module")
-def served(
-    backend_library: Path,
-    linear: tuple[torch.nn.Linear, Path],
-    tmp_path_factory: pytest.TempPathFactory,
+@contextlib.contextmanager
+def _bare_server(
+    root: Path, package: Path, configs: dict[str, str], backend_library: Path
 ) -> Iterator[tuple[str, Path]]:
-    """(gRPC url, server log) of a bare tritonserver serving ``mlp`` and ``mlp3``."""
-    root = tmp_path_factory.mktemp("aoti-served")
-    for name, config in (("mlp", CONFIG), ("mlp3", CONFIG_INSTANCES)):
+    """(gRPC url, server log) of a bare tritonserver serving ``package`` under each config."""
+    for name, config in configs.items():
         (root / "repo" / name / "1").mkdir(parents=True)
-        shutil.copy2(linear[1], root / "repo" / name / "1" / "model.pt2")
+        shutil.copy2(package, root / "repo" / name / "1" / "model.pt2")
         (root / "repo" / name / "config.pbtxt").write_text(config)
     installation = find_installation()
     backends = assemble_backend_dir(installation, root / "backends")
@@ -106,11 +116,27 @@ def served(
                                   env=server_environment(installation), stdout=sink,
                                   stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     try:
-        assert wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0), log.read_text()[-3000:]
+        assert wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0, process=server), "\n".join(
+            line for line in log.read_text(errors="replace").splitlines() if line.startswith("E")
+        )
         yield f"127.0.0.1:{ports[1]}", log
     finally:
-        os.killpg(server.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # a server that failed to load is gone
+            os.killpg(server.pid, signal.SIGKILL)
         server.wait()
+
+
+@pytest.fixture(scope="module")
+def served(
+    backend_library: Path,
+    linear: tuple[torch.nn.Linear, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, Path]]:
+    """(gRPC url, server log) of a bare tritonserver serving ``mlp`` and ``mlp3``."""
+    root = tmp_path_factory.mktemp("aoti-served")
+    configs = {"mlp": CONFIG, "mlp3": CONFIG_INSTANCES}
+    with _bare_server(root, linear[1], configs, backend_library) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -179,4 +205,21 @@ def test_instances_share_one_loader_with_a_runner_each(
     # One loader for mlp (1 runner) and one for mlp3's three instances, which the other two reuse.
     assert f"Inductor model loader with {INSTANCES} runner(s)." in text, text[-3000:]
     assert text.count("Inductor model loader with") == 2, text[-3000:]
+    assert text.count("Reusing Inductor model loader") == INSTANCES - 1, text[-3000:]
+
+
+def test_instances_warmed_up_at_load_all_load_and_serve(
+    backend_library: Path,
+    linear: tuple[torch.nn.Linear, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    root = tmp_path_factory.mktemp("aoti-warm")
+    module = linear[0]
+    with _bare_server(root, linear[1], {"mlp3w": CONFIG_WARM}, backend_library) as (url, log):
+        rows = np.random.default_rng(3).normal(size=(4 * INSTANCES, 16)).astype(np.float32)
+        with ThreadPoolExecutor(len(rows)) as pool:
+            got = list(pool.map(lambda r: _one_row(url, r, "mlp3w"), rows))
+        text = log.read_text(errors="replace")
+    expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
+    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
     assert text.count("Reusing Inductor model loader") == INSTANCES - 1, text[-3000:]

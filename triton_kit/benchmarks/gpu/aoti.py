@@ -615,7 +615,7 @@ def serve_one(
                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     rows: dict = {}
     try:
-        if not wait_ready(f"http://127.0.0.1:{ports[0]}", 600.0):
+        if not wait_ready(f"http://127.0.0.1:{ports[0]}", 600.0, process=process):
             return {f"{label}_error": f"server not ready; see {log.name}"}
         rows[f"{label}_load"] = {"seconds": round(time.perf_counter() - started, 1)}
         print(f"{label}_load", rows[f"{label}_load"], flush=True)
