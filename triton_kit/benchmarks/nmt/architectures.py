@@ -51,6 +51,9 @@ TORCH_GENERATE_ARGS = ("--engine", "torch", "--search", "engine")
 ORT_GRAPH_ARGS = ("--engine", "onnxruntime", "--search", "engine")
 # The python nmt in front of nmt_ct2 (BLS); the default build is the text mode (ct2-text below).
 CT2_ARGS = ("--engine", "ctranslate2", "--search", "engine", "--no-ct2-text")
+# nmt itself the backend's text model; --search engine: the builds start from the Python
+# search's flags (large.PYTHON_SEARCH_ARGS), which --engine ctranslate2 refuses.
+CT2_TEXT_ARGS = ("--engine", "ctranslate2", "--search", "engine", "--ct2-text")
 
 
 @dataclass(frozen=True)
@@ -86,14 +89,7 @@ VARIANTS = {
         TORCH_GENERATE_ARGS,
     ),
     "ct2": Variant("ct2_sizes", None, TRITON_CT2, "ct2", "int8", CT2_ARGS),
-    "ct2-text": Variant(
-        "ct2_text_sizes",
-        None,
-        TRITON_CT2_TEXT,
-        "ct2",
-        "int8",
-        ("--engine", "ctranslate2", "--ct2-text"),
-    ),
+    "ct2-text": Variant("ct2_text_sizes", None, TRITON_CT2_TEXT, "ct2", "int8", CT2_TEXT_ARGS),
 }
 
 

@@ -83,9 +83,21 @@ def build_repository(
     (e.g. ``--engine torch --search engine``; later flags win)."""
     from triton_kit.build_engines.cli import build_from_argv
 
+    build_from_argv(build_argv(checkpoint, repository, work, threads, precision, engine_args))
+    return repository
+
+
+def build_argv(
+    checkpoint: Path,
+    repository: Path,
+    work: Path,
+    threads: int,
+    precision: str = "fp32",
+    engine_args: Sequence[str] = (),
+) -> list[str]:
+    """The ``python -m triton_kit.build_engines`` arguments :func:`build_repository` runs."""
     argv = ["nmt", "--checkpoint", str(checkpoint), "--max-beam-size", "16"]
     argv += ["--precision", precision, *PYTHON_SEARCH_ARGS, *engine_args]
     argv += ["--verify-sentences", "2", "--output-repository", str(repository)]
     argv += ["--work-dir", str(work), "--instances", "1", "--threads", str(threads)]
-    build_from_argv(argv)
-    return repository
+    return argv

@@ -114,6 +114,10 @@ class Verification:
 
     sources: Sequence[Any]
     targets: Sequence[Any]
+    # Whether ``targets`` are reference translations (the number models' held-out split);
+    # False: another checkpoint's plain sentences, ``targets`` the sources again, for the
+    # teacher-forced parity checks only (nothing to count exact translations against).
+    references: bool = True
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,8 @@ class Transformer:
         )
 
     def verification(self, checkpoint: Path, count: int) -> Verification:
-        return Verification(*verification_texts(checkpoint, count))
+        references = (checkpoint / "split.json").exists()  # else sources as targets
+        return Verification(*verification_texts(checkpoint, count), references=references)
 
     def compare(self, model, checkpoint: Path, onnx, sentences, threads: int) -> Parity:
         from transformers import MarianTokenizer
