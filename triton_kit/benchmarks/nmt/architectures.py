@@ -92,7 +92,7 @@ VARIANTS = {
         TRITON_CT2_TEXT,
         "ct2",
         "int8",
-        ("--engine", "ctranslate2", "--ct2-text"),
+        ("--engine", "ctranslate2", "--search", "engine", "--ct2-text"),
     ),
 }
 
