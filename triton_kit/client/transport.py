@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +60,20 @@ GRPC_CHANNEL_ARGS = [
     ("grpc.keepalive_permit_without_calls", False),
     ("grpc.http2.max_pings_without_data", 2),
 ]
+
+
+# Tuples of requested output names whose tritonclient objects a transport keeps (an SDK method
+# asks for the same outputs every call; infer() callers may ask for any).
+OUTPUTS_CACHED = 64
+
+
+@functools.lru_cache(maxsize=64)
+def triton_dtype(dtype: np.dtype) -> str | None:
+    """Triton's name of a numpy dtype, None for one it lacks (tritonclient's
+    ``np_to_triton_dtype``, which tries each type in turn: BYTES, the SDK's text, comes
+    last), remembered per dtype."""
+    name: str | None = np_to_triton_dtype(dtype)
+    return name
 
 
 @dataclass(frozen=True)
@@ -208,13 +223,17 @@ class _Base:
         self.pool = RegionPool(options.shared_memory, options.cuda_device) if (
             options.shared_memory
         ) else None  # fmt: skip
+        # What every call sends alike, worked out once: the options are frozen, and an
+        # SDK method repeats the same outputs (client CPU shares the cores with the server).
+        self._headers = {**self._key_header(), **options.headers}
+        self._outputs: dict[tuple[str, ...], tuple[Any, ...]] = {}
 
     @property
     def url(self) -> str:
         return self.endpoint.url
 
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str] | None:
-        merged = {**self._key_header(), **self.options.headers, **(extra or {})}
+        merged = {**self._headers, **extra} if extra else dict(self._headers)
         return merged or None
 
     def _key_header(self) -> dict[str, str]:
@@ -226,13 +245,13 @@ class _Base:
     def prepare(self, request: Request, remaining: float | None) -> Prepared:
         http = self.endpoint.protocol == "http"
         prepared = Prepared([], None, {})
+        pool = self.pool
         for name, array in request.call.inputs.items():
-            dtype = np_to_triton_dtype(array.dtype)
-            tensor = self.module.InferInput(name, list(array.shape), dtype)
-            size = input_bytes(array) if self.pool is not None else 0
-            if self.pool is not None and size >= max(self.options.shared_memory_threshold, 1):
-                region, new = self.pool.take(size)
-                self.pool.write(region, array)
+            tensor = self.module.InferInput(name, list(array.shape), triton_dtype(array.dtype))
+            size = input_bytes(array) if pool is not None else 0
+            if pool is not None and size >= max(self.options.shared_memory_threshold, 1):
+                region, new = pool.take(size)
+                pool.write(region, array)
                 tensor.set_shared_memory(region.name, size)
                 prepared.regions.append(region)
                 if new:
@@ -243,14 +262,25 @@ class _Base:
                 tensor.set_data_from_numpy(array)
             prepared.inputs.append(tensor)
         if request.call.outputs:
-            prepared.outputs = [
+            prepared.outputs = list(self._requested_outputs(request.call.outputs))
+        prepared.kwargs = self._infer_kwargs(request, remaining)
+        return prepared
+
+    def _requested_outputs(self, names: tuple[str, ...]) -> tuple[Any, ...]:
+        """tritonclient's ``InferRequestedOutput`` for ``names``, built once per tuple of names
+        (tritonclient only reads them; at most ``OUTPUTS_CACHED`` tuples are kept)."""
+        outputs = self._outputs.get(names)
+        if outputs is None:
+            http = self.endpoint.protocol == "http"
+            outputs = tuple(
                 self.module.InferRequestedOutput(name, binary_data=True)
                 if http
                 else self.module.InferRequestedOutput(name)
-                for name in request.call.outputs
-            ]
-        prepared.kwargs = self._infer_kwargs(request, remaining)
-        return prepared
+                for name in names
+            )
+            if len(self._outputs) < OUTPUTS_CACHED:
+                self._outputs[names] = outputs
+        return outputs
 
     def _infer_kwargs(self, request: Request, remaining: float | None) -> dict[str, Any]:
         version = request.version
@@ -343,13 +373,12 @@ class Transport(_Base):
         self._clients.clear()
 
     def infer(self, request: Request) -> dict[str, np.ndarray]:
-        context = request.context(self.url)
         loop = RetryLoop(self.options.retry, request.timeout.request, request.idempotent)
         while True:
             try:
                 return self._infer_once(request, loop.remaining())
             except Exception as exc:
-                error = self.fail(exc, context, request.request_id)
+                error = self.fail(exc, request.context(self.url), request.request_id)
                 if isinstance(error, ServerConnectionError):
                     self._reset()
                 delay = loop.next_delay(error)
@@ -472,13 +501,12 @@ class AsyncTransport(_Base):
                 await instance.close()
 
     async def infer(self, request: Request) -> dict[str, np.ndarray]:
-        context = request.context(self.url)
         loop = RetryLoop(self.options.retry, request.timeout.request, request.idempotent)
         while True:
             try:
                 return await self._infer_once(request, loop.remaining())
             except Exception as exc:
-                error = self.fail(exc, context, request.request_id)
+                error = self.fail(exc, request.context(self.url), request.request_id)
                 if isinstance(error, ServerConnectionError):
                     await self._reset()
                 delay = loop.next_delay(error)

@@ -37,12 +37,14 @@ from triton_kit.client.codecs import Call
 from triton_kit.client.errors import CallContext
 from triton_kit.client.options import ClientOptions
 from triton_kit.client.transport import (
+    OUTPUTS_CACHED,
     ClientSpec,
     Endpoint,
     Request,
     Transport,
     _ready_or_raise,
     default_factory,
+    triton_dtype,
     tritonclient_module,
 )
 
@@ -350,6 +352,42 @@ def test_api_key_header_per_protocol(protocol: str, name: str) -> None:
     assert t.headers() == {name: "s3cret", "x": "1"}
     assert t.headers({name: "mine"}) == {name: "mine", "x": "1"}
     assert transport(protocol, Factory(), api_key="").headers() is None
+
+
+def test_headers_are_a_new_dict_each_call() -> None:
+    """The static headers are merged once; each call still gets its own dict to keep."""
+    t = transport("grpc", Factory(), headers={"x": "1"})
+    first = t.headers()
+    assert first == {"x": "1"}
+    first["x"] = "changed"  # a caller (or tritonclient) changing one call's headers
+    assert t.headers() == {"x": "1"} and t.headers({"y": "2"}) == {"x": "1", "y": "2"}
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_requested_outputs_repeat_as_fresh_lists(protocol: str) -> None:
+    """A transport builds the tritonclient outputs of a tuple of names once: every call gets
+    them in the same wire form, in a list of its own."""
+    t = transport(protocol, Factory())
+    call = Call("m", {}, ("Y", "Z"))
+    first, second = t.prepare(request(call), None), t.prepare(request(call), None)
+    assert first.outputs is not second.outputs
+    assert [describe(o) for o in first.outputs or []] == [describe(o) for o in second.outputs or []]
+    assert [describe(o)["name"] for o in second.outputs or []] == ["Y", "Z"]
+
+
+def test_requested_outputs_past_the_cache_are_built_per_call() -> None:
+    t = transport("grpc", Factory())
+    for n in range(OUTPUTS_CACHED + 3):
+        names = (f"O{n}", "Y")
+        prepared = t.prepare(request(Call("m", {}, names)), None)
+        assert [describe(o) for o in prepared.outputs or []] == [{"name": f"O{n}"}, {"name": "Y"}]
+    assert len(t._outputs) == OUTPUTS_CACHED
+
+
+def test_triton_dtype_names_and_unknown_dtypes() -> None:
+    assert triton_dtype(np.dtype(np.object_)) == "BYTES"
+    assert triton_dtype(np.dtype(np.int32)) == "INT32"
+    assert triton_dtype(np.dtype(np.complex64)) is None  # as np_to_triton_dtype: no name
 
 
 # -- infer: one call end to end ---------------------------------------------------------
