@@ -6,6 +6,8 @@ rebuild and ``--no-ct2-text``. Nothing falls back to another layout."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from triton_kit.server import BackendUnavailableError, ServerConfig, TritonServe
 from triton_kit.server.model_backends import ct2_text_models
 from triton_kit.server.native_backends import ct2_backend
 from triton_kit.server.native_backends.build import BuildSettings
+from triton_kit.server.native_backends.provenance import RECORD_NAME, Provenance
 
 TEXT_CONFIG = """name: "nmt"
 backend: "ctranslate2"
@@ -104,3 +107,79 @@ def test_the_built_backend_here_has_the_text_mode_where_sentencepiece_is_install
     except NativeBackendError as exc:
         pytest.skip(f"the ctranslate2 backend is not built: {exc}")
     assert ct2_backend.has_text_mode(library)
+
+
+def _record(backends: Path, text_mode: bool | None) -> None:
+    """The build's record beside the fake library; ``None``: one written before the record had
+    ``text_mode`` (the field left out of the file)."""
+    folder = backends / ct2_backend.CT2_BACKEND
+    record = Provenance(
+        ct2_backend.CT2_BACKEND, ct2_backend.LIBRARY, "ctranslate2", "0.1", False, "k", text_mode
+    )
+    fields = asdict(record)
+    if text_mode is None:
+        del fields["text_mode"]
+    (folder / RECORD_NAME).write_text(json.dumps(fields))
+
+
+def test_a_record_without_the_text_mode_refuses_even_where_the_library_scans_as_having_it(
+    tmp_path: Path,
+) -> None:
+    repo = _repository(tmp_path / "repo", nmt=TEXT_CONFIG)
+    backends = _backends(tmp_path, b"\x7fELF _ZN13" + ct2_backend.TEXT_MODE_SYMBOL)
+    _record(backends, text_mode=False)
+    config = ServerConfig(model_repository=repo, http_port=0, grpc_port=0, metrics_port=0)
+    with pytest.raises(BackendUnavailableError, match="built without its text mode"):
+        TritonServer(config)._check_backends(backends)
+
+
+def test_a_record_with_the_text_mode_accepts(tmp_path: Path) -> None:
+    repo = _repository(tmp_path / "repo", nmt=TEXT_CONFIG)
+    backends = _backends(tmp_path, b"\x7fELF no text mode")
+    _record(backends, text_mode=True)
+    TritonServer(ServerConfig(model_repository=repo))._check_backends(backends)
+
+
+@pytest.mark.parametrize(("library", "refused"), [(b"\x7fELF no text mode", True), (None, False)])
+def test_a_record_from_before_the_field_falls_back_to_scanning_the_library(
+    tmp_path: Path, library: bytes | None, refused: bool
+) -> None:
+    repo = _repository(tmp_path / "repo", nmt=TEXT_CONFIG)
+    with_symbol = b"\x7fELF _ZN13" + ct2_backend.TEXT_MODE_SYMBOL
+    backends = _backends(tmp_path, library or with_symbol)
+    _record(backends, text_mode=None)
+    assert Provenance.read(backends / ct2_backend.CT2_BACKEND) is not None  # old records still read
+    server = TritonServer(ServerConfig(model_repository=repo))
+    if refused:
+        with pytest.raises(BackendUnavailableError, match="built without its text mode"):
+            server._check_backends(backends)
+    else:
+        server._check_backends(backends)
+
+
+@pytest.mark.parametrize(("spm", "text_mode"), [("0.1.97", True), (None, False)])
+def test_the_build_records_whether_it_has_the_text_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spm: str | None, text_mode: bool
+) -> None:
+    """Where the build is up to date but its record predates the field, the field is added."""
+    monkeypatch.setattr(ct2_backend, "sentencepiece_version", lambda: spm)
+    monkeypatch.setattr(ct2_backend, "up_to_date", lambda *_: True)
+    _record(_backends(tmp_path, b"\x7fELF"), text_mode=None)
+    settings = BuildSettings(out=tmp_path / "backends", work=tmp_path / ".work", archives=None)
+    ct2_backend.build_ctranslate2(settings)
+    record = Provenance.read(tmp_path / "backends" / ct2_backend.CT2_BACKEND)
+    assert record is not None and record.text_mode is text_mode
+
+
+def test_the_launchers_backend_folder_carries_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launcher checks the copy in its own backend folder, so the record goes with it."""
+    from triton_kit.server import binary
+
+    built = _backends(tmp_path / "built", b"\x7fELF") / ct2_backend.CT2_BACKEND
+    _record(built.parent, text_mode=False)
+    monkeypatch.setattr(binary, "built_library", lambda _: built / ct2_backend.LIBRARY)
+    binary._add_native_backend(ct2_backend.CT2_BACKEND, tmp_path / "served")
+    record = Provenance.read(tmp_path / "served")
+    assert record is not None and record.text_mode is False
