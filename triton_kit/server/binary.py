@@ -16,6 +16,7 @@ from pathlib import Path
 
 from triton_kit.server.errors import BinaryNotFoundError
 from triton_kit.server.native_backends import SERVED_BACKENDS, NativeBackendError, built_library
+from triton_kit.server.native_backends.provenance import RECORD_NAME
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONTAINER_BINARY = Path("/opt/tritonserver/bin/tritonserver")
@@ -98,13 +99,16 @@ def assemble_backend_dir(installation: TritonInstallation, dest: Path) -> Path:
 
 def _add_native_backend(name: str, folder: Path) -> None:
     """A copy, not a link: Triton rejects a backend library whose real path lies outside the
-    backend directory."""
+    backend directory. Its build record goes with it (the launcher reads ``text_mode``)."""
     try:
         library = built_library(name)
     except NativeBackendError:
         return
     folder.mkdir(exist_ok=True)
     shutil.copy2(library, folder / library.name)
+    record = library.parent / RECORD_NAME
+    if record.is_file():
+        shutil.copy2(record, folder / RECORD_NAME)
 
 
 def missing_native_backends(backend_dir: Path, needed: set[str]) -> dict[str, str]:

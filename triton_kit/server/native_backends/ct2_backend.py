@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from triton_kit.server.native_backends import frameworks
@@ -65,8 +66,16 @@ TEXT_MODE_SYMBOL = b"sentencepiece22SentencePieceProcessor"
 
 
 def has_text_mode(library: Path) -> bool:
-    """Whether the built backend ``library`` has the text mode (was linked with sentencepiece)."""
-    return TEXT_MODE_SYMBOL in Path(library).read_bytes()
+    """Whether the built backend ``library`` has the text mode (was linked with sentencepiece).
+
+    Its build record beside it (``build-info.json``, ``text_mode``) says so; a record written
+    before that field, or none, falls back to scanning ``library`` for :data:`TEXT_MODE_SYMBOL`.
+    """
+    library = Path(library)
+    record = Provenance.read(library.parent)
+    if record is not None and record.backend == CT2_BACKEND and record.text_mode is not None:
+        return record.text_mode
+    return TEXT_MODE_SYMBOL in library.read_bytes()
 
 
 def text_mode_missing(library: Path, models: list[str]) -> str:
@@ -171,6 +180,9 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
     folder = settings.out / CT2_BACKEND
     if not settings.force and up_to_date(folder, LIBRARY, key):
         log(f"{CT2_BACKEND}: up to date ({folder / LIBRARY})")
+        existing = Provenance.read(folder)
+        if existing is not None and existing.text_mode is None:  # a record from before the field
+            replace(existing, text_mode=spm is not None).write(folder)
         warn_without_text_mode(spm)
         return folder / LIBRARY
     require_tools(CT2_BACKEND)
@@ -188,9 +200,15 @@ def build_ctranslate2(settings: BuildSettings, log: Callable[[str], None] = prin
         library.parent,
         add_needed=bundled,
     )
-    Provenance(CT2_BACKEND, LIBRARY, framework.distribution, framework.version, False, key).write(
-        folder
-    )
+    Provenance(
+        CT2_BACKEND,
+        LIBRARY,
+        framework.distribution,
+        framework.version,
+        False,
+        key,
+        text_mode=spm is not None,
+    ).write(folder)
     log(f"{CT2_BACKEND}: built {built} in {time.monotonic() - started:.0f} s")
     warn_without_text_mode(spm)
     return built

@@ -34,6 +34,9 @@ class Provenance:
     framework_version: str
     gpu: bool
     recipe: str  # sha256 of everything that decides the build: sources, patches, flags
+    # ctranslate2 only: whether it was built with sentencepiece (its text mode). None for the
+    # other backends and in records written before the field (``read`` takes those too).
+    text_mode: bool | None = None
 
     def write(self, folder: Path) -> None:
         (folder / RECORD_NAME).write_text(json.dumps(asdict(self), indent=2) + "\n")
