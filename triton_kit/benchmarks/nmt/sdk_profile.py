@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from triton_kit.benchmarks.nmt.served import raw_text_call
 
 SENTENCES = [
     f"{hundreds} hundred and {rest}"
@@ -44,23 +44,6 @@ SENTENCES = [
 ]
 TRANSLATION = "trois cent quarante"  # the canned response's text
 Call = Callable[[str], str]
-
-
-def bare_call(client: Any, beam: int, model: str = "nmt") -> Call:
-    """``served.raw_text_factory``'s request, on ``client``."""
-    import tritonclient.grpc as grpcclient
-
-    beams = np.array([[beam]], dtype=np.int32)
-
-    def call(sentence: str) -> str:
-        text = grpcclient.InferInput("TEXT", [1, 1], "BYTES")
-        text.set_data_from_numpy(np.array([[sentence.encode()]], dtype=np.object_))
-        beam_input = grpcclient.InferInput("BEAM_SIZE", [1, 1], "INT32")
-        beam_input.set_data_from_numpy(beams)
-        result = client.infer(model, [text, beam_input]).as_numpy("TRANSLATION")
-        return str(result[0][0].decode())
-
-    return call
 
 
 def sdk_call(client: Any, beam: int) -> Call:
@@ -101,7 +84,7 @@ def served_variants(repository: Path | None, beam: int) -> Iterator[dict[str, Ca
 
     if repository is None:
         sdk = TritonClient("grpc://localhost:1", client_factory=canned_client)
-        yield {"sdk": sdk_call(sdk, beam), "bare": bare_call(canned_client(), beam)}
+        yield {"sdk": sdk_call(sdk, beam), "bare": raw_text_call(canned_client(), beam)}
         sdk.close()
         return
     import tritonclient.grpc as grpcclient
@@ -112,7 +95,7 @@ def served_variants(repository: Path | None, beam: int) -> Iterator[dict[str, Ca
     with TritonServer(config) as server:
         sdk = TritonClient(server.grpc_url)
         bare = grpcclient.InferenceServerClient(server.grpc_url.split("://", 1)[-1])
-        yield {"sdk": sdk_call(sdk, beam), "bare": bare_call(bare, beam)}
+        yield {"sdk": sdk_call(sdk, beam), "bare": raw_text_call(bare, beam)}
         sdk.close()
         bare.close()
 

@@ -147,28 +147,35 @@ def ct2_direct_factory(url: str, beam: int, created: list, repository: Path):
     return make
 
 
-def raw_text_factory(url: str, beam: int, created: list, model: str = TRANSFORMER_NAMES.bls):
-    """Clients of the text ``model`` through bare ``tritonclient.grpc`` (the direct cell's
-    client stack, not the kit's SDK), one sentence a request: what the server costs, apart
-    from the SDK's client CPU that shares the machine's cores (docs/nmt_ct2_stub.md)."""
+def raw_text_call(client, beam: int, model: str = TRANSFORMER_NAMES.bls) -> Callable[[str], str]:
+    """One sentence a request to the text ``model`` on a bare ``tritonclient.grpc`` client
+    (also what ``benchmarks.nmt.sdk_profile`` sets against the SDK)."""
     import numpy as np
     import tritonclient.grpc as grpcclient
 
     beams = np.array([[beam]], dtype=np.int32)
 
+    def call(sentence: str) -> str:
+        text = grpcclient.InferInput("TEXT", [1, 1], "BYTES")
+        text.set_data_from_numpy(np.array([[sentence.encode()]], dtype=np.object_))
+        beam_input = grpcclient.InferInput("BEAM_SIZE", [1, 1], "INT32")
+        beam_input.set_data_from_numpy(beams)
+        result = client.infer(model, [text, beam_input]).as_numpy("TRANSLATION")
+        return str(result[0][0].decode())
+
+    return call
+
+
+def raw_text_factory(url: str, beam: int, created: list, model: str = TRANSFORMER_NAMES.bls):
+    """Clients of the text ``model`` through bare ``tritonclient.grpc`` (the direct cell's
+    client stack, not the kit's SDK), one sentence a request: what the server costs, apart
+    from the SDK's client CPU that shares the machine's cores (docs/nmt_ct2_stub.md)."""
+    import tritonclient.grpc as grpcclient
+
     def make() -> Callable[[str], str]:
         client = grpcclient.InferenceServerClient(url.split("://", 1)[-1])
         created.append(client)
-
-        def call(sentence: str) -> str:
-            text = grpcclient.InferInput("TEXT", [1, 1], "BYTES")
-            text.set_data_from_numpy(np.array([[sentence.encode()]], dtype=np.object_))
-            beam_input = grpcclient.InferInput("BEAM_SIZE", [1, 1], "INT32")
-            beam_input.set_data_from_numpy(beams)
-            result = client.infer(model, [text, beam_input]).as_numpy("TRANSLATION")
-            return result[0][0].decode()
-
-        return call
+        return raw_text_call(client, beam, model)
 
     return make
 
