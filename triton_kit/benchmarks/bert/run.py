@@ -701,9 +701,9 @@ def header(setup: Setup, models: list[ModelUnderTest], load: tuple) -> list[str]
         report_header(
             "BERT sentence embeddings: in-process ONNX Runtime vs Triton",
             command="python -m triton_kit.benchmarks.bert (make bench-bert)",
-            load=f"one run; 1-min load average at end {load[1]:.2f}. The 2 cores are **shared "
-            "with other jobs** (another session's test suite was running), so absolute numbers "
-            "are noisy: compare the ratios, whose two sides were measured back to back",
+            load=f"one run; 1-min load average at end {load[1]:.2f}. The cores may be **shared "
+            "with other jobs**, so absolute numbers are noisy: compare the ratios, whose two "
+            "sides were measured back to back",
             machine=load[0],
         ),
         f"- ONNX Runtime CPU, FP32. The text-in `bert` model tokenises in its python stub and "

@@ -1,6 +1,6 @@
 """A served model that does no work: what any request to this Triton costs by itself.
 
-``bert`` short texts are served at 0.6-0.75x in-process (benchmarks/results/bert.md). To say how
+``bert`` short texts are served at 0.5-0.8x in-process (benchmarks/results/bert.md). To say how
 much of that is the serving path rather than the model, the BERT benchmark serves this "floor"
 beside ``bert``, with the same interface and scheduling (TEXT in, a zero EMBEDDING of the
 same width out, dynamic batching with no queue delay, one instance) and the same client, so
