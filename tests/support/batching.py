@@ -31,6 +31,24 @@ def inference_count(grpc_url: str, model: str) -> int:
     return _statistic(grpc_url, model, "inference_count")
 
 
+def counts_at_rest(
+    grpc_url: str, model: str, quiet_s: float = 0.3, timeout_s: float = 10.0
+) -> tuple[int, int]:
+    """(execution, inference) counts of ``model`` once they stop moving for ``quiet_s``: the
+    baseline for :func:`settled_counts`. Read at once, it can miss a BLS call an earlier test
+    made whose statistics land later, which then counts as this test's (seen in a full run:
+    2 executions counted for 1)."""
+    deadline = time.monotonic() + timeout_s
+    counts = execution_count(grpc_url, model), inference_count(grpc_url, model)
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = execution_count(grpc_url, model), inference_count(grpc_url, model)
+        if now == counts:
+            break
+        counts = now
+    return counts
+
+
 def settled_counts(
     grpc_url: str, model: str, before: tuple[int, int], rows: int, timeout_s: float = 10.0
 ) -> tuple[int, int]:

@@ -20,9 +20,8 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from tests.support.batching import (
-    execution_count,
+    counts_at_rest,
     first_co_batched,
-    inference_count,
     settled_counts,
 )
 from tests.support.nmt_requests import rows_request
@@ -236,7 +235,7 @@ def test_concurrent_requests_are_batched_and_bad_ones_fail_alone(server, in_proc
     )
 
     def send_all():
-        before = execution_count(server, "nmt"), inference_count(server, "nmt")
+        before = counts_at_rest(server, "nmt")
         with ThreadPoolExecutor(len(requests)) as pool:
             answers = list(pool.map(lambda r: _request(server, r, beam=4), requests))
         settled_counts(server, "nmt", before, len(texts))
@@ -264,7 +263,7 @@ def test_the_shared_repository_serves_the_default_through_the_backend(triton_ser
     assert backends["nmt"] == "ctranslate2"
     assert not {"nmt_ct2", "nmt_encoder", "nmt_decoder"} & set(backends)
     url = triton_server.grpc_url
-    before = execution_count(url, "nmt"), inference_count(url, "nmt")
+    before = counts_at_rest(url, "nmt")
     with TritonClient(url, timeout=60) as triton:
         assert triton.translate(["seven", "twelve"], beam_size=4) == ["sept", "douze"]
     after = settled_counts(url, "nmt", before, 2)

@@ -25,9 +25,8 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from tests.support.batching import (
-    execution_count,
+    counts_at_rest,
     first_co_batched,
-    inference_count,
     settled_counts,
 )
 from tests.support.engine_free import (
@@ -156,7 +155,7 @@ def test_a_batch_is_one_call_with_each_rows_settings(server, in_process) -> None
     texts = [corpus.english(n) for n in _held_out(6)]
     beams, limits = [1, 4, 1, 4, 2, 3], [64, 64, 6, 7, 64, 9]
     url = server.grpc_url
-    before = execution_count(url, CT2), inference_count(url, CT2)
+    before = counts_at_rest(url, CT2)
     served = rows_request(url, texts, beams, limits)
     after = settled_counts(url, CT2, before, len(texts))
     expected = [in_process([t], b, m)[0] for t, b, m in zip(texts, beams, limits, strict=True)]
@@ -217,7 +216,7 @@ def test_concurrent_requests_are_batched_and_a_bad_one_fails_alone(
             client.close()
 
     def send_all():
-        before = execution_count(server.grpc_url, CT2), inference_count(server.grpc_url, CT2)
+        before = counts_at_rest(server.grpc_url, CT2)
         with ThreadPoolExecutor(len(requests)) as pool:
             answers = list(pool.map(one, requests))
         after = settled_counts(server.grpc_url, CT2, before, len(good))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.batching import execution_count, inference_count, settled_counts
+from tests.support.batching import counts_at_rest, execution_count, settled_counts
 from tests.support.engine_free import (
     add_probe,
     assert_blocked_and_untried,
@@ -121,7 +121,7 @@ def test_a_batch_is_one_engine_call_with_each_rows_settings(engine_server, model
     texts = [corpus.english(n) for n in _held_out(6)]
     beams, limits = [1, 4, 1, 4, 2, 3], [64, 64, 6, 7, 2, 9]
     url = engine_server.grpc_url
-    before = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+    before = counts_at_rest(url, "nmt_generate")
     served = rows_request(url, texts, beams, limits)
     after = settled_counts(url, "nmt_generate", before, 1)
     expected = [

@@ -15,9 +15,8 @@ import torch
 from transformers import MarianTokenizer
 
 from tests.support.batching import (
-    execution_count,
+    counts_at_rest,
     first_co_batched,
-    inference_count,
     settled_counts,
 )
 from tests.support.nmt_reference import rnn_reference_search
@@ -96,7 +95,7 @@ def test_rows_keep_their_own_beam_and_max_length(engine_server, reference) -> No
     texts = _held_out(6)
     beams, limits = [1, 4, 1, 4, 2, 2], [64, 64, 6, 7, 64, 9]
     url = engine_server.grpc_url
-    before = execution_count(url, GENERATE), inference_count(url, GENERATE)
+    before = counts_at_rest(url, GENERATE)
     served = rows_request(url, texts, beams, limits, model=BLS)
     after = settled_counts(url, GENERATE, before, len(texts))
     expected = [reference([t], b, m)[0] for t, b, m in zip(texts, beams, limits, strict=True)]
@@ -111,7 +110,7 @@ def test_concurrent_requests_share_one_generate_call(engine_server, reference) -
     url = engine_server.grpc_url
 
     def send_all() -> tuple[list[str], tuple[int, int]]:
-        before = execution_count(url, GENERATE), inference_count(url, GENERATE)
+        before = counts_at_rest(url, GENERATE)
 
         def one(text: str) -> str:
             with TritonClient(url, timeout=60) as triton:

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from tests.support.batching import (
+    counts_at_rest,
     execution_count,
     first_co_batched,
-    inference_count,
     settled_counts,
 )
 from tests.support.nmt_reference import hf_translator
@@ -91,7 +91,7 @@ def test_rows_keep_their_own_beam_and_max_length(engine_server, reference) -> No
     texts = _held_out(6)
     beams, limits = [1, 4, 1, 4, 2, 2], [64, 64, 6, 7, 64, 9]
     url = engine_server.grpc_url
-    before = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+    before = counts_at_rest(url, "nmt_generate")
     served = rows_request(url, texts, beams, limits)
     after = settled_counts(url, "nmt_generate", before, len(texts))
     expected = [reference([t], b, m)[0] for t, b, m in zip(texts, beams, limits, strict=True)]
@@ -107,7 +107,7 @@ def test_concurrent_requests_share_one_generate_call(engine_server, reference) -
     url = engine_server.grpc_url
 
     def send_all() -> tuple[list[str], tuple[int, int]]:
-        before = execution_count(url, "nmt_generate"), inference_count(url, "nmt_generate")
+        before = counts_at_rest(url, "nmt_generate")
 
         def one(text: str) -> str:
             with TritonClient(url, timeout=60) as triton:
