@@ -142,6 +142,61 @@ new = ("      int output_index = map_outputs_.contains(name.first)\n"
 assert text.count(old) == 1, "pytorch_backend's PT2 output index lookup changed"
 source.write_text(text.replace(old, new))
 PY
+# Two changes to the PT2 execution (issue 30):
+# 1. It reported each request's statistics with its timestamps in the wrong order:
+#    TRITONBACKEND_ModelInstanceReportStatistics takes exec_start, compute_start, compute_end,
+#    exec_end, and it passed exec_start, exec_end, compute_start, compute_end. Triton then showed
+#    the whole execution as "compute input", the forward as "compute output", and a compute
+#    infer below zero summed as unsigned (10^8 ms and more in every PT2 row on the H100, on CPU
+#    too). The batch statistics, passed in the right order, were right.
+# 2. The parameter GATHER_KERNEL_BUFFER_THRESHOLD (as TensorRT's gather_kernel_buffer_threshold)
+#    sets the input collector's kernel_buffer_threshold: inputs already in GPU or pinned memory
+#    (CUDA shared memory) of at least that many requests are gathered by one Triton kernel
+#    instead of a copy per request. Absent or 0: a copy per request, as before.
+# Tests: tests/integration/server/test_aoti_backend.py (statistics; the parameter).
+"$py" - "$src/pytorch_backend/src/pt2/model_instance_state.cc" \
+    "$src/pytorch_backend/src/pt2/model_instance_state.hh" <<'PY'
+import sys
+from pathlib import Path
+source, header = Path(sys.argv[1]), Path(sys.argv[2])
+text = source.read_text()
+order = """            /* exec_start_ns= */ exec_start_ns,
+            /* exec_end_ns= */ exec_end_ns,
+            /* compute_start_ns= */ compute_start_ns,
+            /* compute_end_ns= */ compute_end_ns)) {"""
+assert text.count(order) == 1, "pytorch_backend's PT2 request statistics changed"
+text = text.replace(order, """            /* exec_start_ns= */ exec_start_ns,
+            /* compute_start_ns= */ compute_start_ns,
+            /* compute_end_ns= */ compute_end_ns,
+            /* exec_end_ns= */ exec_end_ns)) {  // triton-kit: the API's order""")
+threshold = "        /* kernel_buffer_threshold= */ 0,"
+assert text.count(threshold) == 1, "pytorch_backend's PT2 input collector changed"
+text = text.replace(threshold, "        /* kernel_buffer_threshold= */ gather_kernel_buffer_threshold_,")
+anchor = "  size_t expected_input_count{model_inputs.size()};"
+assert text.count(anchor) == 1, "pytorch_backend's PT2 instance constructor changed"
+text = text.replace(anchor, """  {  // triton-kit: GATHER_KERNEL_BUFFER_THRESHOLD
+    TritonJsonValue parameters;
+    int threshold = 0;
+    if (model_->ModelConfig().Find("parameters", &parameters)) {
+      if (auto err = ParseParameter(
+              parameters, "GATHER_KERNEL_BUFFER_THRESHOLD", &threshold)) {
+        TRITONSERVER_ErrorDelete(err);
+      }
+    }
+    gather_kernel_buffer_threshold_ = threshold > 0 ? threshold : 0;
+    TRITON_LOG_INFO(
+        "Gather kernel buffer threshold " << gather_kernel_buffer_threshold_
+                                          << " for model instance \\"" << Name()
+                                          << "\\".");
+  }
+""" + anchor)
+source.write_text(text)
+members = header.read_text()
+member = "  int device_count_{0};"
+assert members.count(member) == 1, "pytorch_backend's PT2 instance members changed"
+header.write_text(members.replace(
+    member, member + "\n  size_t gather_kernel_buffer_threshold_{0};  // triton-kit"))
+PY
 # The r26 sources ask for CMake 3.31.8; nothing this build uses needs more than 3.18.
 sed -i -E 's/cmake_minimum_required ?\(VERSION 3\.31\.8\)/cmake_minimum_required(VERSION 3.18)/' \
     "$src"/*/CMakeLists.txt "$src/core/src/CMakeLists.txt"

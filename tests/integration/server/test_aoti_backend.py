@@ -19,6 +19,15 @@ map on the first execution; every instance created after an execution (all but t
 the first had warmed up) then refused to load ("io_data already contains ordinal name"), and
 the first executions of concurrent instances raced on that one map (``mlp3w``).
 
+The fourth (issue 30): each request's statistics went to Triton with their timestamps in the
+wrong order (exec end where compute start belongs), so Triton reported the whole execution as
+compute input, the forward as compute output and a compute infer below zero, summed unsigned into
+10^8 ms and more (every PT2 row on the H100, and here). The GPU test checks the same sums where
+the backend times the parts with CUDA events.
+
+``GATHER_KERNEL_BUFFER_THRESHOLD`` (a config parameter the kit's build adds, as TensorRT's
+``gather_kernel_buffer_threshold``) is read per instance and leaves CPU serving exact (``mlpg``).
+
 ``TRITON_KIT_AOTI_BACKEND=LIB`` serves an already built library instead of the kit's build
 (about two minutes on two cores, skipped when an identical one is in build/triton-backends).
 """
@@ -73,6 +82,11 @@ WARMUP = ",\n".join(
     for b in range(1, 9)
 )
 CONFIG_WARM = CONFIG_INSTANCES.replace('"mlp3"', '"mlp3w"') + f"model_warmup [ {WARMUP} ]\n"
+CONFIG_GATHER = CONFIG.replace('"mlp"', '"mlpg"') + (
+    'parameters { key: "GATHER_KERNEL_BUFFER_THRESHOLD" value { string_value: "2" } }\n'
+)
+CONFIG_GPU = CONFIG.replace('"mlp"', '"mlp_gpu"').replace("KIND_CPU", "KIND_GPU")
+GPU = torch.cuda.is_available()
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +148,7 @@ def served(
 ) -> Iterator[tuple[str, Path]]:
     """(gRPC url, server log) of a bare tritonserver serving ``mlp`` and ``mlp3``."""
     root = tmp_path_factory.mktemp("aoti-served")
-    configs = {"mlp": CONFIG, "mlp3": CONFIG_INSTANCES}
+    configs = {"mlp": CONFIG, "mlp3": CONFIG_INSTANCES, "mlpg": CONFIG_GATHER}
     with _bare_server(root, linear[1], configs, backend_library) as served:
         yield served
 
@@ -202,9 +216,10 @@ def test_instances_share_one_loader_with_a_runner_each(
     expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
     np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
     text = log.read_text(errors="replace")
-    # One loader for mlp (1 runner) and one for mlp3's three instances, which the other two reuse.
+    # One loader each for mlp and mlpg (1 runner) and one for mlp3's three instances, which the
+    # other two reuse.
     assert f"Inductor model loader with {INSTANCES} runner(s)." in text, text[-3000:]
-    assert text.count("Inductor model loader with") == 2, text[-3000:]
+    assert text.count("Inductor model loader with") == 3, text[-3000:]
     assert text.count("Reusing Inductor model loader") == INSTANCES - 1, text[-3000:]
 
 
@@ -223,3 +238,63 @@ def test_instances_warmed_up_at_load_all_load_and_serve(
     expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
     np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
     assert text.count("Reusing Inductor model loader") == INSTANCES - 1, text[-3000:]
+
+
+def test_the_gather_threshold_parameter_is_read_and_batches_stay_exact(
+    served: tuple[str, Path], linear: tuple[torch.nn.Linear, Path]
+) -> None:
+    url, log = served
+    module = linear[0]
+    rows = np.random.default_rng(4).normal(size=(ROWS, 16)).astype(np.float32)
+    with ThreadPoolExecutor(ROWS) as pool:
+        got = list(pool.map(lambda r: _one_row(url, r, "mlpg"), rows))
+    model = model_stats_after(url, "mlpg", ROWS)
+    assert model.execution_count < ROWS, "the requests were not batched: the test proves nothing"
+    expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
+    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
+    text = log.read_text(errors="replace")
+    # Triton's log quotes each message and escapes the quotes inside it.
+    assert 'Gather kernel buffer threshold 2 for model instance \\"mlpg_0' in text, text[-3000:]
+    assert 'Gather kernel buffer threshold 0 for model instance \\"mlp_0' in text, text[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU (run on the lent H100)")
+def test_gpu_compute_statistics_add_up_to_the_execution(
+    backend_library: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The statistics of a GPU instance, whose parts the backend times with CUDA events."""
+    torch.manual_seed(0)
+    module = torch.nn.Linear(16, 4).cuda().eval()
+    root = tmp_path_factory.mktemp("aoti-gpu")
+    package = root / "model.pt2"
+    batch = torch.export.Dim("batch", min=1, max=8)
+    with torch.no_grad():
+        program = torch.export.export(
+            module, (torch.ones(4, 16, device="cuda"),), dynamic_shapes=({0: batch},)
+        )
+        torch._inductor.aoti_compile_and_package(program, package_path=str(package))
+    rows = np.random.default_rng(5).normal(size=(4 * ROWS, 16)).astype(np.float32)
+    with _bare_server(root, package, {"mlp_gpu": CONFIG_GPU}, backend_library) as (url, _):
+        with ThreadPoolExecutor(ROWS) as pool:
+            got = list(pool.map(lambda r: _one_row(url, r, "mlp_gpu"), rows))
+        stats = model_stats_after(url, "mlp_gpu", len(rows)).inference_stats
+    weight, bias = module.weight.detach().cpu().numpy(), module.bias.detach().cpu().numpy()
+    np.testing.assert_allclose(np.concatenate(got), rows @ weight.T + bias, rtol=1e-4, atol=1e-4)
+    _assert_parts_add_up(stats)
+
+
+def _assert_parts_add_up(stats) -> None:
+    """Triton's per-model sums: compute input, infer and output are parts of each request's
+    time on the server, so none is empty and together they cannot pass the requests' own."""
+    parts = {k: getattr(stats, k).ns for k in ("compute_input", "compute_infer", "compute_output")}
+    assert all(ns > 0 for ns in parts.values()), parts
+    assert sum(parts.values()) <= stats.success.ns, (parts, stats.success.ns)
+
+
+def test_request_statistics_add_up_to_the_execution(grpc_url: str) -> None:
+    rows = np.random.default_rng(6).normal(size=(ROWS, 16)).astype(np.float32)
+    before = model_stats_after(grpc_url, "mlp", 0).inference_count
+    with ThreadPoolExecutor(ROWS) as pool:
+        list(pool.map(lambda r: _one_row(grpc_url, r), rows))
+    _assert_parts_add_up(model_stats_after(grpc_url, "mlp", before + ROWS).inference_stats)

@@ -234,3 +234,20 @@ def test_warm_rows_are_models_of_their_own_beside_the_cold_ones(tmp_path: Path) 
     assert 'name: "aoti_i2_d2000p_warm"' in warm and "model_warmup" in warm
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--warmup", "some"])
+
+
+def test_each_gather_threshold_is_its_own_model_with_the_parameter(tmp_path: Path) -> None:
+    options = aoti.parse(["--out", str(tmp_path), "--instances", "4", "--gather", "0,32",
+                          "--no-baseline"])  # fmt: skip
+    assert options.gathers == (0, 32)
+    package = tmp_path / "resnet50.pt2"
+    package.write_bytes(b"package")
+    repo = tmp_path / "repo"
+    names = aoti.write_repository(repo, package, Path(), options.settings, options)
+    assert names == ["aoti_i1_d0", "aoti_i4_d2000p", "aoti_i4_d2000p_g32"]
+    gathered = _parsed((repo / "aoti_i4_d2000p_g32" / "config.pbtxt").read_text())
+    assert gathered.parameters["GATHER_KERNEL_BUFFER_THRESHOLD"].string_value == "32"
+    for name in ("aoti_i1_d0", "aoti_i4_d2000p"):
+        assert not _parsed((repo / name / "config.pbtxt").read_text()).parameters
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--gather", "-1"])

@@ -88,3 +88,24 @@ def test_warm_rows_load_times_and_first_calls_are_reported(tmp_path: Path) -> No
     assert warm in text
     assert "warm-up at every batch size 95.5 s" in text
     assert "batch sizes 1..2 ascending" in text and "median 118.0 ms" in text
+
+
+def test_the_server_split_is_shown_and_misordered_statistics_are_called_unusable() -> None:
+    rows = {
+        "aoti_i4_d2000p_g32_c256_cuda_shm": {
+            "items_per_s": 19000.0, "p50": 13.0, "p95": 15.0, "p99": 17.0,
+            "server": {"queue_ms": 1.2, "compute_input_ms": 0.4, "compute_infer_ms": 11.5,
+                       "compute_output_ms": 0.9},
+        },
+        "aoti_i4_d2000p_c256_cuda_shm": {
+            "items_per_s": 18000.0, "p50": 13.0, "p95": 15.0, "p99": 17.0,
+            "server": {"queue_ms": 1.2, "compute_input_ms": 8.4, "compute_infer_ms": 6.5e9,
+                       "compute_output_ms": 6.9},
+        },
+    }  # fmt: skip
+    text = aoti_report.render(RUN, rows, {})
+    assert (
+        "| 4 inst., 2000 µs + preferred, gather kernel from 32 requests | c256 CUDA shm | 19,000 "
+        "| 0.95 | 13.00 | 15.00 | 17.00 | 1.20 / 0.40 / 11.50 / 0.90 |" in text
+    )
+    assert "| 1.20 / 8.40 / unusable / 6.90 |" in text

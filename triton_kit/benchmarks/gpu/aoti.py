@@ -41,7 +41,10 @@ Steps (the report is rewritten after each, so a run cut short keeps what it meas
    150 KB image's trip through gRPC, the batch-1 gap's suspect); the baseline at c1 inline.
    ``--warmup all`` serves each batched row a second time (``..._warm``) with Triton's
    ``model_warmup`` running every batch size 1..max on each instance before it is ready, and
-   each server's load time is recorded (``<model>_load``).
+   each server's load time is recorded (``<model>_load``). ``--gather 0,N`` serves each batched
+   row once per threshold (``..._gN``): the config parameter ``GATHER_KERNEL_BUFFER_THRESHOLD``
+   (the kit's build of the backend reads it) gathers the inputs of N or more requests already
+   on the GPU (CUDA shared memory) with one kernel instead of a copy each.
 
 ``--first-calls`` adds a step before ``served``: in a fresh thread, the package's first and
 second call at every batch size 1..max. cuDNN's execution plans are cached per thread and per
@@ -195,6 +198,7 @@ class Options:
     repeats: int = 1  # each batched load measured this many times, to see the spread
     warmups: tuple[str, ...] = ("none",)  # each batched row served once per WARMUPS mode
     first_calls: bool = False  # time each batch size's first and second call in a new thread
+    gathers: tuple[int, ...] = (0,)  # each batched row once per gather-kernel threshold (0: off)
 
     @property
     def settings(self) -> Settings:
@@ -273,6 +277,12 @@ def parse(argv: list[str] | None) -> Options:
         help="time the package's first and second call at every batch size in a fresh thread "
         "(cuDNN plans are built per thread and shape)",
     )  # fmt: skip
+    parser.add_argument(
+        "--gather", default="0",
+        help="gather-kernel thresholds: each batched row once per value (rows ..._gN for N > 0; "
+        "the backend gathers the GPU-resident inputs of N or more requests with one kernel); "
+        "default 0 only (a copy per request)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -292,9 +302,13 @@ def parse(argv: list[str] | None) -> Options:
     if set(warmups) - set(WARMUPS):
         parser.error(f"--warmup: unknown {sorted(set(warmups) - set(WARMUPS))}; "
                      f"choose from {WARMUPS}")  # fmt: skip
+    gathers = tuple(int(n) for n in args.gather.split(","))
+    if min(gathers) < 0:
+        parser.error("--gather: each must be 0 (a copy per request) or more")
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
-                   args.client_cpus, args.repeats, warmups, args.first_calls)  # fmt: skip
+                   args.client_cpus, args.repeats, warmups, args.first_calls,
+                   gathers)  # fmt: skip
 
 
 def logged_compiles(log: Path) -> None:
@@ -447,11 +461,18 @@ def warmup_config(spec: Family) -> str:
 
 
 def aoti_config(
-    spec: Family, name: str, instances: int, gpu: bool, delay_us: int = 2000, warmup: bool = False
+    spec: Family,
+    name: str,
+    instances: int,
+    gpu: bool,
+    delay_us: int = 2000,
+    warmup: bool = False,
+    gather: int = 0,
 ) -> str:
     """Batching as gpu.md's best TorchScript row (2000 us, the family's preferred sizes); delay
     0 and no preferred sizes for the batch-1 row, where waiting only adds latency. ``warmup``:
-    every batch size once per instance at load (:func:`warmup_config`)."""
+    every batch size once per instance at load (:func:`warmup_config`); ``gather``: the
+    backend's gather-kernel threshold (0: the parameter is left out)."""
     preferred = ", ".join(str(b) for b in spec.preferred)
     batching = (
         f"max_queue_delay_microseconds: {delay_us} preferred_batch_size: [ {preferred} ]"
@@ -463,6 +484,7 @@ def aoti_config(
         f'{{ name: "INPUT__{i}" data_type: TYPE_{dtype} dims: [ {", ".join(map(str, dims))} ] }}'
         for i, (dtype, dims) in enumerate(spec.inputs)
     )
+    extra = (warmup_config(spec) if warmup else "") + gather_parameter(gather)
     return f"""name: "{name}"
 backend: "{AOTI_BACKEND}"
 platform: "torch_aoti"
@@ -471,7 +493,16 @@ input [ {inputs} ]
 output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ {spec.output_dims} ] }} ]
 instance_group [ {{ {kind} count: {instances} }} ]
 dynamic_batching {{ {batching} }}
-""" + (warmup_config(spec) if warmup else "")
+{extra}"""
+
+
+def gather_parameter(threshold: int) -> str:
+    """The kit's backend build reads GATHER_KERNEL_BUFFER_THRESHOLD (scripts/gpu/aoti_backend.sh);
+    nothing for 0, the backend's own default."""
+    if not threshold:
+        return ""
+    value = f'value {{ string_value: "{threshold}" }}'
+    return f'parameters {{ key: "GATHER_KERNEL_BUFFER_THRESHOLD" {value} }}\n'
 
 
 def torchscript_baseline(module, settings: Settings) -> Path:
@@ -493,16 +524,18 @@ def write_repository(
     spec = options.spec
     names = []
     batched = [
-        (n, delay, warm == "all")
+        (n, delay, warm == "all", gather)
         for warm in options.warmups
+        for gather in options.gathers
         for delay in options.delays_us
         for n in options.instances
     ]
-    for count, delay, warm in [(1, 0, False), *batched]:  # batch 1 first: quick, kept if cut
-        name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if delay else "") + ("_warm" * warm)
+    for count, delay, warm, gather in [(1, 0, False, 0), *batched]:  # batch 1 first: kept if cut
+        name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if delay else "")
+        name += (f"_g{gather}" if gather else "") + ("_warm" * warm)
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
-        config = aoti_config(spec, name, count, settings.gpu, delay, warm)
+        config = aoti_config(spec, name, count, settings.gpu, delay, warm, gather)
         (repo / name / "config.pbtxt").write_text(config)
         names.append(name)
     if not options.with_baseline:

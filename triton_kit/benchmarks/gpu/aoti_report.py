@@ -23,7 +23,8 @@ LOAD = re.compile(
     r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?:_rep(?P<rep>\d+))?$"
 )
 MODEL = re.compile(
-    r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)p?(?P<warm>_warm)?(?:_pool(?P<pool>\d+))?$"
+    r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)p?(?:_g(?P<gather>\d+))?(?P<warm>_warm)?"
+    r"(?:_pool(?P<pool>\d+))?$"
 )
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
 
@@ -48,6 +49,8 @@ def describe(model: str) -> str:
         return model
     delay = int(match["delay"])
     text = f"{match['instances']} inst., " + (f"{delay} µs + preferred" if delay else "no delay")
+    if match["gather"]:
+        text += f", gather kernel from {match['gather']} requests"
     if match["warm"]:
         text += ", warm-up at every batch size"
     if match["pool"]:
@@ -75,9 +78,10 @@ def render(data: dict, rows: dict, header: dict[str, str]) -> str:
     lines += _first_calls(data.get("first_calls") or {})
     lines += ["", "## Served", ""]
     lines.append(
-        "| served model | load | items/s | / in process | p50 ms | p95 ms | p99 ms | note |"
+        "| served model | load | items/s | / in process | p50 ms | p95 ms | p99 ms | "
+        "server ms: queue / input / infer / output | note |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
     lines += _served_lines(rows, best)
     lines += _load_times(rows)
     lines += _batch_one(in_process.get("bs1"), rows)
@@ -119,9 +123,20 @@ def _served_lines(rows: dict, best: float | None) -> list[str]:
         load += f" (repeat {match['rep']})" if match["rep"] else ""
         lines.append(
             f"| {describe(match['model'])} | {load} | {rate} | {ratio} | {latencies} | "
-            f"{flags(row)} |"
+            f"{server_split(row.get('server') or {})} | {flags(row)} |"
         )
     return lines
+
+
+def server_split(server: dict) -> str:
+    """Triton's per-request averages. A part over a minute comes from a run before the kit
+    fixed the r26 PT2 backend's statistics (timestamps passed in the wrong order, a compute
+    infer below zero summed unsigned), shown as unusable rather than as time."""
+    parts = [server.get(k) for k in ("queue_ms", "compute_input_ms", "compute_infer_ms",
+                                     "compute_output_ms")]  # fmt: skip
+    if None in parts:
+        return "—"
+    return " / ".join("unusable" if ms > 60_000 else f"{ms:.2f}" for ms in parts)
 
 
 def _first_calls(found: dict) -> list[str]:

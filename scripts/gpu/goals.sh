@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# On the lent GPU machine, after scripts/gpu/bench.sh's setup: every goal of issue 30 measured in
+# one run, each ratio within it (benchmarks/results/gpu.md is this run's report, rendered here by
+# `python -m triton_kit.benchmarks.gpu.goals_report`). The carry comes from
+# scripts/gpu/prepare_goals.sh; the run outlasts one device call, so scripts/gpu/background.sh
+# starts it in a session of its own and collects what it has written, call after call:
+#   bash scripts/gpu/background.sh start .whl-goals "$OUT"   (then: bash scripts/gpu/background.sh wait "$OUT")
+# Steps, the principal goals first (a run cut short keeps them), each a folder of OUT:
+#   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm; with and without the
+#               gather kernel) and at c1 against the same package in process
+#   bert-base   the same at c64 (4 instances)             bert-large  the same (2 instances)
+#   pipelines   the resnet50 JPEG ensemble and the bert text model against their pipelines in
+#               process (the kit's own TorchScript builds)
+#   launcher    the kit's launcher against a bare tritonserver on the same repository
+# Each step has a time limit (GOALS_STEP_S, default 420 s) and its own log (OUT/<step>/run.log).
+set -uo pipefail
+carry=$1; out=$2; shift 2
+limit=${GOALS_STEP_S:-420}
+cpus=(--server-cpus 0-11 --client-cpus 12-15)
+step() {
+    local name=$1; shift
+    mkdir -p "$out/$name"
+    echo "[goals $(date -u +%H:%M:%S)] $name: python3 -m $* --out $out/$name"
+    timeout "$limit" python3 -m "$@" --out "$out/$name" > "$out/$name/run.log" 2>&1
+    echo "[goals $(date -u +%H:%M:%S)] $name: exit $?"
+}
+step resnet50 triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
+    --repeats 2 --gather 0,32 --no-baseline "${cpus[@]}"
+step bert-base triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 4 \
+    --shared-memory cuda --repeats 2 --gather 0,16 "${cpus[@]}"
+step bert-large triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
+    --shared-memory cuda --repeats 2 "${cpus[@]}"
+step pipelines triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$carry/tokenizer.json" \
+    --budget-s 240 --models resnet50,bert
+step launcher triton_kit.benchmarks.gpu.serving --seconds 2 --steps launcher \
+    --variants native_i4_d2000p
+echo "[goals $(date -u +%H:%M:%S)] done"
+touch "$out/done"
