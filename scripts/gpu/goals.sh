@@ -12,6 +12,8 @@
 #   pipelines   the resnet50 JPEG ensemble and the bert text model against their pipelines in
 #               process (the kit's own TorchScript builds)
 #   launcher    the kit's launcher against a bare tritonserver on the same repository
+#   pytest      tests/integration/server/test_aoti_backend.py on this machine's build of the
+#               backend (its gpu-marked test runs here only)
 # Each step has a time limit (GOALS_STEP_S, default 420 s) and its own log (OUT/<step>/run.log).
 set -uo pipefail
 carry=$1; out=$2; shift 2
@@ -34,5 +36,10 @@ step pipelines triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$car
     --budget-s 240 --models resnet50,bert
 step launcher triton_kit.benchmarks.gpu.serving --seconds 2 --steps launcher \
     --variants native_i4_d2000p
+mkdir -p "$out/pytest"
+echo "[goals $(date -u +%H:%M:%S)] pytest tests/integration/server/test_aoti_backend.py"
+timeout 300 python3 -m pytest -q -p no:cacheprovider tests/integration/server/test_aoti_backend.py \
+    > "$out/pytest/aoti-backend.log" 2>&1
+echo "[goals $(date -u +%H:%M:%S)] pytest: exit $?"
 echo "[goals $(date -u +%H:%M:%S)] done"
 touch "$out/done"
