@@ -1,0 +1,99 @@
+"""gpu.md from one goals run: each goal judged on that run's own figures, a fresh server's
+first load told apart, ratios shown finely enough that 0.895 does not pass for 0.90."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from triton_kit.benchmarks.gpu import goals_report
+
+
+def _aoti(best: float, prefix: str, concurrency: int, rates: dict[str, list[float]],
+          bs1: float, c1: float) -> dict:  # fmt: skip
+    served = {f"{prefix}_i1_d0_c1": {"items_per_s": 400.0, "p50": c1, "p95": c1, "p99": c1}}
+    for model, each in rates.items():
+        for repeat, rate in enumerate(each, 1):
+            key = f"{model}_c{concurrency}_cuda_shm" + (f"_rep{repeat}" if repeat > 1 else "")
+            served[key] = {"items_per_s": rate, "p50": 10.0, "p95": 11.0, "p99": 12.0}
+    return {
+        "env": {},
+        "in_process": {
+            "bs1": {"items_per_s": 500.0, "p50": bs1, "p95": bs1, "p99": bs1},
+            "bs64": {"items_per_s": best, "p50": 4.0, "p95": 4.0, "p99": 4.0},
+        },
+        "served": served,
+    }
+
+
+def _run(root: Path) -> Path:
+    files = {
+        "resnet50/aoti.json": _aoti(20_000, "aoti", 256,
+                                    {"aoti_i4_d2000p": [16_600, 18_200, 18_400],
+                                     "aoti_i4_d2000p_g32": [15_000, 15_100]}, 1.9, 2.0),
+        "bert-base/aoti-bert-base.json": _aoti(15_000, "bert_base_aoti", 64,
+                                               {"bert_base_aoti_i4_d2000p": [12_900, 13_000]},
+                                               2.4, 2.3),
+        "bert-large/aoti-bert-large.json": _aoti(5_000, "bert_large_aoti", 64,
+                                                 {"bert_large_aoti_i2_d2000p": [4_500, 4_475]},
+                                                 3.0, 3.5),
+        "pipelines/pipelines.json": {
+            "env": {"gpu": "H100", "date": "2026-11-27 18:24 UTC", "commit": "abc1234"},
+            "served resnet50": {"c1": {"items_per_s": 80.0}, "c256": {"items_per_s": 2_000.0}},
+            "in-process resnet50": {"max_batch": 256, "bs256": {"items_per_s": 900.0}},
+            "served bert": {"c64": {"items_per_s": 700.0}},
+            "in-process bert": {"max_batch": 32, "bs32": {"items_per_s": 1_000.0}},
+        },
+        "launcher/serving.json": {"launcher": {
+            "model": "native_i4_d2000p", "concurrency": 256, "launcher_over_bare": 1.07,
+            "median_items_per_s": {"bare": 9_000.0, "launcher": 9_630.0},
+            "runs": {"bare": [{"items_per_s": 9_000.0, "p50": 18.0, "p99": 120.0}],
+                     "launcher": [{"items_per_s": 9_630.0, "p50": 18.5, "p99": 118.0}]},
+        }},
+    }  # fmt: skip
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(json.dumps(data))
+    (root / "run.log").write_text("[goals 18:10:46] resnet50: ...\n[goals 18:27:56] done\n")
+    (root / "pytest").mkdir()
+    (root / "pytest" / "aoti-backend.log").write_text("7 passed, 20 warnings in 79.15s\n")
+    return root
+
+
+def test_each_goal_is_judged_on_this_runs_figures(tmp_path: Path) -> None:
+    text = goals_report.render(_run(tmp_path), "bash goals", "raw/call32")
+    rows = {ln.split(" | ")[0]: ln for ln in text.splitlines() if ln.startswith("| ")}
+    resnet = rows["| ResNet-50 c256 ≥ 0.9× in process"]
+    assert "0.830×, 0.910×, 0.920×" in resnet and resnet.endswith("| after the first load |")
+    assert "gather" not in resnet  # the better config (by median) is the one without
+    assert rows["| ResNet-50 c256 ≥ 15,000 img/s"].endswith("16,600, 18,200, 18,400 | yes |")
+    assert rows["| BERT-base c64 ≥ 0.85× in process"].endswith("| yes |")
+    large = rows["| BERT-large c64 ≥ 0.9× in process"]
+    assert "0.900×, 0.895×" in large and large.endswith("| no |")
+    batch = rows["| batch 1: ≤ 0.3 ms added p50"]
+    assert "ResNet-50 +0.10 ms, BERT-base -0.10 ms, BERT-large +0.50 ms" in batch
+    assert batch.endswith("| 2 of 3 |")
+    assert rows["| `resnet50` (JPEG ensemble) ≥ 0.8×"].endswith(
+        "2.22× (2,000 against 900 items/s) | yes |"
+    )
+    assert rows["| `bert` (text) ≥ 0.8×"].endswith("| no |")  # 0.70
+    assert rows["| launcher ≥ 0.97× bare `tritonserver` (GPU)"].endswith("| yes |")
+    assert "| date | 2026-11-27 18:10:46–18:27:56 UTC |" in text
+    assert "| tests there | `tests/integration/server/test_aoti_backend.py`: 7 passed" in text
+
+
+def test_a_step_the_run_lacks_is_not_measured_and_notes_get_their_heading(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    (run / "launcher" / "serving.json").unlink()
+    (run / "bert-large" / "aoti-bert-large.json").unlink()
+    text = goals_report.render(run, "bash goals", "", notes="The reading.")
+    assert "| BERT-large c64 ≥ 0.9× in process | not measured | no |" in text
+    assert "| launcher ≥ 0.97× bare `tritonserver` (GPU) | not measured | no |" in text
+    assert "## BERT-large, seq 128\n\nNot measured in this run." in text
+    assert text.endswith("## Reading the figures\n\nThe reading.\n")
+
+
+def test_main_writes_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "gpu.md"
+    assert goals_report.main([str(_run(tmp_path / "run")), "--out", str(out)]) == 0
+    assert out.read_text().startswith("# Issue 30's goals on the H100, in one run\n")

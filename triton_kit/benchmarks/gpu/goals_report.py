@@ -1,0 +1,268 @@
+"""benchmarks/results/gpu.md from one run of scripts/gpu/goals.sh: every goal of issue 30
+measured in that run, each ratio within it.
+
+    python -m triton_kit.benchmarks.gpu.goals_report RUN --out gpu.md --raw DIR [--notes FILE]
+
+``RUN`` is the run's output folder: ``resnet50/aoti.json``, ``bert-base/aoti-bert-base.json``,
+``bert-large/aoti-bert-large.json`` (``python -m triton_kit.benchmarks.gpu.aoti``),
+``pipelines/pipelines.json``, ``launcher/serving.json``, ``pytest/aoti-backend.log`` and
+``run.log`` (goals.sh's step lines). A goal the run could not measure (the launcher on CPU,
+the tune) names the other run its figure comes from. ``--notes`` appends a hand-written
+reading of the figures under its own heading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton_kit.benchmarks.gpu import aoti_report
+
+STEP_LINE = re.compile(r"^\[goals (\d\d:\d\d:\d\d)\]")
+FAMILIES = {  # folder: (title, report file, concurrency of the goal's load, goal)
+    "resnet50": ("ResNet-50", "aoti.json", 256, 0.9),
+    "bert-base": ("BERT-base", "aoti-bert-base.json", 64, 0.85),
+    "bert-large": ("BERT-large", "aoti-bert-large.json", 64, 0.9),
+}  # BERT: seq 128, one sequence a request
+PIPELINE_GOAL = 0.8
+LAUNCHER_GOAL = 0.97
+BATCH_ONE_MS = 0.3
+RESNET_RATE = 15_000
+
+
+@dataclass(frozen=True)
+class Config:
+    """One served config's loads at the goal's concurrency, in the order measured."""
+
+    model: str
+    rates: tuple[float, ...]
+    best: float  # the in-process best it is compared with
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        return tuple(rate / self.best for rate in self.rates)
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def configs(data: dict, concurrency: int) -> list[Config]:
+    """Each served model's loads at ``concurrency`` (every shared-memory way, every repeat)."""
+    measured = {k: v for k, v in (data.get("in_process") or {}).items() if k.startswith("bs")}
+    if not measured:
+        return []
+    best = max(row["items_per_s"] for row in measured.values())
+    found: dict[str, list[float]] = {}
+    for key, row in (data.get("served") or {}).items():
+        match = aoti_report.LOAD.match(key)
+        if match and int(match["concurrency"]) == concurrency and "items_per_s" in row:
+            found.setdefault(match["model"], []).append(row["items_per_s"])
+    return [Config(model, tuple(rates), best) for model, rates in found.items()]
+
+
+def best_config(found: list[Config]) -> Config | None:
+    """The config with the highest median: what a tune would keep."""
+    return max(found, key=lambda c: statistics.median(c.rates), default=None)
+
+
+def verdict(values: tuple[float, ...], bound: float) -> str:
+    """Met in every load, in every load after a fresh server's first (which pays each
+    instance's first call at every batch size), or not."""
+    if values and min(values) >= bound:
+        return "yes"
+    if len(values) > 1 and min(values[1:]) >= bound:
+        return "after the first load"
+    return "no"
+
+
+def batch_one(data: dict) -> float | None:
+    """Served c1 p50 (the fastest way) less the in-process batch-1 p50, in ms."""
+    alone = (data.get("in_process") or {}).get("bs1")
+    served = [r["p50"] for k, r in (data.get("served") or {}).items()
+              if "_d0_c1" in k and "p50" in r]  # fmt: skip
+    return min(served) - alone["p50"] if alone and served else None
+
+
+def pipeline_ratio(data: dict, model: str) -> tuple[float, float, float] | None:
+    """(served items/s at the highest concurrency, in-process at the largest batch, ratio)."""
+    served = [(int(k.removeprefix("c")), r) for k, r in (data.get(f"served {model}") or {}).items()
+              if "items_per_s" in r]  # fmt: skip
+    local = data.get(f"in-process {model}") or {}
+    largest = local.get(f"bs{local.get('max_batch')}")
+    if not served or not largest:
+        return None
+    top = max(served)[1]["items_per_s"]
+    return top, largest["items_per_s"], top / largest["items_per_s"]
+
+
+def ratios_text(config: Config) -> str:
+    each = ", ".join(f"{r:.3f}×" for r in config.ratios)  # 0.895 is not 0.90
+    rates = ", ".join(f"{rate:,.0f}" for rate in config.rates)
+    return f"{each} ({rates} against {config.best:,.0f}/s; {aoti_report.describe(config.model)})"
+
+
+def goal_rows(run: Path) -> list[tuple[str, str, str]]:
+    rows = []
+    for folder, (title, name, concurrency, goal) in FAMILIES.items():
+        data = load(run / folder / name)
+        found = [c for c in configs(data, concurrency) if "_g" not in c.model.rsplit("_d", 1)[1]]
+        best = best_config(configs(data, concurrency))
+        plain = best_config(found)
+        if best is None:
+            rows.append((f"{title} c{concurrency} ≥ {goal}× in process", "not measured", "no"))
+            continue
+        text = ratios_text(best)
+        if plain is not None and plain != best:
+            text += f"; without the gather kernel {ratios_text(plain)}"
+        rows.append((f"{title} c{concurrency} ≥ {goal}× in process", text,
+                     verdict(best.ratios, goal)))  # fmt: skip
+        if folder == "resnet50" and plain is not None:
+            rates = ", ".join(f"{rate:,.0f}" for rate in plain.rates)
+            rows.append((f"ResNet-50 c256 ≥ {RESNET_RATE:,} img/s", rates,
+                         verdict(plain.rates, RESNET_RATE)))  # fmt: skip
+    added = {FAMILIES[f][0]: batch_one(load(run / f / FAMILIES[f][1])) for f in FAMILIES}
+    text = ", ".join(f"{t} {ms:+.2f} ms" for t, ms in added.items() if ms is not None)
+    met = [ms <= BATCH_ONE_MS for ms in added.values() if ms is not None]
+    rows.append((f"batch 1: ≤ {BATCH_ONE_MS} ms added p50", text or "not measured",
+                 f"{sum(met)} of {len(met)}"))  # fmt: skip
+    pipelines = load(run / "pipelines" / "pipelines.json")
+    for model in ("resnet50", "bert"):
+        found_ratio = pipeline_ratio(pipelines, model)
+        label = f"`{model}` ({'JPEG ensemble' if model == 'resnet50' else 'text'}) ≥ 0.8×"
+        if found_ratio is None:
+            rows.append((label, "not measured", "no"))
+            continue
+        served, local, ratio = found_ratio
+        rows.append((label, f"{ratio:.2f}× ({served:,.0f} against {local:,.0f} items/s)",
+                     "yes" if ratio >= PIPELINE_GOAL else "no"))  # fmt: skip
+    launcher = load(run / "launcher" / "serving.json").get("launcher") or {}
+    over = launcher.get("launcher_over_bare")
+    medians = launcher.get("median_items_per_s") or {}
+    rows.append((
+        f"launcher ≥ {LAUNCHER_GOAL}× bare `tritonserver` (GPU)",
+        f"{over:.2f} ({medians.get('launcher', 0):,.0f} against {medians.get('bare', 0):,.0f} "
+        "img/s, medians of two alternating rounds)" if over else "not measured",
+        "yes" if over and over >= LAUNCHER_GOAL else "no",
+    ))  # fmt: skip
+    return rows
+
+
+def header(run: Path, command: str, raw: str) -> list[str]:
+    env = load(run / "pipelines" / "pipelines.json").get("env") or {}
+    times = [m[1] for line in _lines(run / "run.log") if (m := STEP_LINE.match(line))]
+    span = f"{env.get('date', '?')[:10]} {times[0]}–{times[-1]} UTC" if times else "?"
+    machine = (
+        f"{env.get('gpu', '?')}; Python {env.get('python', '?')}, torch {env.get('torch', '?')}, "
+        f"CUDA {env.get('cuda', '?')}; Triton 2.51.0 (the nvidia-pytriton 0.7.0 binary) with "
+        "Triton's pytorch backend built there: r24.10 for TorchScript, the kit's build of r26 as "
+        "`pytorch_aoti` for AOTInductor"
+    )
+    tests = [ln for ln in _lines(run / "pytest" / "aoti-backend.log") if " passed" in ln]
+    rows = {"machine": machine, "command": f"`{command}`", "date": span,
+            "commit": f"`{env.get('commit', '?')}`", "raw": raw,
+            "tests there": f"`tests/integration/server/test_aoti_backend.py`: {tests[-1]}"
+            if tests else ""}  # fmt: skip
+    lines = ["| run | |", "|---|---|"]
+    return lines + [f"| {name} | {value} |" for name, value in rows.items() if value]
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(errors="replace").splitlines() if path.exists() else []
+
+
+def family_section(run: Path, folder: str) -> list[str]:
+    """The family's own report (aoti_report), its headings one level down."""
+    title, name, _, _ = FAMILIES[folder]
+    title += ", seq 128" if folder.startswith("bert") else ""
+    data = load(run / folder / name)
+    if not data:
+        return [f"## {title}", "", "Not measured in this run.", ""]
+    text = aoti_report.render(data, aoti_report.served_rows(data, None), {})
+    lines: list[str] = []
+    for line in text.splitlines()[1:]:
+        if line.startswith("| run |") or line == "|---|---|" or (not line and lines[-1:] == [""]):
+            continue  # the run's header is this report's
+        lines.append("#" + line if line.startswith("## ") else line)
+    return [f"## {title}: the AOTInductor package through `pytorch_aoti`", *lines, ""]
+
+
+def pipelines_section(run: Path) -> list[str]:
+    text = _lines(run / "pipelines" / "pipelines.md")
+    start = next((i for i, ln in enumerate(text) if ln == "## Summary"), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start + 1, len(text)) if text[i].startswith("## ")), len(text))
+    return ["## What users call: the ensembles against their pipelines in process", "",
+            "The kit's own builds (`--engine torch`, FP16 TorchScript through Triton's pytorch "
+            "backend); the full report is `pipelines/pipelines.md` in the raw folder.",
+            *text[start + 1 : end], ""]  # fmt: skip
+
+
+def launcher_section(run: Path) -> list[str]:
+    launcher = load(run / "launcher" / "serving.json").get("launcher") or {}
+    runs = launcher.get("runs") or {}
+    if not runs:
+        return []
+    lines = ["## The kit's launcher against a bare `tritonserver`", "",
+             f"The same repository (`{launcher.get('model')}`: TorchScript, Triton's pytorch "
+             "backend, 4 instances), one-image requests at "
+             f"c{launcher.get('concurrency')}, rounds alternating bare and launcher.", "",
+             "| server | round | img/s | p50 ms | p99 ms |", "|---|---|---|---|---|"]  # fmt: skip
+    for kind, rounds in runs.items():
+        for number, row in enumerate(rounds, 1):
+            if "items_per_s" in row:
+                lines.append(f"| {kind} | {number} | {row['items_per_s']:,.0f} | "
+                             f"{row['p50']:.2f} | {row['p99']:.2f} |")  # fmt: skip
+    return [*lines, ""]
+
+
+def render(run: Path, command: str, raw: str, notes: str = "") -> str:
+    lines = ["# Issue 30's goals on the H100, in one run", "", *header(run, command, raw), ""]
+    lines += ["## Against the goals", "", "| goal | this run | met |", "|---|---|---|"]
+    lines += [f"| {goal} | {text} | {met} |" for goal, text, met in goal_rows(run)]
+    lines += [
+        "",
+        "Every ratio is served items/s over the same engine's best in process (its largest "
+        "batch, host copies included), both from this run. *After the first load*: met in every "
+        "load but a fresh server's first, which pays each instance's first call at every batch "
+        "size (cuDNN's per-thread plans; `gpu_aoti/call26-resnet50-first-calls.md`). Not in this "
+        "run: the launcher on CPU (`launcher_cpu.md`: 1.04) and `loadtest tune` on the H100 "
+        "(`tune_gpu.md`).",
+        "",
+    ]
+    for folder in FAMILIES:
+        lines += family_section(run, folder)
+    lines += pipelines_section(run)
+    lines += launcher_section(run)
+    if notes:
+        lines += ["## Reading the figures", "", notes.strip(), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m triton_kit.benchmarks.gpu.goals_report",
+                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser.add_argument("run", type=Path, help="the run's output folder (goals.sh's OUT)")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--raw", default="", help="where the run's files are kept (header)")
+    parser.add_argument(
+        "--command",
+        default="bash scripts/gpu/background.sh start .whl-goals OUT (scripts/gpu/goals.sh)",
+        help="the command that made the run (header)",
+    )
+    parser.add_argument("--notes", type=Path, help="a markdown file: the reading of the figures")
+    args = parser.parse_args(argv)
+    notes = args.notes.read_text() if args.notes else ""
+    args.out.write_text(render(args.run, args.command, args.raw, notes))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
