@@ -1,7 +1,8 @@
 """Probe what answering a request costs inside a python-backend execute (issue 10/11).
 
 On the H100 the served NMT search took about 1.5 ms more per sentence than the same
-search in-process (benchmarks/results/gpu.md). The ``nmt`` model answers each request through its
+search in-process (benchmarks/results/gpu.md at e9bc558). The ``nmt`` model answers each
+request through its
 response sender as soon as its sentences finish. This probe serves four plain models (no
 project code in the stub) that answer every request of a batch either through
 ``sender.send`` or by returning the responses, with and without a CUDA context in the

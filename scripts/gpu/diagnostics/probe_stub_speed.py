@@ -1,7 +1,8 @@
 """Probe: is Python + torch slower inside a python-backend stub than in a plain process?
 
 On the H100 the served NMT search's encoder call took 12 ms of host time per execute in the
-stub against 4 ms in-process (benchmarks/results/gpu.md). This probe times the same small CUDA
+stub against 4 ms in-process (benchmarks/results/gpu.md at e9bc558). This probe times the
+same small CUDA
 launch loop (and a numpy loop) in this process and inside a python model's ``initialize``,
 and reports what could differ: CPU affinity, torch threads, switch interval, live threads.
 

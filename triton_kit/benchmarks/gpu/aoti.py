@@ -24,7 +24,7 @@ Steps (the report is rewritten after each, so a run cut short keeps what it meas
    Inductor's C++ compiler: on the H100 machine Inductor took ``/opt/gcc/bin/g++``, whose
    link put a static libstdc++ into the .so, and that copy's ``std::regex``
    (``parse_device_str``) crashed on the process's shared-libstdc++ locale (cuda-gdb
-   backtrace, gpu.md).
+   backtrace, gpu_aoti.md).
 2. ``in_process``: the package loaded by ``aoti_load_package``, its outputs checked against
    the eager module's on the build's inputs (max abs diff; ResNet top-1 agreement, BERT
    cosine similarity min), then timed at batch 1 and the larger batches (ResNet 64/256,
@@ -469,10 +469,10 @@ def aoti_config(
     warmup: bool = False,
     gather: int = 0,
 ) -> str:
-    """Batching as gpu.md's best TorchScript row (2000 us, the family's preferred sizes); delay
-    0 and no preferred sizes for the batch-1 row, where waiting only adds latency. ``warmup``:
-    every batch size once per instance at load (:func:`warmup_config`); ``gather``: the
-    backend's gather-kernel threshold (0: the parameter is left out)."""
+    """Batching as gpu_engines.md's best TorchScript row (2000 us, the family's preferred
+    sizes); delay 0 and no preferred sizes for the batch-1 row, where waiting only adds
+    latency. ``warmup``: every batch size once per instance at load (:func:`warmup_config`);
+    ``gather``: the backend's gather-kernel threshold (0: the parameter is left out)."""
     preferred = ", ".join(str(b) for b in spec.preferred)
     batching = (
         f"max_queue_delay_microseconds: {delay_us} preferred_batch_size: [ {preferred} ]"
@@ -506,7 +506,7 @@ def gather_parameter(threshold: int) -> str:
 
 
 def torchscript_baseline(module, settings: Settings) -> Path:
-    """The TorchScript the native pytorch backend serves (gpu.md's ``native_i4_d2000p``),
+    """The TorchScript the native pytorch backend serves (gpu_engines.md's ``native_i4_d2000p``),
     traced before the AOTI build turns the module channels_last."""
     from triton_kit.benchmarks.gpu.serving import traced
 

@@ -1,4 +1,5 @@
-"""benchmarks/results/gpu.md from the results of triton_kit/benchmarks/gpu/run.py."""
+"""gpu.md in the --out of triton_kit/benchmarks/gpu/run.py, from its results (the whole-GPU run;
+benchmarks/results/gpu.md itself is the goals run's report: goals_report.py)."""
 
 from __future__ import annotations
 

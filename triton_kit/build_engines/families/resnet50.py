@@ -49,9 +49,9 @@ DEFAULT_MAX_BATCH = 16
 # - pytorch_libtorch (TorchScript), chosen by `python -m triton_kit.loadtest tune`
 #   (benchmarks/results/tune_gpu.md, call 18): one-image requests at c64/c256, 2 GPU instances
 #   and no queue delay served 4.4k img/s against 3.3k for the 4 instances and 2000 us written
-#   before (both in that run). An earlier hand grid (gpu.md, call 1) had put 4 x 2000 us first
-#   at 10.1k; the machine served a third to a half of that in every run of that session, so
-#   the two disagree through noise as much as through the settings.
+#   before (both in that run). An earlier hand grid (gpu_engines.md, call 1) had put 4 x 2000 us
+#   first at 10.1k; the machine served a third to a half of that in every run of that session,
+#   so the two disagree through noise as much as through the settings.
 # - torch_aoti (the AOTInductor package through pytorch_aoti, one runner per instance): 4
 #   instances at 2000 us served 0.73-0.88x in process through shared memory against 0.61-0.74x
 #   for 2 (benchmarks/results/gpu_aoti/call22-resnet50-runners.md; 0.71-0.78x in call 25's
