@@ -8,6 +8,9 @@
 #       (default: --script scripts/gpu/goals.sh)
 #   bash scripts/gpu/background.sh wait OUT
 # WAIT_S (default 540) bounds each call's wait; the run's files are under RUN_DIR (/tmp/run).
+# The machine also goes back, at the end of the call in flight, once the session has held
+# machines for 30 minutes in all (the lease's held_s): start such a run early in a session (issue
+# 30's call 33 was lost in its BERT-base step that way; gpu/issue30-goals/call33-partial).
 set -uo pipefail
 run=${RUN_DIR:-/tmp/run}
 wait_s=${WAIT_S:-540}
