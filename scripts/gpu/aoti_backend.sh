@@ -152,7 +152,8 @@ PY
 # 2. The parameter GATHER_KERNEL_BUFFER_THRESHOLD (as TensorRT's gather_kernel_buffer_threshold)
 #    sets the input collector's kernel_buffer_threshold: inputs already in GPU or pinned memory
 #    (CUDA shared memory) of at least that many requests are gathered by one Triton kernel
-#    instead of a copy per request. Absent or 0: a copy per request, as before.
+#    instead of a copy per request. Absent or 0: a copy per request, as before; a value that is
+#    not a whole number of 0 or more fails the model's load with INVALID_ARG naming it.
 # Tests: tests/integration/server/test_aoti_backend.py (statistics; the parameter).
 "$py" - "$src/pytorch_backend/src/pt2/model_instance_state.cc" \
     "$src/pytorch_backend/src/pt2/model_instance_state.hh" <<'PY'
@@ -180,10 +181,26 @@ text = text.replace(anchor, """  {  // triton-kit: GATHER_KERNEL_BUFFER_THRESHOL
     if (model_->ModelConfig().Find("parameters", &parameters)) {
       if (auto err = ParseParameter(
               parameters, "GATHER_KERNEL_BUFFER_THRESHOLD", &threshold)) {
+        const bool absent =
+            TRITONSERVER_ErrorCode(err) == TRITONSERVER_ERROR_NOT_FOUND;
+        const std::string message = TRITONSERVER_ErrorMessage(err);
         TRITONSERVER_ErrorDelete(err);
+        if (!absent) {
+          THROW_TRITON_EXCEPTION(
+              TRITONSERVER_ERROR_INVALID_ARG,
+              "Failed to parse 'GATHER_KERNEL_BUFFER_THRESHOLD' for model \""
+                  << model_->Name() << "\": " << message);
+        }
       }
     }
-    gather_kernel_buffer_threshold_ = threshold > 0 ? threshold : 0;
+    if (threshold < 0) {
+      THROW_TRITON_EXCEPTION(
+          TRITONSERVER_ERROR_INVALID_ARG,
+          "'GATHER_KERNEL_BUFFER_THRESHOLD' for model \""
+              << model_->Name() << "\" must be 0 (a copy per request) or more, got "
+              << threshold);
+    }
+    gather_kernel_buffer_threshold_ = threshold;
     TRITON_LOG_INFO(
         "Gather kernel buffer threshold " << gather_kernel_buffer_threshold_
                                           << " for model instance \\"" << Name()

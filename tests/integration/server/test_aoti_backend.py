@@ -86,6 +86,10 @@ CONFIG_GATHER = CONFIG.replace('"mlp"', '"mlpg"') + (
     'parameters { key: "GATHER_KERNEL_BUFFER_THRESHOLD" value { string_value: "2" } }\n'
 )
 CONFIG_GPU = CONFIG.replace('"mlp"', '"mlp_gpu"').replace("KIND_CPU", "KIND_GPU")
+BAD_GATHER = {
+    "many": "Failed to parse 'GATHER_KERNEL_BUFFER_THRESHOLD'",
+    "-3": "must be 0 (a copy per request) or more, got -3",
+}
 GPU = torch.cuda.is_available()
 
 
@@ -256,6 +260,26 @@ def test_the_gather_threshold_parameter_is_read_and_batches_stay_exact(
     # Triton's log quotes each message and escapes the quotes inside it.
     assert 'Gather kernel buffer threshold 2 for model instance \\"mlpg_0' in text, text[-3000:]
     assert 'Gather kernel buffer threshold 0 for model instance \\"mlp_0' in text, text[-3000:]
+
+
+@pytest.mark.parametrize("value", list(BAD_GATHER))
+def test_a_malformed_gather_threshold_fails_the_load_and_says_why(
+    value: str,
+    backend_library: Path,
+    linear: tuple[torch.nn.Linear, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    config = CONFIG_GATHER.replace('"mlpg"', '"mlpbad"').replace('"2"', f'"{value}"')
+    root = tmp_path_factory.mktemp("aoti-bad-gather")
+    # _bare_server asserts that the server got ready, with the log's error lines as the message.
+    with (
+        pytest.raises(AssertionError) as refused,
+        _bare_server(root, linear[1], {"mlpbad": config}, backend_library),
+    ):
+        pass
+    assert "GATHER_KERNEL_BUFFER_THRESHOLD" in str(refused.value), str(refused.value)
+    assert BAD_GATHER[value] in str(refused.value), str(refused.value)
+    assert "mlpbad" in str(refused.value)
 
 
 @pytest.mark.gpu
