@@ -188,16 +188,16 @@ text = text.replace(anchor, """  {  // triton-kit: GATHER_KERNEL_BUFFER_THRESHOL
         if (!absent) {
           THROW_TRITON_EXCEPTION(
               TRITONSERVER_ERROR_INVALID_ARG,
-              "Failed to parse 'GATHER_KERNEL_BUFFER_THRESHOLD' for model \""
-                  << model_->Name() << "\": " << message);
+              "Failed to parse 'GATHER_KERNEL_BUFFER_THRESHOLD' for model \\""
+                  << model_->Name() << "\\": " << message);
         }
       }
     }
     if (threshold < 0) {
       THROW_TRITON_EXCEPTION(
           TRITONSERVER_ERROR_INVALID_ARG,
-          "'GATHER_KERNEL_BUFFER_THRESHOLD' for model \""
-              << model_->Name() << "\" must be 0 (a copy per request) or more, got "
+          "'GATHER_KERNEL_BUFFER_THRESHOLD' for model \\""
+              << model_->Name() << "\\" must be 0 (a copy per request) or more, got "
               << threshold);
     }
     gather_kernel_buffer_threshold_ = threshold;
