@@ -69,6 +69,12 @@ def configs(data: dict, concurrency: int) -> list[Config]:
     return [Config(model, way, tuple(rates), best) for (model, way), rates in found.items()]
 
 
+def gathered(config: Config) -> bool:
+    """Served with Triton's gather kernel (a ``..._gN`` model)."""
+    match = aoti_report.MODEL.search(config.model)
+    return bool(match and match["gather"])
+
+
 def best_config(found: list[Config]) -> Config | None:
     """The config with the highest median: what a tune would keep."""
     return max(found, key=lambda c: statistics.median(c.rates), default=None)
@@ -113,11 +119,11 @@ def ratios_text(config: Config) -> str:
 
 def goal_rows(run: Path) -> list[tuple[str, str, str]]:
     rows = []
-    for folder, (title, name, concurrency, goal) in FAMILIES.items():
-        data = load(run / folder / name)
-        found = [c for c in configs(data, concurrency) if "_g" not in c.model.rsplit("_d", 1)[1]]
-        best = best_config(configs(data, concurrency))
-        plain = best_config(found)
+    families = {folder: load(run / folder / spec[1]) for folder, spec in FAMILIES.items()}
+    for folder, (title, _, concurrency, goal) in FAMILIES.items():
+        found = configs(families[folder], concurrency)
+        best = best_config(found)
+        plain = best_config([c for c in found if not gathered(c)])
         if best is None:
             rows.append((f"{title} c{concurrency} ≥ {goal}× in process", "not measured", "no"))
             continue
@@ -130,7 +136,7 @@ def goal_rows(run: Path) -> list[tuple[str, str, str]]:
             rates = ", ".join(f"{rate:,.0f}" for rate in plain.rates)
             rows.append((f"ResNet-50 c256 ≥ {RESNET_RATE:,} img/s", rates,
                          verdict(plain.rates, RESNET_RATE)))  # fmt: skip
-    added = {FAMILIES[f][0]: batch_one(load(run / f / FAMILIES[f][1])) for f in FAMILIES}
+    added = {FAMILIES[folder][0]: batch_one(data) for folder, data in families.items()}
     text = ", ".join(f"{t} {ms:+.2f} ms" for t, ms in added.items() if ms is not None)
     met = [ms <= BATCH_ONE_MS for ms in added.values() if ms is not None]
     rows.append((f"batch 1: ≤ {BATCH_ONE_MS} ms added p50", text or "not measured",
