@@ -214,6 +214,101 @@ assert members.count(member) == 1, "pytorch_backend's PT2 instance members chang
 header.write_text(members.replace(
     member, member + "\n  size_t gather_kernel_buffer_threshold_{0};  // triton-kit"))
 PY
+# CUDA graphs around the forward (issue 30): Triton's optimization.cuda.graphs and graph_spec
+# batch sizes, as TensorRT's backend reads them; scripts/gpu/pytorch_aoti/cuda_graphs.hh says
+# how and why (the package is then loaded run_single_threaded, and non-replayed calls hold the
+# model's mutex). A GPU instance captures each size on first use; a CPU instance runs without
+# graphs and says so; graphs without batching, or a graph_spec batch size outside
+# 1..max_batch_size, fail the load with INVALID_ARG. Tests: tests/integration/server/
+# test_aoti_backend.py (the config's errors and the CPU fallback here; graphs on the GPU).
+cp "$(dirname "$0")/pytorch_aoti/cuda_graphs.hh" "$src/pytorch_backend/src/pt2/"
+"$py" - "$src/pytorch_backend/src/pt2" <<'PY'
+import sys
+from pathlib import Path
+root = Path(sys.argv[1])
+
+
+def patch(name: str, old: str, new: str, count: int = 1) -> None:
+    path = root / name
+    text = path.read_text()
+    assert text.count(old) == count, f"pytorch_backend's {name} changed near: {old[:60]!r}"
+    path.write_text(text.replace(old, new))
+
+
+patch("model_state.hh", '#include <ATen/Parallel.h>\n',
+      '#include <ATen/Parallel.h>\n\n#include <mutex>\n\n#include "cuda_graphs.hh"  // triton-kit\n')
+patch("model_state.hh", "  bool weight_sharing_enabled_{false};\n",
+      "  bool weight_sharing_enabled_{false};\n"
+      "  triton_kit::CudaGraphConfig cuda_graphs_;  // triton-kit\n"
+      "  std::mutex cuda_graph_mutex_;  // triton-kit: every call that is not a replay\n")
+patch("model_state.hh", "  [[nodiscard]] bool WeightSharingEnabled() const;\n",
+      "  [[nodiscard]] bool WeightSharingEnabled() const;\n\n"
+      "  // triton-kit: optimization.cuda.graphs (cuda_graphs.hh)\n"
+      "  [[nodiscard]] const triton_kit::CudaGraphConfig& CudaGraphs() const\n"
+      "  {\n    return cuda_graphs_;\n  }\n"
+      "  [[nodiscard]] std::mutex& CudaGraphMutex() { return cuda_graph_mutex_; }\n")
+patch("model_state.cc", "  TorchModelLoader* model_loader{nullptr};\n",
+      """  try {  // triton-kit: optimization.cuda.graphs
+    cuda_graphs_ = triton_kit::ParseCudaGraphConfig(ModelConfig(), MaxBatchSize(), Name());
+  }
+  catch (const std::invalid_argument& error) {
+    THROW_TRITON_EXCEPTION(TRITONSERVER_ERROR_INVALID_ARG, error.what());
+  }
+  TorchModelLoader* model_loader{nullptr};
+""")
+patch("model_state.cc", """        /*run_single_threaded=*/false,
+        /*num_runners=*/num_runners,
+        /*device_index=*/device.index()};""",
+      """        /*run_single_threaded=*/cuda_graphs_.enabled,  // triton-kit: see cuda_graphs.hh
+        /*num_runners=*/cuda_graphs_.enabled ? 1 : num_runners,
+        /*device_index=*/device.index()};""")
+patch("model_instance_state.hh", "  std::vector<cudaStream_t> stream_vector_;\n",
+      "  std::vector<cudaStream_t> stream_vector_;\n"
+      "  std::unique_ptr<triton_kit::CudaGraphs> cuda_graphs_;  // triton-kit\n")
+patch("model_instance_state.cc", "  size_t expected_input_count{model_inputs.size()};\n",
+      """  if (model_->CudaGraphs().enabled) {  // triton-kit: optimization.cuda.graphs
+    const auto sizes = triton_kit::JoinSizes(model_->CudaGraphs().batch_sizes);
+#ifdef TRITON_ENABLE_GPU
+    if (Kind() == TRITONSERVER_INSTANCEGROUPKIND_GPU) {
+      cuda_graphs_ = std::make_unique<triton_kit::CudaGraphs>(
+          model_->CudaGraphs().batch_sizes, &model_->CudaGraphMutex(),
+          [name = Name()](const std::string& message) {
+            TRITON_LOG_INFO(message << " on instance \\"" << name << "\\".");
+          });
+      TRITON_LOG_INFO(
+          "CUDA graphs for batch sizes " << sizes << " on instance \\"" << Name()
+                                         << "\\".");
+    } else
+#endif
+    {
+      TRITON_LOG_WARN(
+          "CUDA graphs (batch sizes " << sizes << ") need a GPU instance: instance \\""
+                                      << Name() << "\\" runs without them.");
+    }
+  }
+  size_t expected_input_count{model_inputs.size()};
+""")
+patch("model_instance_state.cc", "    model_outputs = model_->Forward(input_tensors);\n",
+      """    model_outputs = [&]() -> std::vector<torch::Tensor> {  // triton-kit
+#ifdef TRITON_ENABLE_GPU
+      if (cuda_graphs_) {
+        auto graphed = cuda_graphs_->Run(
+            input_tensors, [this](const std::vector<at::Tensor>& inputs) {
+              return model_->Forward(inputs);
+            });
+        if (graphed) {
+          return std::move(*graphed);
+        }
+      }
+#endif
+      if (model_->CudaGraphs().enabled && device_.is_cuda()) {
+        std::lock_guard<std::mutex> lock(model_->CudaGraphMutex());
+        return model_->Forward(input_tensors);
+      }
+      return model_->Forward(input_tensors);
+    }();
+""")
+PY
 # The r26 sources ask for CMake 3.31.8; nothing this build uses needs more than 3.18.
 sed -i -E 's/cmake_minimum_required ?\(VERSION 3\.31\.8\)/cmake_minimum_required(VERSION 3.18)/' \
     "$src"/*/CMakeLists.txt "$src/core/src/CMakeLists.txt"

@@ -28,6 +28,11 @@ the backend times the parts with CUDA events.
 ``GATHER_KERNEL_BUFFER_THRESHOLD`` (a config parameter the kit's build adds, as TensorRT's
 ``gather_kernel_buffer_threshold``) is read per instance and leaves CPU serving exact (``mlpg``).
 
+CUDA graphs (Triton's ``optimization { cuda { graphs: true } }``, as TensorRT's backend reads
+it; scripts/gpu/pytorch_aoti/cuda_graphs.hh): a CPU instance serves without them and says so
+(``mlpcg``), a config that cannot have them fails its load with INVALID_ARG naming why, and on
+the GPU every batch runs through the graph of the smallest captured size that holds it.
+
 ``TRITON_KIT_AOTI_BACKEND=LIB`` serves an already built library instead of the kit's build
 (about two minutes on two cores, skipped when an identical one is in build/triton-backends).
 """
@@ -86,6 +91,27 @@ CONFIG_GATHER = CONFIG.replace('"mlp"', '"mlpg"') + (
     'parameters { key: "GATHER_KERNEL_BUFFER_THRESHOLD" value { string_value: "2" } }\n'
 )
 CONFIG_GPU = CONFIG.replace('"mlp"', '"mlp_gpu"').replace("KIND_CPU", "KIND_GPU")
+GRAPHS = "optimization { cuda { graphs: true } }\n"
+CONFIG_GRAPHS = CONFIG.replace('"mlp"', '"mlpcg"') + GRAPHS
+# Captured sizes 2 and 8 on two GPU instances: one row runs in the graph of 2, three in that of 8.
+CONFIG_GPU_GRAPHS = (
+    CONFIG.replace('"mlp"', '"mlp_gpu_cg"').replace("KIND_CPU count: 1", "KIND_GPU count: 2")
+    + "optimization { cuda { graphs: true graph_spec [ { batch_size: 2 }, { batch_size: 8 } ] } }\n"
+)
+BAD_GRAPHS = {
+    "unbatched": (
+        CONFIG.replace("max_batch_size: 8", "max_batch_size: 0")
+        .replace("dims: [ 16 ]", "dims: [ -1, 16 ]")
+        .replace("dims: [ 4 ]", "dims: [ -1, 4 ]")
+        .replace("dynamic_batching { max_queue_delay_microseconds: 300000 }\n", "")
+        + GRAPHS,
+        "needs max_batch_size > 0",
+    ),
+    "spec-too-large": (
+        CONFIG + "optimization { cuda { graphs: true graph_spec [ { batch_size: 16 } ] } }\n",
+        "graph_spec batch_size 16",
+    ),
+}
 BAD_GATHER = {
     "many": "Failed to parse 'GATHER_KERNEL_BUFFER_THRESHOLD'",
     "-3": "must be 0 (a copy per request) or more, got -3",
@@ -152,7 +178,8 @@ def served(
 ) -> Iterator[tuple[str, Path]]:
     """(gRPC url, server log) of a bare tritonserver serving ``mlp`` and ``mlp3``."""
     root = tmp_path_factory.mktemp("aoti-served")
-    configs = {"mlp": CONFIG, "mlp3": CONFIG_INSTANCES, "mlpg": CONFIG_GATHER}
+    configs = {"mlp": CONFIG, "mlp3": CONFIG_INSTANCES, "mlpg": CONFIG_GATHER,
+               "mlpcg": CONFIG_GRAPHS}  # fmt: skip
     with _bare_server(root, linear[1], configs, backend_library) as served:
         yield served
 
@@ -220,10 +247,10 @@ def test_instances_share_one_loader_with_a_runner_each(
     expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
     np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
     text = log.read_text(errors="replace")
-    # One loader each for mlp and mlpg (1 runner) and one for mlp3's three instances, which the
-    # other two reuse.
+    # One loader each for mlp, mlpg and mlpcg (1 runner) and one for mlp3's three instances,
+    # which the other two reuse.
     assert f"Inductor model loader with {INSTANCES} runner(s)." in text, text[-3000:]
-    assert text.count("Inductor model loader with") == 3, text[-3000:]
+    assert text.count("Inductor model loader with") == 4, text[-3000:]
     assert text.count("Reusing Inductor model loader") == INSTANCES - 1, text[-3000:]
 
 
@@ -282,15 +309,45 @@ def test_a_malformed_gather_threshold_fails_the_load_and_says_why(
     assert "mlpbad" in str(refused.value)
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU (run on the lent H100)")
-def test_gpu_compute_statistics_add_up_to_the_execution(
-    backend_library: Path, tmp_path_factory: pytest.TempPathFactory
+def test_cuda_graphs_on_a_cpu_instance_serve_without_them_and_say_so(
+    served: tuple[str, Path], linear: tuple[torch.nn.Linear, Path]
 ) -> None:
-    """The statistics of a GPU instance, whose parts the backend times with CUDA events."""
+    url, log = served
+    module = linear[0]
+    rows = np.random.default_rng(7).normal(size=(ROWS, 16)).astype(np.float32)
+    with ThreadPoolExecutor(ROWS) as pool:
+        got = list(pool.map(lambda r: _one_row(url, r, "mlpcg"), rows))
+    expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
+    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
+    text = log.read_text(errors="replace")
+    # The default sizes: powers of two up to max_batch_size.
+    assert 'CUDA graphs (batch sizes 1, 2, 4, 8) need a GPU instance: instance \\"mlpcg_0' in text
+    assert "CUDA graph captured" not in text
+
+
+@pytest.mark.parametrize("case", list(BAD_GRAPHS))
+def test_cuda_graphs_a_config_cannot_have_fail_the_load_and_say_why(
+    case: str,
+    backend_library: Path,
+    linear: tuple[torch.nn.Linear, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    config, reason = BAD_GRAPHS[case]
+    config = config.replace('"mlp"', '"mlpbadcg"')
+    root = tmp_path_factory.mktemp("aoti-bad-graphs")
+    with (
+        pytest.raises(AssertionError) as refused,
+        _bare_server(root, linear[1], {"mlpbadcg": config}, backend_library),
+    ):
+        pass
+    assert reason in str(refused.value), str(refused.value)
+    assert "mlpbadcg" in str(refused.value)
+
+
+def _gpu_linear(root: Path) -> tuple[torch.nn.Linear, Path]:
+    """A Linear(16, 4) on the GPU compiled into a package with a dynamic batch of 1..8."""
     torch.manual_seed(0)
     module = torch.nn.Linear(16, 4).cuda().eval()
-    root = tmp_path_factory.mktemp("aoti-gpu")
     package = root / "model.pt2"
     batch = torch.export.Dim("batch", min=1, max=8)
     with torch.no_grad():
@@ -298,6 +355,45 @@ def test_gpu_compute_statistics_add_up_to_the_execution(
             module, (torch.ones(4, 16, device="cuda"),), dynamic_shapes=({0: batch},)
         )
         torch._inductor.aoti_compile_and_package(program, package_path=str(package))
+    return module, package
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU (run on the lent H100)")
+def test_gpu_cuda_graphs_serve_every_batch_exactly(
+    backend_library: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Batches of 1, 3 and 8 rows through graphs of 2 and 8, twice with fresh rows: a replay
+    that kept the capture's inputs, or a padded row that leaked, would show."""
+    root = tmp_path_factory.mktemp("aoti-gpu-graphs")
+    module, package = _gpu_linear(root)
+    weight, bias = module.weight.detach().cpu().numpy(), module.bias.detach().cpu().numpy()
+    rng = np.random.default_rng(8)
+    with _bare_server(root, package, {"mlp_gpu_cg": CONFIG_GPU_GRAPHS}, backend_library) as (
+        url, log,
+    ):  # fmt: skip
+        for _ in range(2):
+            for count in (1, 3, 8):
+                rows = rng.normal(size=(count, 16)).astype(np.float32)
+                with ThreadPoolExecutor(count) as pool:
+                    got = list(pool.map(lambda r: _one_row(url, r, "mlp_gpu_cg"), rows))
+                np.testing.assert_allclose(
+                    np.concatenate(got), rows @ weight.T + bias, rtol=1e-4, atol=1e-4
+                )
+        text = log.read_text(errors="replace")
+    assert text.count("CUDA graphs for batch sizes 2, 8 on instance") == 2, text[-3000:]
+    assert "CUDA graph captured for batch size 2" in text, text[-3000:]
+    assert "CUDA graph captured for batch size 8" in text, text[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU (run on the lent H100)")
+def test_gpu_compute_statistics_add_up_to_the_execution(
+    backend_library: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The statistics of a GPU instance, whose parts the backend times with CUDA events."""
+    root = tmp_path_factory.mktemp("aoti-gpu")
+    module, package = _gpu_linear(root)
     rows = np.random.default_rng(5).normal(size=(4 * ROWS, 16)).astype(np.float32)
     with _bare_server(root, package, {"mlp_gpu": CONFIG_GPU}, backend_library) as (url, _):
         with ThreadPoolExecutor(ROWS) as pool:

@@ -251,3 +251,21 @@ def test_each_gather_threshold_is_its_own_model_with_the_parameter(tmp_path: Pat
         assert not _parsed((repo / name / "config.pbtxt").read_text()).parameters
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--gather", "-1"])
+
+
+def test_cuda_graph_rows_are_models_of_their_own_with_tritons_graphs_field(tmp_path: Path) -> None:
+    options = aoti.parse(["--out", str(tmp_path), "--instances", "4", "--cuda-graphs", "off,on",
+                          "--no-baseline"])  # fmt: skip
+    assert options.graphs == (False, True)
+    package = tmp_path / "resnet50.pt2"
+    package.write_bytes(b"package")
+    repo = tmp_path / "repo"
+    names = aoti.write_repository(repo, package, Path(), options.settings, options)
+    assert names == ["aoti_i1_d0", "aoti_i1_d0_cg", "aoti_i4_d2000p", "aoti_i4_d2000p_cg"]
+    for name in names:
+        config = _parsed((repo / name / "config.pbtxt").read_text())
+        assert config.optimization.cuda.graphs == name.endswith("_cg"), name
+    # Both no-delay models are the batch-1 rows (c1 only); the others are loaded at c256.
+    assert [aoti.batch_one_row(n) for n in names] == [True, True, False, False]
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--cuda-graphs", "maybe"])

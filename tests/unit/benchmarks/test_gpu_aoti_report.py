@@ -109,3 +109,23 @@ def test_the_server_split_is_shown_and_misordered_statistics_are_called_unusable
         "| 0.95 | 13.00 | 15.00 | 17.00 | 1.20 / 0.40 / 11.50 / 0.90 |" in text
     )
     assert "| 1.20 / 8.40 / unusable / 6.90 |" in text
+
+
+def test_graph_rows_are_named_and_each_side_of_batch_one_is_its_fastest_way() -> None:
+    """CUDA graphs on both sides: the in-process best and the batch-1 gap take the fastest row,
+    graphed or not, so a graphed server is never flattered by a plain in-process figure."""
+    run = json.loads(json.dumps(RUN))
+    run["in_process"]["bs1_graph"] = {"items_per_s": 2000.0, "p50": 0.5, "p95": 0.6, "p99": 0.7}
+    run["in_process"]["bs256_graph"] = {"items_per_s": 25000.0, "p50": 10.0, "p95": 10.5,
+                                        "p99": 11.0}  # fmt: skip
+    run["served"]["aoti_i1_d0_cg_c1"] = {"items_per_s": 1000.0, "p50": 0.8, "p95": 1.0, "p99": 1.2}
+    run["served"]["aoti_i4_d2000p_cg_c256_system_shm"] = {
+        "items_per_s": 22500.0, "p50": 11.0, "p95": 12.0, "p99": 13.0
+    }  # fmt: skip
+    text = aoti_report.render(run, run["served"], {})
+    assert "| 1, CUDA graph | 2,000 | 0.50 |" in text
+    assert "(bs256_graph, 25,000/s)" in text
+    assert "| 4 inst., 2000 µs + preferred, CUDA graphs | c256 system shm | 22,500 | 0.90 |" in text
+    assert "| 1 inst., no delay, CUDA graphs | c1 inline | 1,000 | — |" in text
+    assert "**+0.30 ms**" in text  # 0.80 served (graphed) against 0.50 in process (graphed)
+    assert aoti_report.batch_one(run["in_process"], run["served"]) == (0.8, 0.5)

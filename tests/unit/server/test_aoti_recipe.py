@@ -7,6 +7,7 @@ from pathlib import Path
 
 from triton_kit.server.binary import missing_native_backends
 from triton_kit.server.model_backends import backend_table, native_backends_needed
+from triton_kit.server.native_backends import aoti, frameworks
 from triton_kit.server.native_backends.__main__ import parse
 from triton_kit.server.native_backends.aoti import AOTI_BACKEND, SCRIPT
 
@@ -33,3 +34,15 @@ def test_a_repository_that_needs_it_names_its_build_command(tmp_path: Path, monk
     (tmp_path / "backends").mkdir()
     missing = missing_native_backends(tmp_path / "backends", set(needed))
     assert "native_backends build pytorch_aoti" in missing[AOTI_BACKEND]
+
+
+def test_the_recipe_covers_the_sources_the_script_copies_in(tmp_path: Path, monkeypatch) -> None:
+    """An edit to a file under scripts/gpu/pytorch_aoti (cuda_graphs.hh) rebuilds the backend
+    instead of serving the previous build as up to date."""
+    framework = frameworks.require("torch")
+    header = tmp_path / "cuda_graphs.hh"
+    header.write_text("// one\n")
+    monkeypatch.setattr(aoti, "PATCH_SOURCES", tmp_path)
+    before = aoti.recipe_key(framework, None)
+    header.write_text("// two\n")
+    assert aoti.recipe_key(framework, None) != before

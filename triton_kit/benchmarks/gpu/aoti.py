@@ -44,7 +44,12 @@ Steps (the report is rewritten after each, so a run cut short keeps what it meas
    each server's load time is recorded (``<model>_load``). ``--gather 0,N`` serves each batched
    row once per threshold (``..._gN``): the config parameter ``GATHER_KERNEL_BUFFER_THRESHOLD``
    (the kit's build of the backend reads it) gathers the inputs of N or more requests already
-   on the GPU (CUDA shared memory) with one kernel instead of a copy each.
+   on the GPU (CUDA shared memory) with one kernel instead of a copy each. ``--cuda-graphs
+   off,on`` serves each package row without and with Triton's ``optimization { cuda { graphs:
+   true } }`` (``..._cg``; the kit's build of the backend captures a graph per batch size,
+   scripts/gpu/pytorch_aoti/cuda_graphs.hh), and times in process the same package's forward
+   replayed from a CUDA graph at each batch (``bs<N>_graph``), so a graphed row is compared with
+   the engine's best either way.
 
 ``--first-calls`` adds a step before ``served``: in a fresh thread, the package's first and
 second call at every batch size 1..max. cuDNN's execution plans are cached per thread and per
@@ -199,6 +204,7 @@ class Options:
     warmups: tuple[str, ...] = ("none",)  # each batched row served once per WARMUPS mode
     first_calls: bool = False  # time each batch size's first and second call in a new thread
     gathers: tuple[int, ...] = (0,)  # each batched row once per gather-kernel threshold (0: off)
+    graphs: tuple[bool, ...] = (False,)  # each package row without and/or with CUDA graphs
 
     @property
     def settings(self) -> Settings:
@@ -283,6 +289,12 @@ def parse(argv: list[str] | None) -> Options:
         "the backend gathers the GPU-resident inputs of N or more requests with one kernel); "
         "default 0 only (a copy per request)",
     )  # fmt: skip
+    parser.add_argument(
+        "--cuda-graphs", default="off",
+        help="off and/or on: each package row without / with CUDA graphs (rows ..._cg; "
+        "optimization.cuda.graphs), and in process each batch replayed from a graph too "
+        "(rows bs<N>_graph); default off",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -305,10 +317,14 @@ def parse(argv: list[str] | None) -> Options:
     gathers = tuple(int(n) for n in args.gather.split(","))
     if min(gathers) < 0:
         parser.error("--gather: each must be 0 (a copy per request) or more")
+    graphs = tuple(dict.fromkeys(args.cuda_graphs.split(",")))
+    if set(graphs) - {"off", "on"}:
+        parser.error(f"--cuda-graphs: unknown {sorted(set(graphs) - {'off', 'on'})}; "
+                     "choose from off, on")  # fmt: skip
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
-                   gathers)  # fmt: skip
+                   gathers, tuple(g == "on" for g in graphs))  # fmt: skip
 
 
 def logged_compiles(log: Path) -> None:
@@ -383,7 +399,9 @@ def check(runner, package: Path, spec: Family, device: str) -> dict:
     return {"max_abs_diff": float((y - expected).abs().max()), **spec.agreement(y, expected)}
 
 
-def in_process(package: Path, spec: Family, settings: Settings) -> dict:
+def in_process(package: Path, spec: Family, settings: Settings, graphs: bool = False) -> dict:
+    """Each batch's forward with host copies; with ``graphs``, also replayed from a CUDA graph
+    (``bs<N>_graph``) with its outputs checked against the plain forward's."""
     import torch
 
     runner = torch._inductor.aoti_load_package(str(package))
@@ -405,7 +423,45 @@ def in_process(package: Path, spec: Family, settings: Settings) -> dict:
             "items_per_s": batch * len(latencies) / sum(latencies),
         }
         print(batch, rows[f"bs{batch}"], flush=True)
+        if graphs and settings.gpu:
+            rows[f"bs{batch}_graph"] = graphed(package, hosts, run(), settings)
+            print(f"{batch} graph", rows[f"bs{batch}_graph"], flush=True)
     return rows
+
+
+def graphed(package: Path, hosts: list, plain, settings: Settings) -> dict:
+    """The package's forward at one batch replayed from a CUDA graph, host copies included, as
+    the backend's graphs run it: loaded ``run_single_threaded`` (its threaded run records an
+    event a capture leaves unqueryable), one warm-up call on a side stream, then the capture."""
+    import torch
+
+    runner = torch._inductor.aoti_load_package(str(package), run_single_threaded=True)
+    with torch.inference_mode():
+        static = [h.to(settings.device) for h in hosts]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            runner(*static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="relaxed"):
+            out = runner(*static)
+
+    def run():
+        with torch.inference_mode():
+            for held, host in zip(static, hosts, strict=True):
+                held.copy_(host, non_blocking=True)
+            graph.replay()
+            return out.cpu()
+
+    replayed = run().float()
+    latencies = timed_loop(run, settings.seconds)
+    batch = hosts[0].shape[0]
+    return {
+        **stats(latencies),
+        "items_per_s": batch * len(latencies) / sum(latencies),
+        "max_abs_diff_vs_plain": float((replayed - plain.float()).abs().max()),
+    }
 
 
 def first_calls(package: Path, spec: Family, settings: Settings) -> dict:
@@ -468,11 +524,13 @@ def aoti_config(
     delay_us: int = 2000,
     warmup: bool = False,
     gather: int = 0,
+    graphs: bool = False,
 ) -> str:
     """Batching as gpu_engines.md's best TorchScript row (2000 us, the family's preferred
     sizes); delay 0 and no preferred sizes for the batch-1 row, where waiting only adds
     latency. ``warmup``: every batch size once per instance at load (:func:`warmup_config`);
-    ``gather``: the backend's gather-kernel threshold (0: the parameter is left out)."""
+    ``gather``: the backend's gather-kernel threshold (0: the parameter is left out);
+    ``graphs``: Triton's ``optimization.cuda.graphs`` (a graph per default batch size)."""
     preferred = ", ".join(str(b) for b in spec.preferred)
     batching = (
         f"max_queue_delay_microseconds: {delay_us} preferred_batch_size: [ {preferred} ]"
@@ -485,6 +543,7 @@ def aoti_config(
         for i, (dtype, dims) in enumerate(spec.inputs)
     )
     extra = (warmup_config(spec) if warmup else "") + gather_parameter(gather)
+    extra += "optimization { cuda { graphs: true } }\n" if graphs else ""
     return f"""name: "{name}"
 backend: "{AOTI_BACKEND}"
 platform: "torch_aoti"
@@ -524,18 +583,20 @@ def write_repository(
     spec = options.spec
     names = []
     batched = [
-        (n, delay, warm == "all", gather)
+        (n, delay, warm == "all", gather, graphs)
+        for graphs in options.graphs
         for warm in options.warmups
         for gather in options.gathers
         for delay in options.delays_us
         for n in options.instances
     ]
-    for count, delay, warm, gather in [(1, 0, False, 0), *batched]:  # batch 1 first: kept if cut
+    single = [(1, 0, False, 0, graphs) for graphs in options.graphs]
+    for count, delay, warm, gather, graphs in [*single, *batched]:  # batch 1 first: kept if cut
         name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if delay else "")
-        name += (f"_g{gather}" if gather else "") + ("_warm" * warm)
+        name += (f"_g{gather}" if gather else "") + ("_warm" * warm) + ("_cg" * graphs)
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
-        config = aoti_config(spec, name, count, settings.gpu, delay, warm, gather)
+        config = aoti_config(spec, name, count, settings.gpu, delay, warm, gather, graphs)
         (repo / name / "config.pbtxt").write_text(config)
         names.append(name)
     if not options.with_baseline:
@@ -562,11 +623,16 @@ def served(repo: Path, names: list[str], options: Options, reference: Path) -> d
         shutil.copytree(repo / name, alone / name)
         single = name == BASELINE
         checked = None if single else reference
-        batched = not single and not name.endswith("_d0")
+        batched = not single and not batch_one_row(name)
         for pool in options.pools_mb if batched else (0,):
             rows.update(serve_one(alone, name, backends, options, single, checked, input_data,
                                   pool_mb=pool))  # fmt: skip
     return rows
+
+
+def batch_one_row(name: str) -> bool:
+    """The no-delay model (``..._d0``, with or without ``_cg``): measured at c1 only."""
+    return "d0" in name.split("_")
 
 
 def repeated(loads: list[tuple[int, str]], repeats: int) -> list[tuple[int, str, int]]:
@@ -657,7 +723,7 @@ def serve_one(
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
             print(label, rows[f"{label}_outputs"], flush=True)
         ways = options.shared_memory
-        loads = [(1, shm) for shm in dict.fromkeys(("none", *ways))] if name.endswith("_d0") \
+        loads = [(1, shm) for shm in dict.fromkeys(("none", *ways))] if batch_one_row(name) \
             else [(options.concurrency, shm) for shm in ways]  # fmt: skip
         if c1:
             loads.append((1, "none"))
@@ -686,7 +752,8 @@ def run(options: Options) -> dict:
     package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / f"{spec.prefix}.pt2"
     model_pt = torchscript_baseline(module, settings) if options.with_baseline else Path()
     results.step("build", lambda: build(module, package, options))
-    if not results.step("in_process", lambda: in_process(package, spec, settings)):
+    graphs = any(options.graphs)
+    if not results.step("in_process", lambda: in_process(package, spec, settings, graphs)):
         return results.data
     if options.first_calls:
         results.step("first_calls", lambda: first_calls(package, spec, settings))

@@ -31,6 +31,7 @@ AOTI_BACKEND = "pytorch_aoti"
 LIBRARY = "libtriton_pytorch_aoti.so"
 _PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = _PROJECT_ROOT / "scripts" / "gpu" / "aoti_backend.sh"
+PATCH_SOURCES = _PROJECT_ROOT / "scripts" / "gpu" / "pytorch_aoti"  # files the script copies in
 ARCHIVES = _PROJECT_ROOT / "third_party" / "triton-aoti"
 # What the script reads from the environment: each decides what gets built.
 SCRIPT_ENV = (
@@ -45,11 +46,16 @@ TOOLS = ("bash", "cmake", "ninja", "patchelf")
 
 
 def recipe_key(framework: frameworks.Framework, server_library: str | None) -> str:
-    """sha256 of everything that decides the build: the script, the pinned archives' sums,
-    the torch it links, the environment the script reads and the server library's name."""
+    """sha256 of everything that decides the build: the script and the sources it copies in,
+    the pinned archives' sums, the torch it links, the environment the script reads and the
+    server library's name."""
     sums = Path(os.environ.get("TRITON_KIT_AOTI_SOURCES") or ARCHIVES) / "SHA256SUMS"
     content = {
         "script": hashlib.sha256(SCRIPT.read_bytes()).hexdigest(),
+        "patch_sources": {
+            path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(PATCH_SOURCES.glob("*"))
+        },
         "archives": sums.read_text() if sums.is_file() else None,
         "framework": [framework.distribution, framework.version, str(framework.package_dir)],
         "env": {name: os.environ.get(name) for name in SCRIPT_ENV},
