@@ -9,12 +9,17 @@
 #              against the same package in process, plain and replayed from a graph
 #   pytest     test_aoti_backend.py's GPU tests (graphs serve every batch exactly)
 #   resnet50   the same at c256 (CUDA shm)
+# GRAPHS_STEPS picks steps (default: all three, in that order); GRAPHS_REPEATS (default 2) is
+# each batched load's count.
 set -uo pipefail
 carry=$1; out=$2; shift 2
 deadline=$(( ${TRITON_KIT_GPU_STARTED:-$(date +%s)} + ${GRAPHS_BUDGET_S:-560} ))
 cpus=(--server-cpus 0-11 --client-cpus 12-15)
+steps=" ${GRAPHS_STEPS:-bert-base pytest resnet50} "
+repeats=${GRAPHS_REPEATS:-2}
 step() {
     local name=$1 left=$(( deadline - $(date +%s) )); shift
+    if [[ "$steps" != *" $name "* ]]; then return; fi
     if (( left < 30 )); then echo "[graphs] $name: skipped, ${left} s left"; return; fi
     mkdir -p "$out/$name"
     echo "[graphs $(date -u +%H:%M:%S)] $name: $* (at most ${left} s)"
@@ -22,10 +27,10 @@ step() {
     echo "[graphs $(date -u +%H:%M:%S)] $name: exit $?"
 }
 step bert-base python3 -m triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 \
-    --instances 4 --shared-memory system --repeats 2 --cuda-graphs off,on "${cpus[@]}" \
+    --instances 4 --shared-memory system --repeats "$repeats" --cuda-graphs off,on "${cpus[@]}" \
     --out "$out/bert-base"
 step pytest python3 -m pytest -q -p no:cacheprovider -k gpu tests/integration/server/test_aoti_backend.py
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 \
-    --shared-memory cuda --repeats 2 --no-baseline --cuda-graphs off,on "${cpus[@]}" \
+    --shared-memory cuda --repeats "$repeats" --no-baseline --cuda-graphs off,on "${cpus[@]}" \
     --out "$out/resnet50"
 touch "$out/done"
