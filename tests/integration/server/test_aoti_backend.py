@@ -298,15 +298,19 @@ def test_a_malformed_gather_threshold_fails_the_load_and_says_why(
 ) -> None:
     config = CONFIG_GATHER.replace('"mlpg"', '"mlpbad"').replace('"2"', f'"{value}"')
     root = tmp_path_factory.mktemp("aoti-bad-gather")
+    refused = _refused_load(root, linear[1], "mlpbad", config, backend_library)
+    assert "GATHER_KERNEL_BUFFER_THRESHOLD" in refused, refused
+    assert BAD_GATHER[value] in refused, refused
+
+
+def _refused_load(root: Path, package: Path, name: str, config: str, library: Path) -> str:
+    """The error lines of a server whose one model failed to load; each names the model."""
     # _bare_server asserts that the server got ready, with the log's error lines as the message.
-    with (
-        pytest.raises(AssertionError) as refused,
-        _bare_server(root, linear[1], {"mlpbad": config}, backend_library),
-    ):
+    server = _bare_server(root, package, {name: config}, library)
+    with pytest.raises(AssertionError) as refused, server:
         pass
-    assert "GATHER_KERNEL_BUFFER_THRESHOLD" in str(refused.value), str(refused.value)
-    assert BAD_GATHER[value] in str(refused.value), str(refused.value)
-    assert "mlpbad" in str(refused.value)
+    assert name in str(refused.value), str(refused.value)
+    return str(refused.value)
 
 
 def test_cuda_graphs_on_a_cpu_instance_serve_without_them_and_say_so(
@@ -335,13 +339,8 @@ def test_cuda_graphs_a_config_cannot_have_fail_the_load_and_say_why(
     config, reason = BAD_GRAPHS[case]
     config = config.replace('"mlp"', '"mlpbadcg"')
     root = tmp_path_factory.mktemp("aoti-bad-graphs")
-    with (
-        pytest.raises(AssertionError) as refused,
-        _bare_server(root, linear[1], {"mlpbadcg": config}, backend_library),
-    ):
-        pass
-    assert reason in str(refused.value), str(refused.value)
-    assert "mlpbadcg" in str(refused.value)
+    refused = _refused_load(root, linear[1], "mlpbadcg", config, backend_library)
+    assert reason in refused, refused
 
 
 def _gpu_linear(root: Path) -> tuple[torch.nn.Linear, Path]:
