@@ -313,7 +313,8 @@ def add_tensorrt_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--cuda-graphs",
         action="store_true",
-        help="tensorrt: config optimization { cuda { graphs: true } }; torch on a GPU: serve "
+        help="tensorrt, and aoti on a GPU: config optimization { cuda { graphs: true } } (aoti: "
+        "the kit's pytorch_aoti build replays a graph per batch size); torch on a GPU: serve "
         "each model whose input shapes are fixed (resnet50_model) by the CUDA-graph python "
         "model, one graph per batch bucket, instead of Triton's own pytorch backend",
     )

@@ -9,6 +9,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from triton_kit.build_engines.engines.aoti import engine
 from triton_kit.build_engines.engines.aoti.config import aoti_config
 from triton_kit.build_engines.engines.registry import ENGINE_NAMES, Engine
+from triton_kit.build_engines.engines.tensorrt.options import TensorRTOptions
 from triton_kit.build_engines.options import BuildOptions
 from triton_kit.build_engines.repository import Tensor, onnx_model_config
 from triton_kit.build_engines.steps import BuildError
@@ -80,3 +81,14 @@ def test_aoti_cxx_is_parsed_once_into_the_options(monkeypatch) -> None:
     assert family_options("resnet50", args).aoti.cxx == "/opt/other/g++"
     monkeypatch.delenv("TRITON_KIT_AOTI_CXX")
     assert family_options("resnet50", build_parser().parse_args(["resnet50"])).aoti.cxx is None
+
+
+def test_cuda_graphs_are_tritons_own_field_on_a_gpu_build_only() -> None:
+    """``--engine aoti --cuda-graphs``: the kit's pytorch_aoti build replays CUDA graphs where the
+    config says ``optimization { cuda { graphs: true } }`` (GPU instances only)."""
+    engine.validate(BuildOptions(engine=Engine.AOTI, tensorrt=TensorRTOptions(cuda_graphs=True)))
+    gpu = aoti_config(_onnx_config(), gpu=True, precision="fp16", cuda_graphs=True)
+    assert gpu.optimization.cuda.graphs
+    assert not aoti_config(_onnx_config(), gpu=True, precision="fp16").optimization.cuda.graphs
+    cpu = aoti_config(_onnx_config(), gpu=False, precision="fp32", cuda_graphs=True)
+    assert not cpu.HasField("optimization")

@@ -32,10 +32,12 @@ def aoti_artifacts(
     work_dir: Path,
     aoti: AotiOptions,
     check_feeds: Sequence[dict[str, np.ndarray]] = (),
+    cuda_graphs: bool = False,
 ) -> tuple[mc.ModelConfig, dict[str, Path | bytes | str]]:
     """Compile ``module`` (exported on ``feeds``) into ``model.pt2``, check the loaded package
     against the verified ONNX on ``feeds``, their first row alone (another batch size of the
-    dynamic dimension) and every ``check_feeds``; return the served config and files."""
+    dynamic dimension) and every ``check_feeds``; return the served config and files
+    (``cuda_graphs``: replayed from CUDA graphs where a GPU serves it)."""
     gpu = gpu_visible()
     device = "cuda" if gpu else "cpu"
     if precision == "fp16" and not gpu:
@@ -61,5 +63,7 @@ def aoti_artifacts(
     )
     if worst > TOLERANCE[precision]:
         raise BuildError(f"{name}: the AOTInductor package differs from ONNX by {worst:.3g}")
-    config = aoti_config(onnx_config, gpu=gpu, precision=precision)
+    if cuda_graphs and not gpu:
+        info(f"{name}: no GPU visible; --cuda-graphs left out (a CPU instance has no graphs)")
+    config = aoti_config(onnx_config, gpu=gpu, precision=precision, cuda_graphs=cuda_graphs)
     return config, {PACKAGE_FILE: package}

@@ -15,8 +15,12 @@ PACKAGE_FILE = "model.pt2"
 _ONNX_RUNTIME_ONLY = ("intra_op_thread_count", "inter_op_thread_count")
 
 
-def aoti_config(onnx_config: mc.ModelConfig, *, gpu: bool, precision: str) -> mc.ModelConfig:
-    """The ONNX model's config (batching, instances, queue) served from ``model.pt2``."""
+def aoti_config(
+    onnx_config: mc.ModelConfig, *, gpu: bool, precision: str, cuda_graphs: bool = False
+) -> mc.ModelConfig:
+    """The ONNX model's config (batching, instances, queue) served from ``model.pt2``;
+    ``cuda_graphs`` on a GPU build: Triton's ``optimization.cuda.graphs``, which the kit's
+    pytorch_aoti build reads (a graph per batch size, scripts/gpu/pytorch_aoti/cuda_graphs.hh)."""
     config = mc.ModelConfig()
     config.CopyFrom(onnx_config)
     config.ClearField("platform")
@@ -35,4 +39,6 @@ def aoti_config(onnx_config: mc.ModelConfig, *, gpu: bool, precision: str) -> mc
     kind = mc.ModelInstanceGroup.KIND_GPU if gpu else mc.ModelInstanceGroup.KIND_CPU
     for group in config.instance_group:
         group.kind = kind
+    if cuda_graphs and gpu:
+        config.optimization.cuda.graphs = True
     return config

@@ -26,8 +26,6 @@ def validate(options: BuildOptions) -> None:
             f"--engine aoti builds {'/'.join(PRECISIONS)} models; INT8 is expressed as Q/DQ "
             "nodes on the ONNX graph: use --engine onnxruntime or tensorrt for it"
         )
-    if options.tensorrt.cuda_graphs:
-        raise BuildError("--cuda-graphs is --engine torch's python model; --engine aoti has none")
 
 
 def check_available() -> None:
@@ -61,6 +59,7 @@ def artifacts(
         work_dir=options.work_dir,
         check_feeds=checks,
         aoti=options.aoti,
+        cuda_graphs=options.tensorrt.cuda_graphs,
     )
 
 
