@@ -89,6 +89,13 @@ def test_cuda_graphs_are_tritons_own_field_on_a_gpu_build_only() -> None:
     engine.validate(BuildOptions(engine=Engine.AOTI, tensorrt=TensorRTOptions(cuda_graphs=True)))
     gpu = aoti_config(_onnx_config(), gpu=True, precision="fp16", cuda_graphs=True)
     assert gpu.optimization.cuda.graphs
+    sizes = [spec.batch_size for spec in gpu.optimization.cuda.graph_spec]
+    assert sizes == [1, 2, 4, 8, 16]  # max_batch_size 16
+    # Each size is captured at load: a zero-filled warm-up request of that batch size.
+    assert [(w.batch_size, w.count) for w in gpu.model_warmup] == [(s, 1) for s in sizes]
+    (warm_input,) = gpu.model_warmup[0].inputs.values()
+    assert list(warm_input.dims) == [3, 224, 224] and warm_input.zero_data
+    assert warm_input.data_type == gpu.input[0].data_type
     assert not aoti_config(_onnx_config(), gpu=True, precision="fp16").optimization.cuda.graphs
     cpu = aoti_config(_onnx_config(), gpu=False, precision="fp32", cuda_graphs=True)
-    assert not cpu.HasField("optimization")
+    assert not cpu.HasField("optimization") and not cpu.model_warmup

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from tritonclient.grpc import model_config_pb2 as mc
 
+from triton_kit.build_engines.engines.torchscript.config import batch_buckets
+
 AOTI_BACKEND = "pytorch_aoti"  # triton_kit.server.native_backends.aoti.AOTI_BACKEND
 AOTI_PLATFORM = "torch_aoti"
 PACKAGE_FILE = "model.pt2"
@@ -20,7 +22,8 @@ def aoti_config(
 ) -> mc.ModelConfig:
     """The ONNX model's config (batching, instances, queue) served from ``model.pt2``;
     ``cuda_graphs`` on a GPU build: Triton's ``optimization.cuda.graphs``, which the kit's
-    pytorch_aoti build reads (a graph per batch size, scripts/gpu/pytorch_aoti/cuda_graphs.hh)."""
+    pytorch_aoti build reads (a graph per batch size, scripts/gpu/pytorch_aoti/cuda_graphs.hh),
+    with the sizes in ``graph_spec`` and a warm-up request at each."""
     config = mc.ModelConfig()
     config.CopyFrom(onnx_config)
     config.ClearField("platform")
@@ -40,5 +43,19 @@ def aoti_config(
     for group in config.instance_group:
         group.kind = kind
     if cuda_graphs and gpu:
-        config.optimization.cuda.graphs = True
+        _capture_at_load(config)
     return config
+
+
+def _capture_at_load(config: mc.ModelConfig) -> None:
+    """A graph per batch bucket, each captured at load by a zero-filled warm-up request of that
+    size, so no first user pays a capture (about 90 ms each on the H100, one at a time:
+    benchmarks/results/gpu_aoti/call38-resnet50-graphs.md)."""
+    config.optimization.cuda.graphs = True
+    for size in batch_buckets(config.max_batch_size):
+        config.optimization.cuda.graph_spec.add(batch_size=size)
+        warmup = config.model_warmup.add(name=f"cuda_graph_bs{size}", batch_size=size, count=1)
+        for tensor in config.input:
+            warmup.inputs[tensor.name].CopyFrom(
+                mc.ModelWarmup.Input(data_type=tensor.data_type, dims=tensor.dims, zero_data=True)
+            )
