@@ -7,8 +7,8 @@
 #   bash scripts/gpu/background.sh start .whl-goals "$OUT"   (then: bash scripts/gpu/background.sh wait "$OUT")
 # Steps, the principal goals first (a run cut short keeps them), each a folder of OUT:
 #   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm) and at c1 against the
-#               same package in process
-#   bert-base   the same at c64 (4 instances; system and CUDA shm)
+#               same package in process, each without and with CUDA graphs
+#   bert-base   the same at c64 (4 instances, system shm)
 #   bert-large  the same (2 instances)
 #   pipelines   the resnet50 JPEG ensemble and the bert text model against their pipelines in
 #               process (the kit's own TorchScript builds)
@@ -30,14 +30,18 @@ step() {
 # A fresh server's first load pays each instance's first call at every batch size (call 26), so
 # each batched load is measured three times in a row. The gather kernel lost on ResNet-50 (call
 # 32: 0.76-0.78x against 0.83-0.90x) and was within the spread on BERT-base.
+# CUDA graphs (the kit's pytorch_aoti build, captured at load by warm-up requests) served BERT-base
+# 1.31x and a lone request 2.7x faster (call 37), ResNet-50's lone request 2x (call 38): every
+# package row is measured without and with them, against the package in process either way.
 step resnet50 triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
-    --repeats 3 --no-baseline "${cpus[@]}"
+    --repeats 3 --no-baseline --cuda-graphs off,on "${cpus[@]}"
 # BERT's inputs (2 KB a request) through system shared memory served BERT-base 0.85-0.90x against
-# 0.70-0.75x through CUDA shared memory in one run (call 34): both ways are measured.
+# 0.70-0.75x through CUDA shared memory in one run (call 34), BERT-large 0.89-0.92x against
+# 0.87-0.89x (call 35): system shared memory only.
 step bert-base triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 4 \
-    --shared-memory system,cuda --repeats 3 "${cpus[@]}"
+    --shared-memory system --repeats 3 --cuda-graphs off,on "${cpus[@]}"
 step bert-large triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
-    --shared-memory system,cuda --repeats 3 "${cpus[@]}"
+    --shared-memory system --repeats 3 --cuda-graphs off,on "${cpus[@]}"
 step pipelines triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$carry/tokenizer.json" \
     --budget-s 240 --models resnet50,bert
 step launcher triton_kit.benchmarks.gpu.serving --seconds 2 --steps launcher \

@@ -265,6 +265,11 @@ def test_cuda_graph_rows_are_models_of_their_own_with_tritons_graphs_field(tmp_p
     for name in names:
         config = _parsed((repo / name / "config.pbtxt").read_text())
         assert config.optimization.cuda.graphs == name.endswith("_cg"), name
+    graphed = _parsed((repo / "aoti_i4_d2000p_cg" / "config.pbtxt").read_text())
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert [s.batch_size for s in graphed.optimization.cuda.graph_spec] == sizes
+    # Captured at load: a zero-filled warm-up request at each size.
+    assert [w.batch_size for w in graphed.model_warmup] == sizes
     # Both no-delay models are the batch-1 rows (c1 only); the others are loaded at c256.
     assert [aoti.batch_one_row(n) for n in names] == [True, True, False, False]
     with pytest.raises(SystemExit):

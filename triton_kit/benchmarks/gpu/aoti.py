@@ -69,7 +69,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +79,7 @@ from triton_kit.benchmarks.gpu.load import stats, timed_loop
 from triton_kit.benchmarks.gpu.models import bert, resnet50_uint8
 from triton_kit.benchmarks.gpu.serving import Results
 from triton_kit.benchmarks.gpu.settings import Settings
+from triton_kit.build_engines.engines.torchscript.config import batch_buckets
 
 AOTI_BACKEND = "pytorch_aoti"
 SHARED_MEMORY = ("none", "system", "cuda")
@@ -502,18 +503,27 @@ def first_calls(package: Path, spec: Family, settings: Settings) -> dict:
     return found
 
 
-def warmup_config(spec: Family) -> str:
-    """Triton's ``model_warmup`` at every batch size 1..max (zeros: a plan does not depend on
-    the data), run on each instance's own thread before the model is ready."""
+def warmup_config(spec: Family, sizes: Iterable[int] | None = None) -> str:
+    """Triton's ``model_warmup`` at every batch size 1..max, or at ``sizes`` (zeros: a plan does
+    not depend on the data), run on each instance's own thread before the model is ready."""
+    sizes = range(1, spec.max_batch + 1) if sizes is None else sizes
     inputs = " ".join(
         f'inputs {{ key: "INPUT__{i}" value {{ data_type: TYPE_{dtype} '
         f"dims: [ {', '.join(map(str, dims))} ] zero_data: true }} }}"
         for i, (dtype, dims) in enumerate(spec.inputs)
     )
-    samples = ",\n  ".join(
-        f'{{ name: "bs{b}" batch_size: {b} {inputs} }}' for b in range(1, spec.max_batch + 1)
-    )
+    samples = ",\n  ".join(f'{{ name: "bs{b}" batch_size: {b} {inputs} }}' for b in sizes)
     return f"model_warmup [\n  {samples}\n]\n"
+
+
+def graphs_config(spec: Family, warmup: bool) -> str:
+    """Triton's ``optimization.cuda.graphs`` with a graph per batch bucket (the backend's default
+    sizes, written out), each captured at load by a warm-up request of its size unless the row
+    already warms up every size (as ``build_engines --engine aoti --cuda-graphs`` writes it)."""
+    sizes = batch_buckets(spec.max_batch)
+    specs = ", ".join(f"{{ batch_size: {b} }}" for b in sizes)
+    graphs = f"optimization {{ cuda {{ graphs: true graph_spec [ {specs} ] }} }}\n"
+    return graphs + ("" if warmup else warmup_config(spec, sizes))
 
 
 def aoti_config(
@@ -530,7 +540,7 @@ def aoti_config(
     sizes); delay 0 and no preferred sizes for the batch-1 row, where waiting only adds
     latency. ``warmup``: every batch size once per instance at load (:func:`warmup_config`);
     ``gather``: the backend's gather-kernel threshold (0: the parameter is left out);
-    ``graphs``: Triton's ``optimization.cuda.graphs`` (a graph per default batch size)."""
+    ``graphs``: Triton's ``optimization.cuda.graphs`` (:func:`graphs_config`)."""
     preferred = ", ".join(str(b) for b in spec.preferred)
     batching = (
         f"max_queue_delay_microseconds: {delay_us} preferred_batch_size: [ {preferred} ]"
@@ -543,7 +553,7 @@ def aoti_config(
         for i, (dtype, dims) in enumerate(spec.inputs)
     )
     extra = (warmup_config(spec) if warmup else "") + gather_parameter(gather)
-    extra += "optimization { cuda { graphs: true } }\n" if graphs else ""
+    extra += graphs_config(spec, warmup) if graphs else ""
     return f"""name: "{name}"
 backend: "{AOTI_BACKEND}"
 platform: "torch_aoti"
