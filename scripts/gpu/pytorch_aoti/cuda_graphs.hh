@@ -233,7 +233,20 @@ class CudaGraphs {
       (void)forward(graph.inputs);  // warm-up: lazy initialisation outside the graph
       graph.graph = std::make_unique<at::cuda::CUDAGraph>();
       graph.graph->capture_begin(pool_, cudaStreamCaptureModeRelaxed);
-      graph.outputs = forward(graph.inputs);
+      try {
+        graph.outputs = forward(graph.inputs);
+      }
+      catch (...) {
+        // End the capture before the error travels on: a stream left capturing, and the
+        // allocator still routing its allocations into the graph's pool, would fail every
+        // later call on it.
+        try {
+          graph.graph->capture_end();
+        }
+        catch (...) {
+        }
+        throw;
+      }
       graph.graph->capture_end();
     }
     done.record(side);
