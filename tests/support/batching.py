@@ -52,17 +52,20 @@ def counts_at_rest(
 def settled_counts(
     grpc_url: str, model: str, before: tuple[int, int], rows: int, timeout_s: float = 10.0
 ) -> tuple[int, int]:
-    """(execution, inference) counts of ``model`` once ``rows`` more rows are counted.
+    """(execution, inference) counts of ``model`` once ``rows`` more rows and an execution
+    more are counted, and the counts have come to rest.
 
     A model called through BLS answers its caller before Triton records the call's
     statistics, so counts read right after the caller's response can lag by a call (seen
-    under load: 2 executions counted for 3)."""
+    under load: 2 executions counted for 3), and the two counts need not land together (seen
+    in a full run: the rows counted, the execution not yet: 0 executions for 1)."""
     deadline = time.monotonic() + timeout_s
-    while True:
+    while time.monotonic() < deadline:
         counts = execution_count(grpc_url, model), inference_count(grpc_url, model)
-        if counts[1] - before[1] >= rows or time.monotonic() > deadline:
-            return counts
+        if counts[0] > before[0] and counts[1] - before[1] >= rows:
+            break
         time.sleep(0.05)
+    return counts_at_rest(grpc_url, model, timeout_s=max(deadline - time.monotonic(), 1.0))
 
 
 @contextmanager
