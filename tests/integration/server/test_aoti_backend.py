@@ -196,6 +196,18 @@ def _one_row(url: str, row: np.ndarray, model: str = "mlp") -> np.ndarray:
     return client.infer(model, [tensor], client_timeout=60).as_numpy("OUTPUT__0")
 
 
+def _concurrent_rows(url: str, rows: np.ndarray, model: str = "mlp") -> np.ndarray:
+    """Each row as a one-row request, all at once (so the batcher may batch them), in order."""
+    with ThreadPoolExecutor(len(rows)) as pool:
+        return np.concatenate(list(pool.map(lambda r: _one_row(url, r, model), rows)))
+
+
+def _assert_linear(module: torch.nn.Linear, rows: np.ndarray, got: np.ndarray, tol: float) -> None:
+    """``got`` against numpy on the module's own weights."""
+    weight, bias = module.weight.detach().cpu().numpy(), module.bias.detach().cpu().numpy()
+    np.testing.assert_allclose(got, rows @ weight.T + bias, rtol=tol, atol=tol)
+
+
 def test_batched_requests_each_get_their_own_row(
     grpc_url: str, linear: tuple[torch.nn.Linear, Path]
 ) -> None:
@@ -242,10 +254,8 @@ def test_instances_share_one_loader_with_a_runner_each(
     url, log = served
     module = linear[0]
     rows = np.random.default_rng(2).normal(size=(4 * INSTANCES, 16)).astype(np.float32)
-    with ThreadPoolExecutor(len(rows)) as pool:
-        got = list(pool.map(lambda r: _one_row(url, r, "mlp3"), rows))
-    expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
-    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
+    got = _concurrent_rows(url, rows, "mlp3")
+    _assert_linear(module, rows, got, 1e-5)
     text = log.read_text(errors="replace")
     # One loader each for mlp, mlpg and mlpcg (1 runner) and one for mlp3's three instances,
     # which the other two reuse.
@@ -263,11 +273,9 @@ def test_instances_warmed_up_at_load_all_load_and_serve(
     module = linear[0]
     with _bare_server(root, linear[1], {"mlp3w": CONFIG_WARM}, backend_library) as (url, log):
         rows = np.random.default_rng(3).normal(size=(4 * INSTANCES, 16)).astype(np.float32)
-        with ThreadPoolExecutor(len(rows)) as pool:
-            got = list(pool.map(lambda r: _one_row(url, r, "mlp3w"), rows))
+        got = _concurrent_rows(url, rows, "mlp3w")
         text = log.read_text(errors="replace")
-    expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
-    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
+    _assert_linear(module, rows, got, 1e-5)
     assert text.count("Reusing Inductor model loader") == INSTANCES - 1, text[-3000:]
 
 
@@ -277,12 +285,10 @@ def test_the_gather_threshold_parameter_is_read_and_batches_stay_exact(
     url, log = served
     module = linear[0]
     rows = np.random.default_rng(4).normal(size=(ROWS, 16)).astype(np.float32)
-    with ThreadPoolExecutor(ROWS) as pool:
-        got = list(pool.map(lambda r: _one_row(url, r, "mlpg"), rows))
+    got = _concurrent_rows(url, rows, "mlpg")
     model = model_stats_after(url, "mlpg", ROWS)
     assert model.execution_count < ROWS, "the requests were not batched: the test proves nothing"
-    expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
-    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
+    _assert_linear(module, rows, got, 1e-5)
     text = log.read_text(errors="replace")
     # Triton's log quotes each message and escapes the quotes inside it.
     assert 'Gather kernel buffer threshold 2 for model instance \\"mlpg_0' in text, text[-3000:]
@@ -319,10 +325,8 @@ def test_cuda_graphs_on_a_cpu_instance_serve_without_them_and_say_so(
     url, log = served
     module = linear[0]
     rows = np.random.default_rng(7).normal(size=(ROWS, 16)).astype(np.float32)
-    with ThreadPoolExecutor(ROWS) as pool:
-        got = list(pool.map(lambda r: _one_row(url, r, "mlpcg"), rows))
-    expected = rows @ module.weight.detach().numpy().T + module.bias.detach().numpy()
-    np.testing.assert_allclose(np.concatenate(got), expected, rtol=1e-5, atol=1e-5)
+    got = _concurrent_rows(url, rows, "mlpcg")
+    _assert_linear(module, rows, got, 1e-5)
     text = log.read_text(errors="replace")
     # The default sizes: powers of two up to max_batch_size.
     assert 'CUDA graphs (batch sizes 1, 2, 4, 8) need a GPU instance: instance \\"mlpcg_0' in text
@@ -366,7 +370,6 @@ def test_gpu_cuda_graphs_serve_every_batch_exactly(
     that kept the capture's inputs, or a padded row that leaked, would show."""
     root = tmp_path_factory.mktemp("aoti-gpu-graphs")
     module, package = _gpu_linear(root)
-    weight, bias = module.weight.detach().cpu().numpy(), module.bias.detach().cpu().numpy()
     rng = np.random.default_rng(8)
     with _bare_server(root, package, {"mlp_gpu_cg": CONFIG_GPU_GRAPHS}, backend_library) as (
         url, log,
@@ -374,11 +377,7 @@ def test_gpu_cuda_graphs_serve_every_batch_exactly(
         for _ in range(2):
             for count in (1, 3, 8):
                 rows = rng.normal(size=(count, 16)).astype(np.float32)
-                with ThreadPoolExecutor(count) as pool:
-                    got = list(pool.map(lambda r: _one_row(url, r, "mlp_gpu_cg"), rows))
-                np.testing.assert_allclose(
-                    np.concatenate(got), rows @ weight.T + bias, rtol=1e-4, atol=1e-4
-                )
+                _assert_linear(module, rows, _concurrent_rows(url, rows, "mlp_gpu_cg"), 1e-4)
         text = log.read_text(errors="replace")
     assert text.count("CUDA graphs for batch sizes 2, 8 on instance") == 2, text[-3000:]
     assert "CUDA graph captured for batch size 2" in text, text[-3000:]
@@ -395,11 +394,9 @@ def test_gpu_compute_statistics_add_up_to_the_execution(
     module, package = _gpu_linear(root)
     rows = np.random.default_rng(5).normal(size=(4 * ROWS, 16)).astype(np.float32)
     with _bare_server(root, package, {"mlp_gpu": CONFIG_GPU}, backend_library) as (url, _):
-        with ThreadPoolExecutor(ROWS) as pool:
-            got = list(pool.map(lambda r: _one_row(url, r, "mlp_gpu"), rows))
+        got = _concurrent_rows(url, rows, "mlp_gpu")
         stats = model_stats_after(url, "mlp_gpu", len(rows)).inference_stats
-    weight, bias = module.weight.detach().cpu().numpy(), module.bias.detach().cpu().numpy()
-    np.testing.assert_allclose(np.concatenate(got), rows @ weight.T + bias, rtol=1e-4, atol=1e-4)
+    _assert_linear(module, rows, got, 1e-4)
     _assert_parts_add_up(stats)
 
 

@@ -174,9 +174,10 @@ def batch_one(in_process: dict, rows: dict) -> tuple[float, float] | None:
     alone = [r["p50"] for k, r in in_process.items() if k in ("bs1", "bs1_graph")]
     served = []
     for key, row in rows.items():
-        load, model = LOAD.match(key), MODEL.search(key.split("_c1")[0])
-        if load and load["concurrency"] == "1" and model and model["delay"] == "0":
-            served += [row["p50"]] if "p50" in row else []
+        load = LOAD.match(key)
+        model = MODEL.search(load["model"]) if load else None
+        if model and load["concurrency"] == "1" and model["delay"] == "0" and "p50" in row:
+            served.append(row["p50"])
     return (min(served), min(alone)) if served and alone else None
 
 
