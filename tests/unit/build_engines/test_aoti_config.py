@@ -7,7 +7,7 @@ import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_kit.build_engines.engines.aoti import engine
-from triton_kit.build_engines.engines.aoti.config import aoti_config
+from triton_kit.build_engines.engines.aoti.config import aoti_config, graph_batch_sizes
 from triton_kit.build_engines.engines.registry import ENGINE_NAMES, Engine
 from triton_kit.build_engines.engines.tensorrt.options import TensorRTOptions
 from triton_kit.build_engines.options import BuildOptions
@@ -90,7 +90,7 @@ def test_cuda_graphs_are_tritons_own_field_on_a_gpu_build_only() -> None:
     gpu = aoti_config(_onnx_config(), gpu=True, precision="fp16", cuda_graphs=True)
     assert gpu.optimization.cuda.graphs
     sizes = [spec.batch_size for spec in gpu.optimization.cuda.graph_spec]
-    assert sizes == [1, 2, 4, 8, 16]  # max_batch_size 16
+    assert sizes == list(range(1, 17))  # max_batch_size 16: every size
     # Each size is captured at load: a zero-filled warm-up request of that batch size.
     assert [(w.batch_size, w.count) for w in gpu.model_warmup] == [(s, 1) for s in sizes]
     (warm_input,) = gpu.model_warmup[0].inputs.values()
@@ -99,3 +99,16 @@ def test_cuda_graphs_are_tritons_own_field_on_a_gpu_build_only() -> None:
     assert not aoti_config(_onnx_config(), gpu=True, precision="fp16").optimization.cuda.graphs
     cpu = aoti_config(_onnx_config(), gpu=False, precision="fp32", cuda_graphs=True)
     assert not cpu.HasField("optimization") and not cpu.model_warmup
+
+
+@pytest.mark.parametrize("largest", [1, 7, 16, 64, 100, 256])
+def test_a_batch_runs_in_a_graph_at_most_an_eighth_padding(largest: int) -> None:
+    """Each batch replays the smallest graph that holds it: with powers of two an 11-row batch
+    was a 16-row graph (call 37); the sizes the build writes keep padding under an eighth while
+    staying few enough to capture at load."""
+    sizes = graph_batch_sizes(largest)
+    assert sizes == tuple(sorted(set(sizes))) and sizes[-1] == largest
+    for batch in range(1, largest + 1):
+        graph = min(size for size in sizes if size >= batch)
+        assert (graph - batch) * 8 <= graph, (batch, graph)
+    assert len(sizes) <= {256: 48, 100: 37, 64: 32}.get(largest, largest)

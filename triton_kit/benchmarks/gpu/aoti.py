@@ -79,7 +79,7 @@ from triton_kit.benchmarks.gpu.load import stats, timed_loop
 from triton_kit.benchmarks.gpu.models import bert, resnet50_uint8
 from triton_kit.benchmarks.gpu.serving import Results
 from triton_kit.benchmarks.gpu.settings import Settings
-from triton_kit.build_engines.engines.torchscript.config import batch_buckets
+from triton_kit.build_engines.engines.aoti.config import graph_batch_sizes
 
 AOTI_BACKEND = "pytorch_aoti"
 SHARED_MEMORY = ("none", "system", "cuda")
@@ -520,10 +520,10 @@ def warmup_config(spec: Family, sizes: Iterable[int] | None = None) -> str:
 
 
 def graphs_config(spec: Family, warmup: bool) -> str:
-    """Triton's ``optimization.cuda.graphs`` with a graph per batch bucket (the backend's default
-    sizes, written out), each captured at load by a warm-up request of its size unless the row
-    already warms up every size (as ``build_engines --engine aoti --cuda-graphs`` writes it)."""
-    sizes = batch_buckets(spec.max_batch)
+    """Triton's ``optimization.cuda.graphs`` with a graph per size the kit's build writes
+    (``build_engines --engine aoti --cuda-graphs``: at most an eighth padding), each captured at
+    load by a warm-up request of its size unless the row already warms up every size."""
+    sizes = graph_batch_sizes(spec.max_batch)
     specs = ", ".join(f"{{ batch_size: {b} }}" for b in sizes)
     graphs = f"optimization {{ cuda {{ graphs: true graph_spec [ {specs} ] }} }}\n"
     return graphs + ("" if warmup else warmup_config(spec, sizes))

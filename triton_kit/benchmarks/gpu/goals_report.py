@@ -1,13 +1,14 @@
-"""benchmarks/results/gpu.md from one run of scripts/gpu/goals.sh: every goal of issue 30
-measured in that run, each ratio within it.
+"""benchmarks/results/gpu.md from one run of scripts/gpu/goals.sh: every goal of issue 30,
+each ratio within one step of the run.
 
-    python -m triton_kit.benchmarks.gpu.goals_report RUN --out gpu.md --raw DIR [--notes FILE]
+    python -m triton_kit.benchmarks.gpu.goals_report CALL [CALL ...] --out gpu.md --raw DIR
 
-``RUN`` is the run's output folder: ``resnet50/aoti.json``, ``bert-base/aoti-bert-base.json``,
+A run is one or more device calls (all steps outlast one); each ``CALL`` is a call's output
+folder, holding the steps it ran: ``resnet50/aoti.json``, ``bert-base/aoti-bert-base.json``,
 ``bert-large/aoti-bert-large.json`` (``python -m triton_kit.benchmarks.gpu.aoti``),
-``pipelines/pipelines.json``, ``launcher/serving.json``, ``pytest/aoti-backend.log`` and
-``run.log`` (goals.sh's step lines). A goal the run could not measure (the launcher on CPU,
-the tune) names the other run its figure comes from. ``--notes`` appends a hand-written
+``pipelines/pipelines.json``, ``launcher/serving.json``, ``pytest/run.log``, with goals.sh's
+``env.json`` and step lines (``run.log``). A goal the run could not measure (the launcher on
+CPU, the tune) names the other run its figure comes from. ``--notes`` appends a hand-written
 reading of the figures under its own heading.
 """
 
@@ -25,6 +26,7 @@ from triton_kit.benchmarks.gpu import aoti_report
 from triton_kit.benchmarks.gpu.pipelines.options import GOALS as PIPELINE_GOALS
 
 STEP_LINE = re.compile(r"^\[goals (\d\d:\d\d:\d\d)\]")
+STEP_EXIT = re.compile(r"^\[goals [\d:]+\] ([\w-]+): exit (\d+)")
 FAMILIES = {  # folder: (title, report file, concurrency of the goal's load, goal)
     "resnet50": ("ResNet-50", "aoti.json", 256, 0.9),
     "bert-base": ("BERT-base", "aoti-bert-base.json", 64, 0.85),
@@ -33,6 +35,18 @@ FAMILIES = {  # folder: (title, report file, concurrency of the goal's load, goa
 LAUNCHER_GOAL = 0.97
 BATCH_ONE_MS = 0.3
 RESNET_RATE = 15_000
+
+
+@dataclass(frozen=True)
+class Calls:
+    """The run's device calls, in order, each an output folder holding some steps."""
+
+    folders: tuple[Path, ...]
+
+    def step(self, name: str) -> Path:
+        """The folder of step ``name``: the last call's that ran it."""
+        ran = [folder / name for folder in self.folders if (folder / name).is_dir()]
+        return ran[-1] if ran else self.folders[0] / name
 
 
 @dataclass(frozen=True)
@@ -115,9 +129,9 @@ def ratios_text(config: Config) -> str:
     return f"{each} ({rates} against {config.best:,.0f}/s; {setting})"
 
 
-def goal_rows(run: Path) -> list[tuple[str, str, str]]:
+def goal_rows(calls: Calls) -> list[tuple[str, str, str]]:
     rows = []
-    families = {folder: load(run / folder / spec[1]) for folder, spec in FAMILIES.items()}
+    families = {folder: load(calls.step(folder) / spec[1]) for folder, spec in FAMILIES.items()}
     for folder, (title, _, concurrency, goal) in FAMILIES.items():
         found = configs(families[folder], concurrency)
         best = best_config(found)
@@ -139,7 +153,7 @@ def goal_rows(run: Path) -> list[tuple[str, str, str]]:
     met = [ms <= BATCH_ONE_MS for ms in added.values() if ms is not None]
     rows.append((f"batch 1: ≤ {BATCH_ONE_MS} ms added p50", text or "not measured",
                  f"{sum(met)} of {len(met)}"))  # fmt: skip
-    pipelines = load(run / "pipelines" / "pipelines.json")
+    pipelines = load(calls.step("pipelines") / "pipelines.json")
     for model in ("resnet50", "bert"):
         found_ratio = pipeline_ratio(pipelines, model)
         goal = PIPELINE_GOALS[model]
@@ -150,7 +164,7 @@ def goal_rows(run: Path) -> list[tuple[str, str, str]]:
         served, local, ratio = found_ratio
         rows.append((label, f"{ratio:.2f}× ({served:,.0f} against {local:,.0f} items/s)",
                      "yes" if ratio >= goal else "no"))  # fmt: skip
-    launcher = load(run / "launcher" / "serving.json").get("launcher") or {}
+    launcher = load(calls.step("launcher") / "serving.json").get("launcher") or {}
     over = launcher.get("launcher_over_bare")
     medians = launcher.get("median_items_per_s") or {}
     rows.append((
@@ -162,34 +176,44 @@ def goal_rows(run: Path) -> list[tuple[str, str, str]]:
     return rows
 
 
-def header(run: Path, command: str, raw: str) -> list[str]:
-    env = load(run / "pipelines" / "pipelines.json").get("env") or {}
-    times = [m[1] for line in _lines(run / "run.log") if (m := STEP_LINE.match(line))]
-    span = f"{env.get('date', '?')[:10]} {times[0]}–{times[-1]} UTC" if times else "?"
+def header(calls: Calls, command: str, raw: str) -> list[str]:
+    env = {**load(calls.step("pipelines") / "pipelines.json").get("env", {}),
+           **load(calls.folders[0] / "env.json")}  # fmt: skip
     machine = (
         f"{env.get('gpu', '?')}; Python {env.get('python', '?')}, torch {env.get('torch', '?')}, "
         f"CUDA {env.get('cuda', '?')}; Triton 2.51.0 (the nvidia-pytriton 0.7.0 binary) with "
         "Triton's pytorch backend built there: r24.10 for TorchScript, the kit's build of r26 as "
         "`pytorch_aoti` for AOTInductor"
     )
-    tests = [ln for ln in _lines(run / "pytest" / "aoti-backend.log") if " passed" in ln]
-    rows = {"machine": machine, "command": f"`{command}`", "date": span,
+    tests = [ln for ln in _lines(calls.step("pytest") / "run.log") if " passed" in ln]
+    rows = {"machine": machine, "command": f"`{command}`",
             "commit": f"`{env.get('commit', '?')}`", "raw": raw,
             "tests there": f"`tests/integration/server/test_aoti_backend.py`: {tests[-1]}"
             if tests else ""}  # fmt: skip
     lines = ["| run | |", "|---|---|"]
-    return lines + [f"| {name} | {value} |" for name, value in rows.items() if value]
+    lines += [f"| {name} | {value} |" for name, value in rows.items() if value]
+    calls_text = map(call_text, calls.folders)
+    return lines + [f"| call {n} | {text} |" for n, text in enumerate(calls_text, 1)]
+
+
+def call_text(folder: Path) -> str:
+    """When a device call ran and which steps, from goals.sh's step lines."""
+    date = (load(folder / "env.json").get("date") or "?")[:10]
+    times = [m[1] for line in _lines(folder / "run.log") if (m := STEP_LINE.match(line))]
+    steps = [m[1] for line in _lines(folder / "run.log") if (m := STEP_EXIT.match(line))]
+    span = f"{date} {times[0]}–{times[-1]} UTC" if times else date
+    return f"{span}: {', '.join(steps) or 'no step ended'}"
 
 
 def _lines(path: Path) -> list[str]:
     return path.read_text(errors="replace").splitlines() if path.exists() else []
 
 
-def family_section(run: Path, folder: str) -> list[str]:
+def family_section(calls: Calls, folder: str) -> list[str]:
     """The family's own report (aoti_report), its headings one level down."""
     title, name, _, _ = FAMILIES[folder]
     title += ", seq 128" if folder.startswith("bert") else ""
-    data = load(run / folder / name)
+    data = load(calls.step(folder) / name)
     if not data:
         return [f"## {title}", "", "Not measured in this run.", ""]
     text = aoti_report.render(data, aoti_report.served_rows(data, None), {})
@@ -201,8 +225,8 @@ def family_section(run: Path, folder: str) -> list[str]:
     return [f"## {title}: the AOTInductor package through `pytorch_aoti`", *lines, ""]
 
 
-def pipelines_section(run: Path) -> list[str]:
-    text = _lines(run / "pipelines" / "pipelines.md")
+def pipelines_section(calls: Calls) -> list[str]:
+    text = _lines(calls.step("pipelines") / "pipelines.md")
     start = next((i for i, ln in enumerate(text) if ln == "## Summary"), None)
     if start is None:
         return []
@@ -213,8 +237,8 @@ def pipelines_section(run: Path) -> list[str]:
             *text[start + 1 : end], ""]  # fmt: skip
 
 
-def launcher_section(run: Path) -> list[str]:
-    launcher = load(run / "launcher" / "serving.json").get("launcher") or {}
+def launcher_section(calls: Calls) -> list[str]:
+    launcher = load(calls.step("launcher") / "serving.json").get("launcher") or {}
     runs = launcher.get("runs") or {}
     if not runs:
         return []
@@ -231,24 +255,24 @@ def launcher_section(run: Path) -> list[str]:
     return [*lines, ""]
 
 
-def render(run: Path, command: str, raw: str, notes: str = "") -> str:
-    lines = ["# Issue 30's goals on the H100, in one run", "", *header(run, command, raw), ""]
+def render(calls: Calls, command: str, raw: str, notes: str = "") -> str:
+    lines = ["# Issue 30's goals on the H100, in one run", "", *header(calls, command, raw), ""]
     lines += ["## Against the goals", "", "| goal | this run | met |", "|---|---|---|"]
-    lines += [f"| {goal} | {text} | {met} |" for goal, text, met in goal_rows(run)]
+    lines += [f"| {goal} | {text} | {met} |" for goal, text, met in goal_rows(calls)]
     lines += [
         "",
         "Every ratio is served items/s over the same engine's best in process (its largest "
-        "batch, host copies included), both from this run. *After the first load*: met in every "
-        "load but a fresh server's first, which pays each instance's first call at every batch "
-        "size (cuDNN's per-thread plans; `gpu_aoti/call26-resnet50-first-calls.md`). Not in this "
-        "run: the launcher on CPU (`launcher_cpu.md`: 1.04) and `loadtest tune` on the H100 "
-        "(`tune_gpu.md`).",
+        "batch, host copies included), both from one step of this run. *After the first load*: "
+        "met in every load but a fresh server's first, which pays each instance's first call "
+        "at every batch size (cuDNN's per-thread plans; "
+        "`gpu_aoti/call26-resnet50-first-calls.md`). Not in this run: the launcher on CPU "
+        "(`launcher_cpu.md`: 1.04) and `loadtest tune` on the H100 (`tune_gpu.md`).",
         "",
     ]
     for folder in FAMILIES:
-        lines += family_section(run, folder)
-    lines += pipelines_section(run)
-    lines += launcher_section(run)
+        lines += family_section(calls, folder)
+    lines += pipelines_section(calls)
+    lines += launcher_section(calls)
     if notes:
         lines += ["## Reading the figures", "", notes.strip(), ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -257,18 +281,20 @@ def render(run: Path, command: str, raw: str, notes: str = "") -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m triton_kit.benchmarks.gpu.goals_report",
                                      description=__doc__.split("\n\n")[0])  # fmt: skip
-    parser.add_argument("run", type=Path, help="the run's output folder (goals.sh's OUT)")
+    parser.add_argument(
+        "calls", type=Path, nargs="+", help="each device call's output folder (goals.sh's OUT)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--raw", default="", help="where the run's files are kept (header)")
     parser.add_argument(
         "--command",
-        default="bash scripts/gpu/background.sh start .whl-goals OUT (scripts/gpu/goals.sh)",
+        default="bash scripts/gpu/bench.sh .whl-goals OUT --script scripts/gpu/goals.sh",
         help="the command that made the run (header)",
     )
     parser.add_argument("--notes", type=Path, help="a markdown file: the reading of the figures")
     args = parser.parse_args(argv)
     notes = args.notes.read_text() if args.notes else ""
-    args.out.write_text(render(args.run, args.command, args.raw, notes))
+    args.out.write_text(render(Calls(tuple(args.calls)), args.command, args.raw, notes))
     print(f"wrote {args.out}")
     return 0
 

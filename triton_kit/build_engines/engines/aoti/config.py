@@ -9,12 +9,23 @@ from __future__ import annotations
 
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_kit.build_engines.engines.torchscript.config import batch_buckets
-
 AOTI_BACKEND = "pytorch_aoti"  # triton_kit.server.native_backends.aoti.AOTI_BACKEND
 AOTI_PLATFORM = "torch_aoti"
 PACKAGE_FILE = "model.pt2"
 _ONNX_RUNTIME_ONLY = ("intra_op_thread_count", "inter_op_thread_count")
+GRAPH_PADDING = 8  # a graph's batch is at most 1/8 padding
+
+
+def graph_batch_sizes(max_batch_size: int) -> tuple[int, ...]:
+    """The batch sizes to capture a CUDA graph at: a batch runs in the smallest graph that
+    holds it, so the sizes are spaced at most an eighth apart (every size up to 16, then 16, 18,
+    .., 32, 36, .., 64, 72, ..): with powers of two, the 11-row batches that four BERT-base
+    instances ran at c64 (call 37) were 16-row graphs, a third of the work padding."""
+    sizes, size = [], 1
+    while size < max_batch_size:
+        sizes.append(size)
+        size += max(1, (1 << (size.bit_length() - 1)) // GRAPH_PADDING)
+    return (*sizes, max_batch_size) if max_batch_size > 0 else ()
 
 
 def aoti_config(
@@ -48,11 +59,11 @@ def aoti_config(
 
 
 def _capture_at_load(config: mc.ModelConfig) -> None:
-    """A graph per batch bucket, each captured at load by a zero-filled warm-up request of that
-    size, so no first user pays a capture (about 90 ms each on the H100, one at a time:
-    benchmarks/results/gpu_aoti/call38-resnet50-graphs.md)."""
+    """A graph per :func:`graph_batch_sizes` size, each captured at load by a zero-filled
+    warm-up request of that size, so no first user pays a capture (about 90 ms each on the
+    H100, one at a time: benchmarks/results/gpu_aoti/call38-resnet50-graphs.md)."""
     config.optimization.cuda.graphs = True
-    for size in batch_buckets(config.max_batch_size):
+    for size in graph_batch_sizes(config.max_batch_size):
         config.optimization.cuda.graph_spec.add(batch_size=size)
         warmup = config.model_warmup.add(name=f"cuda_graph_bs{size}", batch_size=size, count=1)
         for tensor in config.input:
