@@ -215,7 +215,7 @@ def test_perf_analyzer_and_the_server_can_be_kept_on_their_own_cores(
 def test_warm_config_runs_every_batch_size_once_on_zeros(family: str) -> None:
     spec = aoti.families(smoke=False)[family]
     config = _parsed(aoti.aoti_config(spec, "x_warm", 4, gpu=True, warmup=True))
-    assert [w.batch_size for w in config.model_warmup] == list(range(1, spec.max_batch + 1))
+    assert [w.batch_size for w in config.model_warmup] == list(range(spec.max_batch, 0, -1))
     for sample in config.model_warmup:
         assert sorted(sample.inputs) == [f"INPUT__{i}" for i in range(len(spec.inputs))]
         assert all(v.zero_data for v in sample.inputs.values())
@@ -269,7 +269,7 @@ def test_cuda_graph_rows_are_models_of_their_own_with_tritons_graphs_field(tmp_p
     sizes = [s.batch_size for s in graphed.optimization.cuda.graph_spec]
     assert sizes[:17] == [*range(1, 17), 18] and sizes[-3:] == [224, 240, 256]  # as the build
     # Captured at load: a zero-filled warm-up request at each size.
-    assert [w.batch_size for w in graphed.model_warmup] == sizes
+    assert [w.batch_size for w in graphed.model_warmup] == sizes[::-1]  # largest first
     # Both no-delay models are the batch-1 rows (c1 only); the others are loaded at c256.
     assert [aoti.batch_one_row(n) for n in names] == [True, True, False, False]
     with pytest.raises(SystemExit):

@@ -79,7 +79,7 @@ from triton_kit.benchmarks.gpu.load import stats, timed_loop
 from triton_kit.benchmarks.gpu.models import bert, resnet50_uint8
 from triton_kit.benchmarks.gpu.serving import Results
 from triton_kit.benchmarks.gpu.settings import Settings
-from triton_kit.build_engines.engines.aoti.config import graph_batch_sizes
+from triton_kit.build_engines.engines.aoti.config import capture_order, graph_batch_sizes
 
 AOTI_BACKEND = "pytorch_aoti"
 SHARED_MEMORY = ("none", "system", "cuda")
@@ -508,8 +508,9 @@ def first_calls(package: Path, spec: Family, settings: Settings) -> dict:
 
 def warmup_config(spec: Family, sizes: Iterable[int] | None = None) -> str:
     """Triton's ``model_warmup`` at every batch size 1..max, or at ``sizes`` (zeros: a plan does
-    not depend on the data), run on each instance's own thread before the model is ready."""
-    sizes = range(1, spec.max_batch + 1) if sizes is None else sizes
+    not depend on the data), run on each instance's own thread before the model is ready,
+    largest first (a graph captured at each then reuses the larger ones' memory)."""
+    sizes = capture_order(tuple(range(1, spec.max_batch + 1) if sizes is None else sizes))
     inputs = " ".join(
         f'inputs {{ key: "INPUT__{i}" value {{ data_type: TYPE_{dtype} '
         f"dims: [ {', '.join(map(str, dims))} ] zero_data: true }} }}"
