@@ -267,7 +267,7 @@ def test_cuda_graph_rows_are_models_of_their_own_with_tritons_graphs_field(tmp_p
         assert config.optimization.cuda.graphs == name.endswith("_cg"), name
     graphed = _parsed((repo / "aoti_i4_d2000p_cg" / "config.pbtxt").read_text())
     sizes = [s.batch_size for s in graphed.optimization.cuda.graph_spec]
-    assert sizes[:17] == [*range(1, 17), 18] and sizes[-3:] == [224, 240, 256]  # as the build
+    assert sizes[:17] == [*range(1, 17), 18] and sizes[-3:] == [64, 128, 256]  # as the build
     # Captured at load: a zero-filled warm-up request at each size.
     assert [w.batch_size for w in graphed.model_warmup] == sizes[::-1]  # largest first
     # Both no-delay models are the batch-1 rows (c1 only); the others are loaded at c256.

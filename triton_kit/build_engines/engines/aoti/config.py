@@ -13,18 +13,24 @@ AOTI_BACKEND = "pytorch_aoti"  # triton_kit.server.native_backends.aoti.AOTI_BAC
 AOTI_PLATFORM = "torch_aoti"
 PACKAGE_FILE = "model.pt2"
 _ONNX_RUNTIME_ONLY = ("intra_op_thread_count", "inter_op_thread_count")
-GRAPH_PADDING = 8  # a graph's batch is at most 1/8 padding
+GRAPH_PADDING = 8  # up to FINE_GRAPHS_UP_TO rows, a graph's batch is at most 1/8 padding
+FINE_GRAPHS_UP_TO = 64
 
 
 def graph_batch_sizes(max_batch_size: int) -> tuple[int, ...]:
-    """The batch sizes to capture a CUDA graph at: a batch runs in the smallest graph that
-    holds it, so the sizes are spaced at most an eighth apart (every size up to 16, then 16, 18,
-    .., 32, 36, .., 64, 72, ..): with powers of two, the 11-row batches that four BERT-base
-    instances ran at c64 (call 37) were 16-row graphs, a third of the work padding."""
+    """The batch sizes to capture a CUDA graph at. A batch runs in the smallest graph that holds
+    it, so up to 64 rows the sizes are at most an eighth apart (every size up to 16, then 18, ..,
+    32, 36, .., 64): with powers of two, the 11-row batches four BERT-base instances ran at c64
+    (call 37) were 16-row graphs. Above 64, powers of two: each graph adds to its instance's
+    memory pool, and ResNet-50's 48 sizes up to 256 ran four instances out of the H100's memory
+    (goals calls B and E), where its 9 powers of two had fit (call 38)."""
     sizes, size = [], 1
-    while size < max_batch_size:
+    while size < min(max_batch_size, FINE_GRAPHS_UP_TO):
         sizes.append(size)
         size += max(1, (1 << (size.bit_length() - 1)) // GRAPH_PADDING)
+    while size < max_batch_size:
+        sizes.append(size)
+        size *= 2
     return (*sizes, max_batch_size) if max_batch_size > 0 else ()
 
 
