@@ -129,3 +129,16 @@ def test_graph_rows_are_named_and_each_side_of_batch_one_is_its_fastest_way() ->
     assert "| 1 inst., no delay, CUDA graphs | c1 inline | 1,000 | — |" in text
     assert "**+0.30 ms**" in text  # 0.80 served (graphed) against 0.50 in process (graphed)
     assert aoti_report.batch_one(run["in_process"], run["served"]) == (0.8, 0.5)
+
+
+def test_a_model_that_failed_to_load_is_reported_with_its_cause() -> None:
+    """Goals call B's graphed ResNet-50 ran the GPU out of memory at load: the report had shown
+    nothing for it, as if it had never been asked for."""
+    error = "server not ready; see server-aoti_i4_d2000p_cg.log"
+    rows = {**RUN["served"], "aoti_i4_d2000p_cg_error": error}
+    text = aoti_report.render(RUN, rows, {})
+    assert (
+        "**Not served:** 4 inst., 2000 µs + preferred, CUDA graphs: server not ready; see "
+        "server-aoti_i4_d2000p_cg.log." in text
+    )
+    assert "Not served" not in aoti_report.render(RUN, RUN["served"], {})

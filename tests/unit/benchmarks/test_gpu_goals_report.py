@@ -59,7 +59,9 @@ def _run(root: Path) -> goals_report.Calls:
         call = second if name.startswith(("pipelines", "launcher")) else first
         (call / name).parent.mkdir(parents=True, exist_ok=True)
         (call / name).write_text(json.dumps(data))
-    (first / "env.json").write_text(json.dumps({"date": "2026-11-27 18:10 UTC", "gpu": "H100"}))
+    (first / "env.json").write_text(
+        json.dumps({"date": "2026-11-27 18:10 UTC", "gpu": "H100", "commit": "abc1234"})
+    )
     (first / "run.log").write_text("[goals 18:10:46] resnet50: python3 -m ...\n"
                                    "[goals 18:14:44] resnet50: exit 0\n"
                                    "[goals 18:27:56] pytest: exit 0\n")  # fmt: skip
@@ -90,7 +92,7 @@ def test_each_goal_is_judged_on_this_runs_figures(tmp_path: Path) -> None:
     )
     assert rows["| `bert` (text) ≥ 0.8×"].endswith("| no |")  # 0.70
     assert rows["| launcher ≥ 0.97× bare `tritonserver` (GPU)"].endswith("| yes |")
-    assert "| call 1 | 2026-11-27 18:10:46–18:27:56 UTC: resnet50, pytest |" in text
+    assert "| call 1 | 2026-11-27 18:10:46–18:27:56 UTC at `abc1234`: resnet50, pytest |" in text
     assert "| call 2 | ? 18:40:00–18:42:00 UTC: pipelines |" in text
     assert "| tests there | `tests/integration/server/test_aoti_backend.py`: 7 passed" in text
 

@@ -86,6 +86,7 @@ def render(data: dict, rows: dict, header: dict[str, str]) -> str:
     lines.append("|---|---|---|---|---|---|---|---|---|")
     lines += _served_lines(rows, best)
     lines += _load_times(rows)
+    lines += _not_served(rows)
     lines += _batch_one(in_process, rows)
     lines += _outputs(rows)
     lines += [f"- step `{name}` failed; see the raw JSON" for name in data.get("errors") or {}]
@@ -166,6 +167,15 @@ def _load_times(rows: dict) -> list[str]:
         return []
     each = ", ".join(f"{describe(name)} {seconds} s" for name, seconds in loads.items())
     return ["", f"**Load** (server start to ready, each model on its own server): {each}."]
+
+
+def _not_served(rows: dict) -> list[str]:
+    """Models whose server never became ready (``<model>_error``), with the cause recorded."""
+    failed = {k[: -len("_error")]: v for k, v in rows.items() if k.endswith("_error")}
+    if not failed:
+        return []
+    each = "; ".join(f"{describe(name)}: {error}" for name, error in failed.items())
+    return ["", f"**Not served:** {each}."]
 
 
 def batch_one(in_process: dict, rows: dict) -> tuple[float, float] | None:

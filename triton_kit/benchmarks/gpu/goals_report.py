@@ -186,8 +186,7 @@ def header(calls: Calls, command: str, raw: str) -> list[str]:
         "`pytorch_aoti` for AOTInductor"
     )
     tests = [ln for ln in _lines(calls.step("pytest") / "run.log") if " passed" in ln]
-    rows = {"machine": machine, "command": f"`{command}`",
-            "commit": f"`{env.get('commit', '?')}`", "raw": raw,
+    rows = {"machine": machine, "command": f"`{command}`", "raw": raw,
             "tests there": f"`tests/integration/server/test_aoti_backend.py`: {tests[-1]}"
             if tests else ""}  # fmt: skip
     lines = ["| run | |", "|---|---|"]
@@ -197,12 +196,14 @@ def header(calls: Calls, command: str, raw: str) -> list[str]:
 
 
 def call_text(folder: Path) -> str:
-    """When a device call ran and which steps, from goals.sh's step lines."""
-    date = (load(folder / "env.json").get("date") or "?")[:10]
+    """When a device call ran, at which commit, and which steps, from goals.sh's step lines."""
+    env = load(folder / "env.json")
+    date = (env.get("date") or "?")[:10]
     times = [m[1] for line in _lines(folder / "run.log") if (m := STEP_LINE.match(line))]
     steps = [m[1] for line in _lines(folder / "run.log") if (m := STEP_EXIT.match(line))]
     span = f"{date} {times[0]}–{times[-1]} UTC" if times else date
-    return f"{span}: {', '.join(steps) or 'no step ended'}"
+    commit = f" at `{env['commit']}`" if env.get("commit") else ""
+    return f"{span}{commit}: {', '.join(steps) or 'no step ended'}"
 
 
 def _lines(path: Path) -> list[str]:
