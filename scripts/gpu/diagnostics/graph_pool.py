@@ -9,6 +9,13 @@ after each capture: if the package's graphs do not reuse each other's freed bloc
 module's do, the pool grows with the sum of the sizes instead of the largest.
 
     CXX=/usr/bin/g++ python3 scripts/gpu/diagnostics/graph_pool.py OUT.json
+
+On the H100 (issue 30, session 41: gpu/issue30-goals/session41/graph_pool.json) the package's
+graphs shared the pool as the module's did: what stayed allocated grew only by the static
+inputs (72 -> 141 MiB module, 39 -> 108 MiB package, largest first). The order is what counts:
+the pool reserved 3.5 GiB largest first against 13.1 GiB smallest first (the module's peak at
+batch 256 is 2.1 GiB). So ResNet-50's out-of-memory is the reserve, not a leak: about 1.7x its
+peak at the largest batch in each instance's pool, plus the warm-up's own cache, times four.
 """
 
 from __future__ import annotations
