@@ -14,8 +14,9 @@
 // whatever they held (a model's rows must not depend on each other, as with TensorRT's
 // padding), and the outputs are the first rows of the graph's static outputs.
 //
-// Each GPU instance captures a size the first time it meets it, on a side stream, after one
-// warm-up call there (lazy initialisation must stay out of the graph). The package is loaded
+// Each GPU instance captures a size the first time it meets it, on its own side stream (one for
+// all its captures, so their pool can reuse its blocks), after one warm-up call there (lazy
+// initialisation must stay out of the graph). The package is loaded
 // run_single_threaded: its multi-threaded run records a CUDA event on the stream, and an event
 // recorded during a capture cannot be queried after it (cudaErrorCapturedEvent), which the
 // next run's bookkeeping does. The single-threaded run shares one model, so every call that is
@@ -224,7 +225,14 @@ class CudaGraphs {
       graph.inputs.push_back(held);
     }
     auto current = at::cuda::getCurrentCUDAStream();
-    auto side = at::cuda::getStreamFromPool(false, current.device_index());
+    // One side stream for all of this instance's captures: the caching allocator keeps a freed
+    // block for the stream it was used on, so graphs captured on a stream each could not reuse
+    // each other's blocks in their shared pool, and warm-ups on a stream each kept a cache
+    // each (ResNet-50's 48 graphs ran four instances out of the H100's memory that way).
+    if (!side_) {
+      side_ = at::cuda::getStreamFromPool(false, current.device_index());
+    }
+    auto side = *side_;
     at::cuda::CUDAEvent ready, done;
     ready.record(current);
     ready.block(side);
@@ -259,7 +267,8 @@ class CudaGraphs {
                         .count();
     log_(
         "CUDA graph captured for batch size " + std::to_string(size) + " (first batch " +
-        std::to_string(inputs[0].size(0)) + ") in " + std::to_string(ms) + " ms");
+        std::to_string(inputs[0].size(0)) + ") on stream " + std::to_string(side.id()) +
+        " in " + std::to_string(ms) + " ms");
     return graph;
   }
 
@@ -268,6 +277,7 @@ class CudaGraphs {
   Log log_;
   std::map<int64_t, Graph> graphs_;
   at::cuda::MempoolId_t pool_{0, 0};
+  std::optional<c10::cuda::CUDAStream> side_;
 };
 #endif  // TRITON_ENABLE_GPU
 
