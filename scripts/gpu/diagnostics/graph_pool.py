@@ -10,12 +10,13 @@ module's do, the pool grows with the sum of the sizes instead of the largest.
 
     CXX=/usr/bin/g++ python3 scripts/gpu/diagnostics/graph_pool.py OUT.json
 
-On the H100 (issue 30, session 41: gpu/issue30-goals/session41/graph_pool.json) the package's
-graphs shared the pool as the module's did: what stayed allocated grew only by the static
-inputs (72 -> 141 MiB module, 39 -> 108 MiB package, largest first). The order is what counts:
-the pool reserved 3.5 GiB largest first against 13.1 GiB smallest first (the module's peak at
-batch 256 is 2.1 GiB). So ResNet-50's out-of-memory is the reserve, not a leak: about 1.7x its
-peak at the largest batch in each instance's pool, plus the warm-up's own cache, times four.
+On the H100 (issue 30, session 41: gpu/issue30-goals/session41/graph_pool.json), captured on
+one stream as torch.cuda.graph does, the package's graphs shared the pool as the module's did:
+what stayed allocated grew only by the static inputs (39 -> 108 MiB for the package, largest
+first), and the process reserved 3.5 GiB largest first against 13.1 GiB smallest first (the
+module's peak at batch 256: 2.1 GiB). The backend took a new stream from the pool for each
+capture, and the caching allocator reuses a freed block only on its own stream: the likely
+cause of its out-of-memory, fixed in scripts/gpu/pytorch_aoti/cuda_graphs.hh (not yet measured).
 """
 
 from __future__ import annotations
