@@ -90,6 +90,7 @@ class Options:
     compile_mode: str
     steps: tuple[str, ...]
     variants: tuple[str, ...] = ()  # served variants by name; () for all
+    launcher_rounds: int = 2  # bare/launcher pairs of the launcher step
 
     @property
     def settings(self) -> Settings:
@@ -114,10 +115,17 @@ def parse(argv: list[str] | None) -> Options:
     parser.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
     parser.add_argument("--steps", default=",".join(STEPS))
     parser.add_argument("--variants", default="", help="served variants by name (default all)")
+    parser.add_argument(
+        "--launcher-rounds", type=int, default=Options.launcher_rounds,
+        help="bare/launcher pairs of the launcher step, alternating (default %(default)s)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.launcher_rounds < 1:
+        parser.error("--launcher-rounds must be at least 1")
     steps = tuple(s for s in args.steps.split(",") if s)
     names = tuple(v for v in args.variants.split(",") if v)
-    return Options(args.out, args.seconds, args.smoke, args.compile_mode, steps, names)
+    return Options(args.out, args.seconds, args.smoke, args.compile_mode, steps, names,
+                   args.launcher_rounds)  # fmt: skip
 
 
 class Results:
@@ -364,9 +372,8 @@ def launcher_row(repo: Path, grid: tuple[Variant, ...], options: Options) -> dic
     chosen = next((v for v in grid if v.name == "native_i4_d2000p"), grid[-1])
     alone = Path(tempfile.mkdtemp(prefix="launcher-row-"))
     shutil.copytree(repo / chosen.name, alone / chosen.name)
-    return launcher.compare(
-        launcher.Options(options.out, alone, chosen.name, options.concurrency, options.seconds, 2)
-    )
+    measured = (options.concurrency, options.seconds, options.launcher_rounds)
+    return launcher.compare(launcher.Options(options.out, alone, chosen.name, *measured))
 
 
 def main(argv: list[str] | None = None) -> int:
