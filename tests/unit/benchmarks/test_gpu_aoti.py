@@ -274,3 +274,22 @@ def test_cuda_graph_rows_are_models_of_their_own_with_tritons_graphs_field(tmp_p
     assert [aoti.batch_one_row(n) for n in names] == [True, True, False, False]
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--cuda-graphs", "maybe"])
+
+
+def test_batched_rows_can_go_without_preferred_sizes(tmp_path: Path) -> None:
+    """With graphs at most an eighth apart, a batch no longer needs to wait for a preferred
+    size: ``--preferred on,off`` serves each batched row both ways (``_d100p`` and ``_d100``)."""
+    options = aoti.parse(["--out", str(tmp_path), "--instances", "4", "--delays", "100",
+                          "--preferred", "on,off", "--no-baseline"])  # fmt: skip
+    package = tmp_path / "resnet50.pt2"
+    package.write_bytes(b"package")
+    names = aoti.write_repository(tmp_path / "repo", package, Path(), options.settings, options)
+    assert names == ["aoti_i1_d0", "aoti_i4_d100p", "aoti_i4_d100"]
+    with_sizes = _parsed((tmp_path / "repo" / "aoti_i4_d100p" / "config.pbtxt").read_text())
+    without = _parsed((tmp_path / "repo" / "aoti_i4_d100" / "config.pbtxt").read_text())
+    assert list(with_sizes.dynamic_batching.preferred_batch_size) == [64, 128, 256]
+    assert not without.dynamic_batching.preferred_batch_size
+    assert without.dynamic_batching.max_queue_delay_microseconds == 100
+    assert aoti.parse(["--out", str(tmp_path)]).preferred == (True,)
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--preferred", "sometimes"])

@@ -142,3 +142,9 @@ def test_a_model_that_failed_to_load_is_reported_with_its_cause() -> None:
         "server-aoti_i4_d2000p_cg.log." in text
     )
     assert "Not served" not in aoti_report.render(RUN, RUN["served"], {})
+
+
+def test_a_row_without_preferred_sizes_is_named_so() -> None:
+    assert aoti_report.describe("aoti_i4_d100") == "4 inst., 100 µs"
+    assert aoti_report.describe("aoti_i4_d100p_cg") == "4 inst., 100 µs + preferred, CUDA graphs"
+    assert aoti_report.describe("bert_base_aoti_i1_d0_cg") == "1 inst., no delay, CUDA graphs"

@@ -30,12 +30,13 @@ Steps (the report is rewritten after each, so a run cut short keeps what it meas
    cosine similarity min), then timed at batch 1 and the larger batches (ResNet 64/256,
    BERT 64), host copies included.
 3. ``served``: the package through ``pytorch_aoti`` at each ``--instances`` count and
-   ``--delays`` queue delay (default 2000 us; preferred ResNet 64/128/256, BERT 16/32/64)
-   and at 1 instance with no delay (the batch-1 row), and, for ResNet, TorchScript through
-   Triton's own pytorch backend (4 instances; ``--no-baseline`` leaves it out, and the GPU
-   run need not build that backend), each model on a bare ``tritonserver`` of its own so a
-   crash loses one row and keeps its log. The package's served outputs are checked first
-   (the check inputs as concurrent one-row requests, batched together); then one-row
+   ``--delays`` queue delay (default 2000 us; preferred ResNet 64/128/256, BERT 16/32/64,
+   or none: ``--preferred``) and at 1 instance with no delay (the batch-1 row), and, for
+   ResNet, TorchScript through Triton's own pytorch backend (4 instances; ``--no-baseline``
+   leaves it out, and the GPU run need not build that backend), each model on a bare
+   ``tritonserver`` of its own so a crash loses one row and keeps its log. The package's
+   served outputs are checked first (the check inputs as concurrent one-row requests,
+   batched together); then one-row
    requests through perf_analyzer at the family's concurrency for each ``--shared-memory``
    way; the no-delay package at c1 inline and each of those ways (shared memory saves the
    150 KB image's trip through gRPC, the batch-1 gap's suspect); the baseline at c1 inline.
@@ -206,6 +207,7 @@ class Options:
     first_calls: bool = False  # time each batch size's first and second call in a new thread
     gathers: tuple[int, ...] = (0,)  # each batched row once per gather-kernel threshold (0: off)
     graphs: tuple[bool, ...] = (False,)  # each package row without and/or with CUDA graphs
+    preferred: tuple[bool, ...] = (True,)  # each batched row with and/or without preferred sizes
 
     @property
     def settings(self) -> Settings:
@@ -296,6 +298,12 @@ def parse(argv: list[str] | None) -> Options:
         "optimization.cuda.graphs), and in process each batch replayed from a graph too "
         "(rows bs<N>_graph); default off",
     )  # fmt: skip
+    parser.add_argument(
+        "--preferred", default="on",
+        help="on and/or off: each batched row with the family's preferred batch sizes (rows "
+        "..._d<N>p) and/or without (rows ..._d<N>: a batch goes when an instance is free or the "
+        "delay ends); default on",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -322,10 +330,15 @@ def parse(argv: list[str] | None) -> Options:
     if set(graphs) - {"off", "on"}:
         parser.error(f"--cuda-graphs: unknown {sorted(set(graphs) - {'off', 'on'})}; "
                      "choose from off, on")  # fmt: skip
+    preferred = tuple(dict.fromkeys(args.preferred.split(",")))
+    if set(preferred) - {"off", "on"}:
+        parser.error(f"--preferred: unknown {sorted(set(preferred) - {'off', 'on'})}; "
+                     "choose from on, off")  # fmt: skip
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
-                   gathers, tuple(g == "on" for g in graphs))  # fmt: skip
+                   gathers, tuple(g == "on" for g in graphs),
+                   tuple(p == "on" for p in preferred))  # fmt: skip
 
 
 def logged_compiles(log: Path) -> None:
@@ -539,18 +552,18 @@ def aoti_config(
     warmup: bool = False,
     gather: int = 0,
     graphs: bool = False,
+    preferred: bool = True,
 ) -> str:
     """Batching as gpu_engines.md's best TorchScript row (2000 us, the family's preferred
     sizes); delay 0 and no preferred sizes for the batch-1 row, where waiting only adds
     latency. ``warmup``: every batch size once per instance at load (:func:`warmup_config`);
     ``gather``: the backend's gather-kernel threshold (0: the parameter is left out);
-    ``graphs``: Triton's ``optimization.cuda.graphs`` (:func:`graphs_config`)."""
-    preferred = ", ".join(str(b) for b in spec.preferred)
-    batching = (
-        f"max_queue_delay_microseconds: {delay_us} preferred_batch_size: [ {preferred} ]"
-        if delay_us
-        else "max_queue_delay_microseconds: 0"
-    )
+    ``graphs``: Triton's ``optimization.cuda.graphs`` (:func:`graphs_config`); ``preferred``
+    off: no preferred sizes, so a batch goes when an instance is free or the delay ends."""
+    batching = f"max_queue_delay_microseconds: {delay_us}"
+    if delay_us and preferred:
+        sizes = ", ".join(str(b) for b in spec.preferred)
+        batching += f" preferred_batch_size: [ {sizes} ]"
     kind = "kind: KIND_GPU gpus: [ 0 ]" if gpu else "kind: KIND_CPU"
     inputs = ", ".join(
         f'{{ name: "INPUT__{i}" data_type: TYPE_{dtype} dims: [ {", ".join(map(str, dims))} ] }}'
@@ -597,20 +610,22 @@ def write_repository(
     spec = options.spec
     names = []
     batched = [
-        (n, delay, warm == "all", gather, graphs)
+        (n, delay, warm == "all", gather, graphs, preferred)
         for graphs in options.graphs
         for warm in options.warmups
         for gather in options.gathers
         for delay in options.delays_us
+        for preferred in options.preferred
         for n in options.instances
     ]
-    single = [(1, 0, False, 0, graphs) for graphs in options.graphs]
-    for count, delay, warm, gather, graphs in [*single, *batched]:  # batch 1 first: kept if cut
-        name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if delay else "")
+    single = [(1, 0, False, 0, graphs, False) for graphs in options.graphs]
+    for count, delay, warm, gather, graphs, preferred in [*single, *batched]:  # batch 1 first
+        name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if preferred else "")
         name += (f"_g{gather}" if gather else "") + ("_warm" * warm) + ("_cg" * graphs)
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
-        config = aoti_config(spec, name, count, settings.gpu, delay, warm, gather, graphs)
+        config = aoti_config(spec, name, count, settings.gpu, delay, warm, gather, graphs,
+                             preferred)  # fmt: skip
         (repo / name / "config.pbtxt").write_text(config)
         names.append(name)
     if not options.with_baseline:

@@ -23,7 +23,8 @@ LOAD = re.compile(
     r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?:_rep(?P<rep>\d+))?$"
 )
 MODEL = re.compile(
-    r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)p?(?:_g(?P<gather>\d+))?(?P<warm>_warm)?"
+    r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)(?P<preferred>p)?(?:_g(?P<gather>\d+))?"
+    r"(?P<warm>_warm)?"
     r"(?P<graphs>_cg)?(?:_pool(?P<pool>\d+))?$"
 )
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
@@ -48,7 +49,8 @@ def describe(model: str) -> str:
     if not match:
         return model
     delay = int(match["delay"])
-    text = f"{match['instances']} inst., " + (f"{delay} µs + preferred" if delay else "no delay")
+    waits = f"{delay} µs" + (" + preferred" if match["preferred"] else "") if delay else "no delay"
+    text = f"{match['instances']} inst., {waits}"
     if match["gather"]:
         text += f", gather kernel from {match['gather']} requests"
     if match["warm"]:
