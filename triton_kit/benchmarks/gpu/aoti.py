@@ -326,19 +326,20 @@ def parse(argv: list[str] | None) -> Options:
     gathers = tuple(int(n) for n in args.gather.split(","))
     if min(gathers) < 0:
         parser.error("--gather: each must be 0 (a copy per request) or more")
-    graphs = tuple(dict.fromkeys(args.cuda_graphs.split(",")))
-    if set(graphs) - {"off", "on"}:
-        parser.error(f"--cuda-graphs: unknown {sorted(set(graphs) - {'off', 'on'})}; "
-                     "choose from off, on")  # fmt: skip
-    preferred = tuple(dict.fromkeys(args.preferred.split(",")))
-    if set(preferred) - {"off", "on"}:
-        parser.error(f"--preferred: unknown {sorted(set(preferred) - {'off', 'on'})}; "
-                     "choose from on, off")  # fmt: skip
+    graphs = _on_off(parser, "--cuda-graphs", args.cuda_graphs)
+    preferred = _on_off(parser, "--preferred", args.preferred)
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
-                   gathers, tuple(g == "on" for g in graphs),
-                   tuple(p == "on" for p in preferred))  # fmt: skip
+                   gathers, graphs, preferred)  # fmt: skip
+
+
+def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:
+    """``off,on`` -> ``(False, True)``, in the order given, each once."""
+    words = tuple(dict.fromkeys(value.split(",")))
+    if set(words) - {"off", "on"}:
+        parser.error(f"{flag}: unknown {sorted(set(words) - {'off', 'on'})}; choose from off, on")
+    return tuple(word == "on" for word in words)
 
 
 def logged_compiles(log: Path) -> None:

@@ -26,7 +26,7 @@ from triton_kit.benchmarks.gpu import aoti_report
 from triton_kit.benchmarks.gpu.pipelines.options import GOALS as PIPELINE_GOALS
 
 STEP_LINE = re.compile(r"^\[goals (\d\d:\d\d:\d\d)\]")
-STEP_EXIT = re.compile(r"^\[goals [\d:]+\] ([\w-]+): exit (\d+)")
+STEP_EXIT = re.compile(r"^\[goals [\d:]+\] ([\w-]+): exit \d+")
 FAMILIES = {  # folder: (title, report file, concurrency of the goal's load, goal)
     "resnet50": ("ResNet-50", "aoti.json", 256, 0.9),
     "bert-base": ("BERT-base", "aoti-bert-base.json", 64, 0.85),
