@@ -9,10 +9,11 @@
 #       bash scripts/gpu/bench.sh .whl-goals OUT --script scripts/gpu/goals.sh
 # (TRITON_KIT_GPU_NATIVE=pytorch for pipelines and launcher: they serve TorchScript through
 # Triton's r24.10 pytorch backend.) Steps, each a folder of OUT, in this order:
-#   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm) and at c1 against the
-#               same package in process, each without and with CUDA graphs
-#   bert-base   the same at c64 (3 and 4 instances, system shm)
-#   bert-large  the same (2 instances)
+#   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm) and at c1 (inline, system
+#               and CUDA shm) against the same package in process, each without and with CUDA
+#               graphs
+#   bert-base   the same at c64 (3 and 4 instances, system shm), with CUDA graphs only
+#   bert-large  the same as resnet50 at c64 (2 instances, system shm)
 #   pipelines   the resnet50 JPEG ensemble and the bert text model against their pipelines in
 #               process (the kit's own TorchScript builds)
 #   launcher    the kit's launcher against a bare tritonserver on the same repository, four
@@ -23,13 +24,16 @@
 # 560, inside a call's 600; 0: none, e.g. on a GPU machine of your own); a step that would start
 # with under 30 s left is skipped, one still running at the deadline is stopped. GOALS_REPEATS:
 # how many times each batched load is measured in a row (default 3: a fresh server's first load
-# pays each instance's first call at every batch size, call 26).
+# pays each instance's first call at every batch size, call 26). GOALS_CLIENT: perf_analyzer's
+# client modes for the batched loads (default sync,async: a blocking thread per request, 256 of
+# them on 4 client cores, against --async's few threads).
 set -uo pipefail
 carry=$1; out=$2; shift 2
 budget=${GOALS_BUDGET_S:-560}
 deadline=$(( ${TRITON_KIT_GPU_STARTED:-$(date +%s)} + budget ))
 steps=" ${GOALS_STEPS:-resnet50 bert-base bert-large pipelines launcher pytest} "
 repeats=${GOALS_REPEATS:-3}
+client=${GOALS_CLIENT:-sync,async}
 cpus=(--server-cpus 0-11 --client-cpus 12-15)
 # What goals_report's header names: the machine, the commit, the date.
 python3 -c 'import json, os, platform, time, torch; print(json.dumps({
@@ -53,16 +57,20 @@ step() {
 # gather kernel lost on ResNet-50 (call 32: 0.76-0.78x against 0.83-0.90x) and was within the
 # spread on BERT-base: it is left out.
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
-    --repeats "$repeats" --no-baseline --cuda-graphs off,on "${cpus[@]}" --out "$out/resnet50"
+    --repeats "$repeats" --no-baseline --cuda-graphs off,on --client "$client" "${cpus[@]}" \
+    --out "$out/resnet50"
 # BERT's inputs (2 KB a request) through system shared memory served BERT-base 0.85-0.90x against
 # 0.70-0.75x through CUDA shared memory in one run (call 34), BERT-large 0.89-0.92x against
 # 0.87-0.89x (call 35): system shared memory only. Four BERT-base instances at c64 ran batches of
 # about 11 rows (call 37); two served 0.76-0.80x against four's 0.84-0.91x with graphs (issue 30's
-# goals, call A): three are measured beside four.
+# goals, call A): three are measured beside four, with graphs only (without, four served
+# 0.66-0.77x in call A) so that both client modes fit one call.
 step bert-base python3 -m triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 3,4 \
-    --shared-memory system --repeats "$repeats" --cuda-graphs off,on "${cpus[@]}" --out "$out/bert-base"
+    --shared-memory system --repeats "$repeats" --cuda-graphs on --client "$client" "${cpus[@]}" \
+    --out "$out/bert-base"
 step bert-large python3 -m triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
-    --shared-memory system --repeats "$repeats" --cuda-graphs off,on "${cpus[@]}" --out "$out/bert-large"
+    --shared-memory system --repeats "$repeats" --cuda-graphs off,on --client "$client" "${cpus[@]}" \
+    --out "$out/bert-large"
 step pipelines python3 -m triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$carry/tokenizer.json" \
     --budget-s 240 --models resnet50,bert --out "$out/pipelines"
 step launcher python3 -m triton_kit.benchmarks.gpu.serving --seconds 2 --steps launcher \

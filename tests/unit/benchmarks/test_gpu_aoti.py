@@ -184,8 +184,9 @@ def test_cores_and_repeats_are_options_and_each_batched_load_repeats(tmp_path: P
     cores = ["--server-cpus", "0-11", "--client-cpus", "12-15"]
     options = aoti.parse(["--out", str(tmp_path), *cores, "--repeats", "3"])
     assert (options.server_cpus, options.client_cpus, options.repeats) == ("0-11", "12-15", 3)
-    assert aoti.repeated([(1, "none"), (256, "system")], 3) == [
-        (1, "none", 1), (256, "system", 1), (256, "system", 2), (256, "system", 3)
+    assert aoti.repeated([(1, "none", "sync"), (256, "system", "async")], 3) == [
+        (1, "none", "sync", 1), (256, "system", "async", 1), (256, "system", "async", 2),
+        (256, "system", "async", 3)
     ]  # fmt: skip
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--repeats", "0"])
@@ -209,6 +210,37 @@ def test_perf_analyzer_and_the_server_can_be_kept_on_their_own_cores(
     row = perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path, cpus="12-15")
     assert "error" in row
     assert seen[0][:4] == ["taskset", "-c", "12-15", "/bin/perf_analyzer"]
+
+
+def test_batched_loads_can_come_from_perf_analyzers_async_client(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--client sync,async``: each batched load from a blocking thread per request and from
+    ``--async``, keyed so the report tells them apart; unknown modes are refused."""
+    from triton_kit.benchmarks.harness import perf_analyzer
+
+    assert aoti.parse(["--out", str(tmp_path)]).clients == ("sync",)
+    options = aoti.parse(["--out", str(tmp_path), "--client", "sync,async"])
+    assert options.clients == ("sync", "async")
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--client", "eager"])
+    assert aoti.load_key("aoti_i4_d2000p", 256, "cuda", "async", 2) == (
+        "aoti_i4_d2000p_c256_cuda_shm_async_rep2"
+    )
+    assert aoti.load_key("aoti_i1_d0", 1, "none", "sync", 1) == "aoti_i1_d0_c1"
+    seen: list[list[str]] = []
+
+    def fake_run(command: list[str], **_: object) -> object:
+        seen.append(command)
+        return type("Done", (), {"returncode": 1, "stdout": "", "stderr": "no server"})()
+
+    monkeypatch.setattr(perf_analyzer, "binary", lambda: "/bin/perf_analyzer")
+    monkeypatch.setattr(perf_analyzer.subprocess, "run", fake_run)
+    perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path)
+    perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path, asynchronous=True)
+    assert "--async" not in seen[0]
+    assert "--async" in seen[1]
+    assert seen[1][seen[1].index("-f") + 1].endswith("-c4-async.csv")
 
 
 @pytest.mark.parametrize("family", ["resnet50", "bert-base"])

@@ -68,6 +68,14 @@ def test_repeated_loads_are_rows_of_their_own() -> None:
     assert "| c256 CUDA shm (repeat 2) | 12,000 | 0.60 |" in text
 
 
+def test_async_client_loads_are_named_so() -> None:
+    latency = {"p50": 1.0, "p95": 2.0, "p99": 3.0}
+    rows = {"aoti_i4_d2000p_c256_cuda_shm_async_rep2": {"items_per_s": 19000.0, **latency}}
+    text = aoti_report.render(RUN, rows, {})
+    row = "| 4 inst., 2000 µs + preferred | c256 CUDA shm, async client (repeat 2) | 19,000 |"
+    assert row in text
+
+
 def test_warm_rows_load_times_and_first_calls_are_reported(tmp_path: Path) -> None:
     latency = {"p50": 1.0, "p95": 2.0, "p99": 3.0}
     data = {

@@ -38,8 +38,10 @@ Steps (the report is rewritten after each, so a run cut short keeps what it meas
    served outputs are checked first (the check inputs as concurrent one-row requests,
    batched together); then one-row
    requests through perf_analyzer at the family's concurrency for each ``--shared-memory``
-   way; the no-delay package at c1 inline and each of those ways (shared memory saves the
-   150 KB image's trip through gRPC, the batch-1 gap's suspect); the baseline at c1 inline.
+   way and ``--client`` mode (a blocking thread per request, or ``--async``); the no-delay
+   package at c1 inline and through system and CUDA shared memory (shared memory saves the
+   inputs' and outputs' trip through gRPC, the batch-1 gap's suspect); the baseline at c1
+   inline.
    ``--warmup all`` serves each batched row a second time (``..._warm``) with Triton's
    ``model_warmup`` running every batch size 1..max on each instance before it is ready, and
    each server's load time is recorded (``<model>_load``). ``--gather 0,N`` serves each batched
@@ -84,6 +86,7 @@ from triton_kit.build_engines.engines.aoti.config import capture_order, graph_ba
 
 AOTI_BACKEND = "pytorch_aoti"
 SHARED_MEMORY = ("none", "system", "cuda")
+CLIENTS = ("sync", "async")  # perf_analyzer: a blocking thread per request, or --async
 WARMUPS = ("none", "all")  # none: Triton's default; all: model_warmup at every batch size
 BERT_VOCAB = 30522  # BertConfig's default vocab_size, which models.bert keeps
 BASELINE = "native_i4_d2000p"
@@ -208,6 +211,7 @@ class Options:
     gathers: tuple[int, ...] = (0,)  # each batched row once per gather-kernel threshold (0: off)
     graphs: tuple[bool, ...] = (False,)  # each package row without and/or with CUDA graphs
     preferred: tuple[bool, ...] = (True,)  # each batched row with and/or without preferred sizes
+    clients: tuple[str, ...] = ("sync",)  # each batched load from each CLIENTS mode
 
     @property
     def settings(self) -> Settings:
@@ -304,6 +308,12 @@ def parse(argv: list[str] | None) -> Options:
         "..._d<N>p) and/or without (rows ..._d<N>: a batch goes when an instance is free or the "
         "delay ends); default on",
     )  # fmt: skip
+    parser.add_argument(
+        "--client", default="sync",
+        help="sync and/or async: perf_analyzer's batched loads from a blocking thread per "
+        "request and/or from its async threads (loads ..._async); c1 is always sync; default "
+        "sync",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -328,10 +338,14 @@ def parse(argv: list[str] | None) -> Options:
         parser.error("--gather: each must be 0 (a copy per request) or more")
     graphs = _on_off(parser, "--cuda-graphs", args.cuda_graphs)
     preferred = _on_off(parser, "--preferred", args.preferred)
+    clients = tuple(dict.fromkeys(args.client.split(",")))
+    if set(clients) - set(CLIENTS):
+        parser.error(f"--client: unknown {sorted(set(clients) - set(CLIENTS))}; "
+                     f"choose from {CLIENTS}")  # fmt: skip
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
-                   gathers, graphs, preferred)  # fmt: skip
+                   gathers, graphs, preferred, clients)  # fmt: skip
 
 
 def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:
@@ -665,14 +679,21 @@ def batch_one_row(name: str) -> bool:
     return "d0" in name.split("_")
 
 
-def repeated(loads: list[tuple[int, str]], repeats: int) -> list[tuple[int, str, int]]:
+def repeated(loads: list[tuple[int, str, str]], repeats: int) -> list[tuple[int, str, str, int]]:
     """Each batched load (concurrency above 1) ``repeats`` times in a row, numbered from 1;
     the c1 loads once."""
     return [
-        (concurrency, shm, repeat)
-        for concurrency, shm in loads
+        (concurrency, shm, client, repeat)
+        for concurrency, shm, client in loads
         for repeat in range(1, (repeats if concurrency > 1 else 1) + 1)
     ]
+
+
+def load_key(label: str, concurrency: int, shm: str, client: str, repeat: int) -> str:
+    """``<label>_c<N>[_<shm>_shm][_async][_rep<R>]``: aoti_report.LOAD reads it back."""
+    key = f"{label}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
+    key += "_async" if client == "async" else ""
+    return key + (f"_rep{repeat}" if repeat > 1 else "")
 
 
 def pool_flags(pool_mb: int) -> list[str]:
@@ -752,20 +773,26 @@ def serve_one(
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
             print(label, rows[f"{label}_outputs"], flush=True)
-        ways = options.shared_memory
-        loads = [(1, shm) for shm in dict.fromkeys(("none", *ways))] if batch_one_row(name) \
-            else [(options.concurrency, shm) for shm in ways]  # fmt: skip
+        loads = (
+            [(1, shm, "sync") for shm in SHARED_MEMORY]
+            if batch_one_row(name)
+            else [
+                (options.concurrency, shm, client)
+                for shm in options.shared_memory
+                for client in options.clients
+            ]
+        )
         if c1:
-            loads.append((1, "none"))
+            loads.append((1, "none", "sync"))
         data = "random" if name == BASELINE else input_data
-        for concurrency, shm, repeat in repeated(loads, options.repeats):
+        for concurrency, shm, client, repeat in repeated(loads, options.repeats):
             if process.poll() is not None:
                 break
-            key = f"{label}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
-            key += f"_rep{repeat}" if repeat > 1 else ""
+            key = load_key(label, concurrency, shm, client, repeat)
             rows[key] = measure(url, name, concurrency, options.seconds, options.out,
                                 shared_memory=shm, output_bytes=options.spec.output_bytes,
-                                input_data=data, cpus=options.client_cpus)  # fmt: skip
+                                input_data=data, cpus=options.client_cpus,
+                                asynchronous=client == "async")  # fmt: skip
             print(key, rows[key], flush=True)
         rows[f"{label}_server_alive"] = process.poll() is None
     finally:

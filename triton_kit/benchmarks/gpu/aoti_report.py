@@ -20,7 +20,8 @@ from pathlib import Path
 
 ROW = re.compile(r"^(?P<key>[a-z0-9_]+) (?P<value>\{.*\})$")
 LOAD = re.compile(
-    r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?:_rep(?P<rep>\d+))?$"
+    r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?P<client>_async)?"
+    r"(?:_rep(?P<rep>\d+))?$"
 )
 MODEL = re.compile(
     r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)(?P<preferred>p)?(?:_g(?P<gather>\d+))?"
@@ -130,6 +131,7 @@ def _served_lines(rows: dict, best: float | None) -> list[str]:
         ratio = f"{row['items_per_s'] / best:.2f}" if batched else "—"
         rate, latencies = _figures(row).split(" | ", 1)
         load = f"c{match['concurrency']} {WAYS[match['shm']]}"
+        load += ", async client" if match["client"] else ""
         load += f" (repeat {match['rep']})" if match["rep"] else ""
         lines.append(
             f"| {describe(match['model'])} | {load} | {rate} | {ratio} | {latencies} | "

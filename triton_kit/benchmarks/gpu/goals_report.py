@@ -56,6 +56,7 @@ class Config:
 
     model: str
     way: str | None  # aoti_report.WAYS: None (inline), "system" or "cuda"
+    asynchronous: bool  # perf_analyzer --async (a load ``..._async``)
     rates: tuple[float, ...]
     best: float  # the in-process best it is compared with
 
@@ -69,18 +70,19 @@ def load(path: Path) -> dict:
 
 
 def configs(data: dict, concurrency: int) -> list[Config]:
-    """Each served model's loads at ``concurrency``, per way of sending the inputs (every
-    repeat)."""
+    """Each served model's loads at ``concurrency``, per way of sending the inputs and client
+    mode (every repeat)."""
     measured = {k: v for k, v in (data.get("in_process") or {}).items() if k.startswith("bs")}
     if not measured:
         return []
     best = max(row["items_per_s"] for row in measured.values())
-    found: dict[tuple[str, str | None], list[float]] = {}
+    found: dict[tuple[str, str | None, bool], list[float]] = {}
     for key, row in (data.get("served") or {}).items():
         match = aoti_report.LOAD.match(key)
         if match and int(match["concurrency"]) == concurrency and "items_per_s" in row:
-            found.setdefault((match["model"], match["shm"]), []).append(row["items_per_s"])
-    return [Config(model, way, tuple(rates), best) for (model, way), rates in found.items()]
+            config = (match["model"], match["shm"], bool(match["client"]))
+            found.setdefault(config, []).append(row["items_per_s"])
+    return [Config(*config, tuple(rates), best) for config, rates in found.items()]
 
 
 def gathered(config: Config) -> bool:
@@ -126,6 +128,7 @@ def ratios_text(config: Config) -> str:
     each = ", ".join(f"{r:.3f}×" for r in config.ratios)  # 0.895 is not 0.90
     rates = ", ".join(f"{rate:,.0f}" for rate in config.rates)
     setting = f"{aoti_report.describe(config.model)}, {aoti_report.WAYS[config.way]}"
+    setting += ", async client" if config.asynchronous else ""
     return f"{each} ({rates} against {config.best:,.0f}/s; {setting})"
 
 
@@ -167,10 +170,12 @@ def goal_rows(calls: Calls) -> list[tuple[str, str, str]]:
     launcher = load(calls.step("launcher") / "serving.json").get("launcher") or {}
     over = launcher.get("launcher_over_bare")
     medians = launcher.get("median_items_per_s") or {}
+    rounds = len((launcher.get("runs") or {}).get("bare") or [])
     rows.append((
         f"launcher ≥ {LAUNCHER_GOAL}× bare `tritonserver` (GPU)",
         f"{over:.2f} ({medians.get('launcher', 0):,.0f} against {medians.get('bare', 0):,.0f} "
-        "img/s, medians of two alternating rounds)" if over else "not measured",
+        f"img/s, medians of {rounds} alternating round{'s' * (rounds != 1)} each)" if over
+        else "not measured",
         "yes" if over and over >= LAUNCHER_GOAL else "no",
     ))  # fmt: skip
     return rows

@@ -90,6 +90,7 @@ def run(
     shared_memory: str = "none",
     output_bytes: int = 0,
     cpus: str | None = None,
+    asynchronous: bool = False,
 ) -> dict:
     """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
 
@@ -100,12 +101,15 @@ def run(
     and {"error"} when it fails. ``shared_memory`` "system" or "cuda" sends the inputs (and
     receives outputs of ``output_bytes`` each) through Triton's shared-memory regions instead
     of inside the gRPC messages. ``cpus`` (taskset's list, e.g. "12-15") keeps perf_analyzer
-    on those cores, away from the server's.
+    on those cores, away from the server's. ``asynchronous`` keeps the concurrency's requests
+    in flight from perf_analyzer's few async threads (``--async``) instead of a blocking thread
+    each (256 blocking threads on 4 client cores: a suspect for the time a request spends
+    outside the server).
     """
     executable = binary()
     if not executable:
         return {"skipped": "perf_analyzer not installed (scripts/install-perf-analyzer.sh)"}
-    tag = "" if shared_memory == "none" else f"-{shared_memory}-shm"
+    tag = ("" if shared_memory == "none" else f"-{shared_memory}-shm") + "-async" * asynchronous
     csv_path = out / f"perf_analyzer-{model}-c{concurrency}{tag}.csv"
     command = [
         *pinned(cpus), executable, "-m", model, "-u", url.removeprefix("grpc://"), "-i", "grpc",
@@ -114,6 +118,8 @@ def run(
         "--measurement-interval", str(int(seconds * 1000)), "--percentile", "99",
         "--stability-percentage", str(stability), "--max-trials", "8", "-f", str(csv_path),
     ]  # fmt: skip
+    if asynchronous:
+        command.append("--async")
     if shared_memory != "none":
         command += [
             f"--shared-memory={shared_memory}",
