@@ -4,12 +4,21 @@
 # takes from CARRY (default .whl, made by scripts/gpu/prepare.sh), plus what the pipelines need:
 # tokenizer.json and the numpy 1.26 wheel for the python stubs, repacked without numpy's tests,
 # headers, distutils and type stubs (16 MB instead of 18 MB), so that the carry and the checkout
-# stay under the 64 MiB a call carries.
+# stay under the 64 MiB a call carries. GOALS_FOR picks the calls the carry is for, when all
+# of it and the checkout would outgrow that: engines (the resnet50, bert-base, bert-large and
+# pytest steps: no numpy wheel, as nothing runs in a python stub), pipelines (the pipelines and
+# launcher steps: no cuda-python, as nothing uses CUDA shared memory), or all (default).
 set -euo pipefail
 goals=${1:-.whl-goals}
 carry=${2:-.whl}
 bash "$(dirname "$0")/prepare_aoti.sh" "$goals" "$carry" > /dev/null
 cp -al "$carry/tokenizer.json" "$goals/"
+case ${GOALS_FOR:-all} in
+    engines) du -sh "$goals"; exit 0 ;;
+    pipelines) rm -f "$goals/cuda-shm.tar.xz" ;;
+    all) ;;
+    *) echo "GOALS_FOR: engines, pipelines or all" >&2; exit 2 ;;
+esac
 wheel=$(realpath "$(ls "$carry"/numpy-1.26*.whl)")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
