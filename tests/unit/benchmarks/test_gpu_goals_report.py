@@ -135,6 +135,30 @@ def test_an_async_clients_loads_are_a_config_of_their_own(tmp_path: Path) -> Non
     assert large.endswith("| yes |")
 
 
+def test_a_launcher_step_stopped_at_the_deadline_is_judged_on_its_complete_rounds(
+    tmp_path: Path,
+) -> None:
+    """The call's deadline stopped the launcher step during its third round: no serving.json,
+    but the log holds every finished row. Only complete rounds (a bare and a launcher row
+    each) count, and the report says the step was cut short."""
+    run = _run(tmp_path)
+    folder = run.step("launcher")
+    (folder / "serving.json").unlink()
+    (folder / "perf_analyzer-native_i4_d2000p-c256.csv").write_text("")
+    rows = [("bare", 10_000.0), ("launcher", 10_100.0), ("bare", 9_800.0),
+            ("launcher", 9_900.0), ("bare", 20_000.0)]  # fmt: skip
+    (folder / "run.log").write_text("== launcher (11 s)\n" + "".join(
+        f'{kind} {{"items_per_s": {rate}, "p50": 18.0, "p95": 90.0, "p99": 110.0}}\n'
+        for kind, rate in rows
+    ))  # fmt: skip
+    text = goals_report.render(run, "", "")
+    launcher = next(ln for ln in text.splitlines() if ln.startswith("| launcher ≥"))
+    assert "1.01 (10,000 against 9,900 img/s, medians of 2 alternating rounds each" in launcher
+    assert "stopped at the call's deadline" in launcher and launcher.endswith("| yes |")
+    assert "`native_i4_d2000p`" in text and "c256" in text
+    assert "| bare | 3 |" not in text  # the unfinished round is not a row of the table
+
+
 def test_main_writes_the_report(tmp_path: Path) -> None:
     out = tmp_path / "gpu.md"
     calls = [str(folder) for folder in _run(tmp_path / "run").folders]

@@ -24,9 +24,12 @@ from pathlib import Path
 
 from triton_kit.benchmarks.gpu import aoti_report
 from triton_kit.benchmarks.gpu.pipelines.options import GOALS as PIPELINE_GOALS
+from triton_kit.benchmarks.launcher import summarise
 
 STEP_LINE = re.compile(r"^\[goals (\d\d:\d\d:\d\d)\]")
 STEP_EXIT = re.compile(r"^\[goals [\d:]+\] ([\w-]+): exit \d+")
+LAUNCHER_ROW = re.compile(r"^(bare|launcher) (\{.*\})$")  # benchmarks.launcher.compare's lines
+LAUNCHER_CSV = re.compile(r"^perf_analyzer-(?P<model>.+)-c(?P<concurrency>\d+)\.csv$")
 FAMILIES = {  # folder: (title, report file, concurrency of the goal's load, goal)
     "resnet50": ("ResNet-50", "aoti.json", 256, 0.9),
     "bert-base": ("BERT-base", "aoti-bert-base.json", 64, 0.85),
@@ -132,6 +135,48 @@ def ratios_text(config: Config) -> str:
     return f"{each} ({rates} against {config.best:,.0f}/s; {setting})"
 
 
+def launcher_result(folder: Path) -> dict:
+    """The launcher step's result: its ``serving.json``, or, where the call's deadline stopped
+    the step (no JSON), its complete rounds (a bare and a launcher row each) read back from
+    its log, the model and concurrency from perf_analyzer's file name, with ``cut_short``."""
+    found = load(folder / "serving.json").get("launcher")
+    if found:
+        return found
+    rows: dict[str, list[dict]] = {"bare": [], "launcher": []}
+    for line in _lines(folder / "run.log"):
+        if match := LAUNCHER_ROW.match(line):
+            rows[match[1]].append(json.loads(match[2]))
+    complete = min(len(runs) for runs in rows.values())
+    names = [
+        m for path in folder.glob("perf_analyzer-*.csv") if (m := LAUNCHER_CSV.match(path.name))
+    ]
+    if not complete or not names:
+        return {}
+    return {
+        "model": names[0]["model"],
+        "concurrency": int(names[0]["concurrency"]),
+        **summarise({kind: runs[:complete] for kind, runs in rows.items()}),
+        "cut_short": True,
+    }
+
+
+def launcher_text(launcher: dict) -> str:
+    over = launcher.get("launcher_over_bare")
+    if not over:
+        return "not measured"
+    medians = launcher.get("median_items_per_s") or {}
+    rounds = len((launcher.get("runs") or {}).get("bare") or [])
+    text = (
+        f"{over:.2f} ({medians.get('launcher', 0):,.0f} against {medians.get('bare', 0):,.0f} "
+        f"img/s, medians of {rounds} alternating round{'s' * (rounds != 1)} each"
+    )
+    if launcher.get("cut_short"):
+        text += (
+            "; the step was stopped at the call's deadline, and its unfinished round is left out"
+        )
+    return text + ")"
+
+
 def goal_rows(calls: Calls) -> list[tuple[str, str, str]]:
     rows = []
     families = {folder: load(calls.step(folder) / spec[1]) for folder, spec in FAMILIES.items()}
@@ -167,17 +212,10 @@ def goal_rows(calls: Calls) -> list[tuple[str, str, str]]:
         served, local, ratio = found_ratio
         rows.append((label, f"{ratio:.2f}× ({served:,.0f} against {local:,.0f} items/s)",
                      "yes" if ratio >= goal else "no"))  # fmt: skip
-    launcher = load(calls.step("launcher") / "serving.json").get("launcher") or {}
+    launcher = launcher_result(calls.step("launcher"))
     over = launcher.get("launcher_over_bare")
-    medians = launcher.get("median_items_per_s") or {}
-    rounds = len((launcher.get("runs") or {}).get("bare") or [])
-    rows.append((
-        f"launcher ≥ {LAUNCHER_GOAL}× bare `tritonserver` (GPU)",
-        f"{over:.2f} ({medians.get('launcher', 0):,.0f} against {medians.get('bare', 0):,.0f} "
-        f"img/s, medians of {rounds} alternating round{'s' * (rounds != 1)} each)" if over
-        else "not measured",
-        "yes" if over and over >= LAUNCHER_GOAL else "no",
-    ))  # fmt: skip
+    rows.append((f"launcher ≥ {LAUNCHER_GOAL}× bare `tritonserver` (GPU)", launcher_text(launcher),
+                 "yes" if over and over >= LAUNCHER_GOAL else "no"))  # fmt: skip
     return rows
 
 
@@ -244,7 +282,7 @@ def pipelines_section(calls: Calls) -> list[str]:
 
 
 def launcher_section(calls: Calls) -> list[str]:
-    launcher = load(calls.step("launcher") / "serving.json").get("launcher") or {}
+    launcher = launcher_result(calls.step("launcher"))
     runs = launcher.get("runs") or {}
     if not runs:
         return []

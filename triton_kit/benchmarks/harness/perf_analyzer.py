@@ -103,8 +103,8 @@ def run(
     of inside the gRPC messages. ``cpus`` (taskset's list, e.g. "12-15") keeps perf_analyzer
     on those cores, away from the server's. ``asynchronous`` keeps the concurrency's requests
     in flight from perf_analyzer's few async threads (``--async``) instead of a blocking thread
-    each (256 blocking threads on 4 client cores: a suspect for the time a request spends
-    outside the server).
+    each. On the H100 (issue 30's goals, session 42) async lost at ResNet-50 c256 (0.81-0.83x
+    against 0.87-0.92x) and won a little at BERT-large c64 (0.94-0.96x against 0.92-0.95x).
     """
     executable = binary()
     if not executable:
