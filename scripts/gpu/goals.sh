@@ -28,6 +28,8 @@
 # client modes for the BERT steps' batched loads (default sync,async: a blocking thread per
 # request, or --async's few threads; async won a little at BERT-large c64 and lost at ResNet-50
 # c256, 0.81-0.83x against 0.87-0.92x, in session 42's call A, so ResNet-50 is measured sync).
+# GOALS_RESNET50_ARGS: more options for the resnet50 step, after its own (a later one wins), e.g.
+# "--instances 3,4 --fine-graphs-up-to 256" (benchmarks.gpu.aoti --help).
 set -uo pipefail
 carry=$1; out=$2; shift 2
 budget=${GOALS_BUDGET_S:-560}
@@ -58,7 +60,8 @@ step() {
 # gather kernel lost on ResNet-50 (call 32: 0.76-0.78x against 0.83-0.90x) and was within the
 # spread on BERT-base: it is left out.
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
-    --repeats "$repeats" --no-baseline --cuda-graphs off,on "${cpus[@]}" --out "$out/resnet50"
+    --repeats "$repeats" --no-baseline --cuda-graphs off,on "${cpus[@]}" --out "$out/resnet50" \
+    ${GOALS_RESNET50_ARGS:-}
 # BERT's inputs (2 KB a request) through system shared memory served BERT-base 0.85-0.90x against
 # 0.70-0.75x through CUDA shared memory in one run (call 34), BERT-large 0.89-0.92x against
 # 0.87-0.89x (call 35): system shared memory only. Four BERT-base instances at c64 ran batches of

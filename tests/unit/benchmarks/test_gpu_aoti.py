@@ -308,6 +308,28 @@ def test_cuda_graph_rows_are_models_of_their_own_with_tritons_graphs_field(tmp_p
         aoti.parse(["--out", str(tmp_path), "--cuda-graphs", "maybe"])
 
 
+def test_graph_sizes_can_be_an_eighth_apart_above_64_rows_and_the_run_records_them(
+    tmp_path: Path,
+) -> None:
+    """``--fine-graphs-up-to 256``: ResNet-50's graphed rows at every size with at most an
+    eighth padding (48 sizes), now that one capture stream per instance lets the graphs share
+    their pool; the default stays the build's (powers of two above 64)."""
+    assert aoti.parse(["--out", str(tmp_path)]).graph_sizes[-3:] == (64, 128, 256)
+    options = aoti.parse(["--out", str(tmp_path), "--instances", "4", "--cuda-graphs", "on",
+                          "--no-baseline", "--fine-graphs-up-to", "256"])  # fmt: skip
+    package = tmp_path / "resnet50.pt2"
+    package.write_bytes(b"package")
+    repo = tmp_path / "repo"
+    aoti.write_repository(repo, package, Path(), options.settings, options)
+    graphed = _parsed((repo / "aoti_i4_d2000p_cg" / "config.pbtxt").read_text())
+    sizes = [s.batch_size for s in graphed.optimization.cuda.graph_spec]
+    assert sizes == list(options.graph_sizes) and len(sizes) == 48
+    assert sizes[-9:] == [128, 144, 160, 176, 192, 208, 224, 240, 256]
+    assert [w.batch_size for w in graphed.model_warmup] == sizes[::-1]
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--fine-graphs-up-to", "0"])
+
+
 def test_batched_rows_can_go_without_preferred_sizes(tmp_path: Path) -> None:
     """With graphs at most an eighth apart, a batch no longer needs to wait for a preferred
     size: ``--preferred on,off`` serves each batched row both ways (``_d100p`` and ``_d100``)."""

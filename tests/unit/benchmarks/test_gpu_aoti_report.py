@@ -68,6 +68,13 @@ def test_repeated_loads_are_rows_of_their_own() -> None:
     assert "| c256 CUDA shm (repeat 2) | 12,000 | 0.60 |" in text
 
 
+def test_the_graph_sizes_a_run_configured_are_listed() -> None:
+    text = aoti_report.render({**RUN, "env": {"family": "resnet50", "graph_sizes": [1, 2, 4]}},
+                              {}, {})  # fmt: skip
+    assert "- CUDA graphs (the graphed rows): 3 sizes, 1, 2, 4." in text
+    assert "CUDA graphs (the graphed rows)" not in aoti_report.render(RUN, {}, {})
+
+
 def test_async_client_loads_are_named_so() -> None:
     latency = {"p50": 1.0, "p95": 2.0, "p99": 3.0}
     rows = {"aoti_i4_d2000p_c256_cuda_shm_async_rep2": {"items_per_s": 19000.0, **latency}}

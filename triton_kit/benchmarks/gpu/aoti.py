@@ -82,7 +82,11 @@ from triton_kit.benchmarks.gpu.load import stats, timed_loop
 from triton_kit.benchmarks.gpu.models import bert, resnet50_uint8
 from triton_kit.benchmarks.gpu.serving import Results
 from triton_kit.benchmarks.gpu.settings import Settings
-from triton_kit.build_engines.engines.aoti.config import capture_order, graph_batch_sizes
+from triton_kit.build_engines.engines.aoti.config import (
+    FINE_GRAPHS_UP_TO,
+    capture_order,
+    graph_batch_sizes,
+)
 
 AOTI_BACKEND = "pytorch_aoti"
 SHARED_MEMORY = ("none", "system", "cuda")
@@ -212,6 +216,7 @@ class Options:
     graphs: tuple[bool, ...] = (False,)  # each package row without and/or with CUDA graphs
     preferred: tuple[bool, ...] = (True,)  # each batched row with and/or without preferred sizes
     clients: tuple[str, ...] = ("sync",)  # each batched load from each CLIENTS mode
+    fine_graphs_up_to: int = FINE_GRAPHS_UP_TO  # graph sizes an eighth apart up to here
 
     @property
     def settings(self) -> Settings:
@@ -221,6 +226,12 @@ class Options:
     @property
     def spec(self) -> Family:
         return families(self.smoke)[self.family]
+
+    @property
+    def graph_sizes(self) -> tuple[int, ...]:
+        """The graphed rows' sizes, as ``build_engines --engine aoti --cuda-graphs`` writes them
+        for ``fine_graphs_up_to`` (:func:`graph_batch_sizes`)."""
+        return graph_batch_sizes(self.spec.max_batch, self.fine_graphs_up_to)
 
     @property
     def concurrency(self) -> int:
@@ -314,6 +325,11 @@ def parse(argv: list[str] | None) -> Options:
         "request and/or from its async threads (loads ..._async); c1 is always sync; default "
         "sync",
     )  # fmt: skip
+    parser.add_argument(
+        "--fine-graphs-up-to", type=int, default=FINE_GRAPHS_UP_TO,
+        help="the graphed rows' sizes are at most an eighth apart up to this many rows and "
+        f"powers of two above (default {FINE_GRAPHS_UP_TO}, as the build writes them)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -342,10 +358,12 @@ def parse(argv: list[str] | None) -> Options:
     if set(clients) - set(CLIENTS):
         parser.error(f"--client: unknown {sorted(set(clients) - set(CLIENTS))}; "
                      f"choose from {CLIENTS}")  # fmt: skip
+    if args.fine_graphs_up_to < 1:
+        parser.error("--fine-graphs-up-to must be at least 1")
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
-                   gathers, graphs, preferred, clients)  # fmt: skip
+                   gathers, graphs, preferred, clients, args.fine_graphs_up_to)  # fmt: skip
 
 
 def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:
@@ -548,11 +566,11 @@ def warmup_config(spec: Family, sizes: Iterable[int] | None = None) -> str:
     return f"model_warmup [\n  {samples}\n]\n"
 
 
-def graphs_config(spec: Family, warmup: bool) -> str:
-    """Triton's ``optimization.cuda.graphs`` with a graph per size the kit's build writes
-    (``build_engines --engine aoti --cuda-graphs``: at most an eighth padding), each captured at
+def graphs_config(spec: Family, warmup: bool, sizes: tuple[int, ...] = ()) -> str:
+    """Triton's ``optimization.cuda.graphs`` with a graph per size in ``sizes`` (default: those
+    the kit's build writes, ``build_engines --engine aoti --cuda-graphs``), each captured at
     load by a warm-up request of its size unless the row already warms up every size."""
-    sizes = graph_batch_sizes(spec.max_batch)
+    sizes = sizes or graph_batch_sizes(spec.max_batch)
     specs = ", ".join(f"{{ batch_size: {b} }}" for b in sizes)
     graphs = f"optimization {{ cuda {{ graphs: true graph_spec [ {specs} ] }} }}\n"
     return graphs + ("" if warmup else warmup_config(spec, sizes))
@@ -568,13 +586,15 @@ def aoti_config(
     gather: int = 0,
     graphs: bool = False,
     preferred: bool = True,
+    graph_sizes: tuple[int, ...] = (),
 ) -> str:
     """Batching as gpu_engines.md's best TorchScript row (2000 us, the family's preferred
     sizes); delay 0 and no preferred sizes for the batch-1 row, where waiting only adds
     latency. ``warmup``: every batch size once per instance at load (:func:`warmup_config`);
     ``gather``: the backend's gather-kernel threshold (0: the parameter is left out);
     ``graphs``: Triton's ``optimization.cuda.graphs`` (:func:`graphs_config`); ``preferred``
-    off: no preferred sizes, so a batch goes when an instance is free or the delay ends."""
+    off: no preferred sizes, so a batch goes when an instance is free or the delay ends;
+    ``graph_sizes``: the graphs' batch sizes (default: the build's)."""
     batching = f"max_queue_delay_microseconds: {delay_us}"
     if delay_us and preferred:
         sizes = ", ".join(str(b) for b in spec.preferred)
@@ -585,7 +605,7 @@ def aoti_config(
         for i, (dtype, dims) in enumerate(spec.inputs)
     )
     extra = (warmup_config(spec) if warmup else "") + gather_parameter(gather)
-    extra += graphs_config(spec, warmup) if graphs else ""
+    extra += graphs_config(spec, warmup, graph_sizes) if graphs else ""
     return f"""name: "{name}"
 backend: "{AOTI_BACKEND}"
 platform: "torch_aoti"
@@ -640,7 +660,7 @@ def write_repository(
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
         config = aoti_config(spec, name, count, settings.gpu, delay, warm, gather, graphs,
-                             preferred)  # fmt: skip
+                             preferred, graph_sizes=options.graph_sizes)  # fmt: skip
         (repo / name / "config.pbtxt").write_text(config)
         names.append(name)
     if not options.with_baseline:
@@ -804,7 +824,9 @@ def run(options: Options) -> dict:
     import torch
 
     settings, spec = options.settings, options.spec
-    results = Results(options.out, {"family": options.family}, name=spec.report)
+    env = {"family": options.family}
+    env |= {"graph_sizes": list(options.graph_sizes)} if any(options.graphs) else {}
+    results = Results(options.out, env, name=spec.report)
     module = spec.make(settings).to(settings.device).eval()
     package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / f"{spec.prefix}.pt2"
     model_pt = torchscript_baseline(module, settings) if options.with_baseline else Path()

@@ -77,6 +77,7 @@ def render(data: dict, rows: dict, header: dict[str, str]) -> str:
     lines += ["| run | |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in header.items() if value]
     lines += ["", *_notes(data.get("build") or {}, measured.get("check", {}), best_key, best)]
+    lines += _graph_sizes(data.get("env", {}).get("graph_sizes") or [])
     lines += ["", "## In process", "", "| batch | items/s | p50 ms | p95 ms | p99 ms |"]
     lines.append("|---|---|---|---|---|")
     lines += [f"| {_batch_label(key)} | {_figures(row)} |" for key, row in in_process.items()]
@@ -119,6 +120,14 @@ def _notes(build: dict, check: dict, best_key: str | None, best: float | None) -
             f"the in-process best ({best_key}, {best:,.0f}/s)."
         )
     return notes
+
+
+def _graph_sizes(sizes: list[int]) -> list[str]:
+    """The graphed rows' batch sizes, as the run configured them."""
+    if not sizes:
+        return []
+    return [f"- CUDA graphs (the graphed rows): {len(sizes)} sizes, "
+            f"{', '.join(map(str, sizes))}."]  # fmt: skip
 
 
 def _served_lines(rows: dict, best: float | None) -> list[str]:

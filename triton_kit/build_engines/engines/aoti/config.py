@@ -17,15 +17,16 @@ GRAPH_PADDING = 8  # up to FINE_GRAPHS_UP_TO rows, a graph's batch is at most 1/
 FINE_GRAPHS_UP_TO = 64
 
 
-def graph_batch_sizes(max_batch_size: int) -> tuple[int, ...]:
+def graph_batch_sizes(max_batch_size: int, fine_up_to: int = FINE_GRAPHS_UP_TO) -> tuple[int, ...]:
     """The batch sizes to capture a CUDA graph at. A batch runs in the smallest graph that holds
-    it, so up to 64 rows the sizes are at most an eighth apart (every size up to 16, then 18, ..,
-    32, 36, .., 64): with powers of two, the 11-row batches four BERT-base instances ran at c64
-    (call 37) were 16-row graphs. Above 64, powers of two: each graph adds to its instance's
-    memory pool, and ResNet-50's 48 sizes up to 256 ran four instances out of the H100's memory
-    (goals calls B and E), where its 9 powers of two had fit (call 38)."""
+    it, so up to ``fine_up_to`` rows the sizes are at most an eighth apart (every size up to 16,
+    then 18, .., 32, 36, .., 64): with powers of two, the 11-row batches four BERT-base instances
+    ran at c64 (call 37) were 16-row graphs. Above, powers of two: ResNet-50's 48 sizes up to 256
+    ran four instances out of the H100's memory while each capture took a stream of its own
+    (session 41); on one stream per instance 34 sizes loaded (session 42), and finer sizes above
+    64 are not measured yet (``benchmarks.gpu.aoti --fine-graphs-up-to``)."""
     sizes, size = [], 1
-    while size < min(max_batch_size, FINE_GRAPHS_UP_TO):
+    while size < min(max_batch_size, fine_up_to):
         sizes.append(size)
         size += max(1, (1 << (size.bit_length() - 1)) // GRAPH_PADDING)
     while size < max_batch_size:
