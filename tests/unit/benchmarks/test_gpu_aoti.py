@@ -192,13 +192,12 @@ def test_cores_and_repeats_are_options_and_each_batched_load_repeats(tmp_path: P
         aoti.parse(["--out", str(tmp_path), "--repeats", "0"])
 
 
-def test_perf_analyzer_and_the_server_can_be_kept_on_their_own_cores(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+@pytest.fixture
+def perf_analyzer_commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The command lines perf_analyzer.run would start (mocked: no server to measure here);
+    each run then fails as if the server were absent."""
     from triton_kit.benchmarks.harness import perf_analyzer
 
-    assert perf_analyzer.pinned(None) == []
-    assert perf_analyzer.pinned("12-15") == ["taskset", "-c", "12-15"]
     seen: list[list[str]] = []
 
     def fake_run(command: list[str], **_: object) -> object:
@@ -207,13 +206,24 @@ def test_perf_analyzer_and_the_server_can_be_kept_on_their_own_cores(
 
     monkeypatch.setattr(perf_analyzer, "binary", lambda: "/bin/perf_analyzer")
     monkeypatch.setattr(perf_analyzer.subprocess, "run", fake_run)
+    return seen
+
+
+def test_perf_analyzer_and_the_server_can_be_kept_on_their_own_cores(
+    perf_analyzer_commands: list[list[str]], tmp_path: Path
+) -> None:
+    from triton_kit.benchmarks.harness import perf_analyzer
+
+    seen = perf_analyzer_commands
+    assert perf_analyzer.pinned(None) == []
+    assert perf_analyzer.pinned("12-15") == ["taskset", "-c", "12-15"]
     row = perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path, cpus="12-15")
     assert "error" in row
     assert seen[0][:4] == ["taskset", "-c", "12-15", "/bin/perf_analyzer"]
 
 
 def test_batched_loads_can_come_from_perf_analyzers_async_client(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    perf_analyzer_commands: list[list[str]], tmp_path: Path
 ) -> None:
     """``--client sync,async``: each batched load from a blocking thread per request and from
     ``--async``, keyed so the report tells them apart; unknown modes are refused."""
@@ -228,14 +238,7 @@ def test_batched_loads_can_come_from_perf_analyzers_async_client(
         "aoti_i4_d2000p_c256_cuda_shm_async_rep2"
     )
     assert aoti.load_key("aoti_i1_d0", 1, "none", "sync", 1) == "aoti_i1_d0_c1"
-    seen: list[list[str]] = []
-
-    def fake_run(command: list[str], **_: object) -> object:
-        seen.append(command)
-        return type("Done", (), {"returncode": 1, "stdout": "", "stderr": "no server"})()
-
-    monkeypatch.setattr(perf_analyzer, "binary", lambda: "/bin/perf_analyzer")
-    monkeypatch.setattr(perf_analyzer.subprocess, "run", fake_run)
+    seen = perf_analyzer_commands
     perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path)
     perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path, asynchronous=True)
     assert "--async" not in seen[0]
