@@ -154,7 +154,7 @@ def test_a_launcher_step_stopped_at_the_deadline_is_judged_on_its_complete_round
     text = goals_report.render(run, "", "")
     launcher = next(ln for ln in text.splitlines() if ln.startswith("| launcher ≥"))
     assert "1.01 (10,000 against 9,900 img/s, medians of 2 alternating rounds each" in launcher
-    assert "stopped at the call's deadline" in launcher and launcher.endswith("| yes |")
+    assert "stopped before it wrote its JSON" in launcher and launcher.endswith("| yes |")
     assert "`native_i4_d2000p`" in text and "c256" in text
     assert "| bare | 3 |" not in text  # the unfinished round is not a row of the table
 

@@ -136,9 +136,10 @@ def ratios_text(config: Config) -> str:
 
 
 def launcher_result(folder: Path) -> dict:
-    """The launcher step's result: its ``serving.json``, or, where the call's deadline stopped
-    the step (no JSON), its complete rounds (a bare and a launcher row each) read back from
-    its log, the model and concurrency from perf_analyzer's file name, with ``cut_short``."""
+    """The launcher step's result: its ``serving.json``, or, where the step stopped before it
+    wrote one (a call's deadline), its complete rounds (a bare and a launcher row each) read
+    back from its log, the model and concurrency from perf_analyzer's file name, with
+    ``cut_short``."""
     found = load(folder / "serving.json").get("launcher")
     if found:
         return found
@@ -171,9 +172,7 @@ def launcher_text(launcher: dict) -> str:
         f"img/s, medians of {rounds} alternating round{'s' * (rounds != 1)} each"
     )
     if launcher.get("cut_short"):
-        text += (
-            "; the step was stopped at the call's deadline, and its unfinished round is left out"
-        )
+        text += "; the step stopped before it wrote its JSON, and its unfinished round is left out"
     return text + ")"
 
 
