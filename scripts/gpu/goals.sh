@@ -10,8 +10,8 @@
 # (TRITON_KIT_GPU_NATIVE=pytorch for pipelines and launcher: they serve TorchScript through
 # Triton's r24.10 pytorch backend.) Steps, each a folder of OUT, in this order:
 #   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm) and at c1 (inline, system
-#               and CUDA shm) against the same package in process, each without and with CUDA
-#               graphs
+#               and CUDA shm, and inside perf_analyzer through Triton's C API: the c1 gap less
+#               gRPC) against the same package in process, each without and with CUDA graphs
 #   bert-base   the same at c64 (3 and 4 instances, system shm), with CUDA graphs only
 #   bert-large  the same as resnet50 at c64 (2 instances, system shm)
 #   pipelines   the resnet50 JPEG ensemble and the bert text model against their pipelines in
@@ -60,8 +60,8 @@ step() {
 # gather kernel lost on ResNet-50 (call 32: 0.76-0.78x against 0.83-0.90x) and was within the
 # spread on BERT-base: it is left out.
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
-    --repeats "$repeats" --no-baseline --cuda-graphs off,on "${cpus[@]}" --out "$out/resnet50" \
-    ${GOALS_RESNET50_ARGS:-}
+    --repeats "$repeats" --no-baseline --cuda-graphs off,on --c-api "${cpus[@]}" \
+    --out "$out/resnet50" ${GOALS_RESNET50_ARGS:-}
 # BERT's inputs (2 KB a request) through system shared memory served BERT-base 0.85-0.90x against
 # 0.70-0.75x through CUDA shared memory in one run (call 34), BERT-large 0.89-0.92x against
 # 0.87-0.89x (call 35): system shared memory only. Four BERT-base instances at c64 ran batches of
@@ -69,11 +69,11 @@ step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 
 # goals, call A): three are measured beside four, with graphs only (without, four served
 # 0.66-0.77x in call A) so that both client modes fit one call.
 step bert-base python3 -m triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 3,4 \
-    --shared-memory system --repeats "$repeats" --cuda-graphs on --client "$client" "${cpus[@]}" \
-    --out "$out/bert-base"
+    --shared-memory system --repeats "$repeats" --cuda-graphs on --client "$client" --c-api \
+    "${cpus[@]}" --out "$out/bert-base"
 step bert-large python3 -m triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
-    --shared-memory system --repeats "$repeats" --cuda-graphs off,on --client "$client" "${cpus[@]}" \
-    --out "$out/bert-large"
+    --shared-memory system --repeats "$repeats" --cuda-graphs off,on --client "$client" \
+    --c-api "${cpus[@]}" --out "$out/bert-large"
 step pipelines python3 -m triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$carry/tokenizer.json" \
     --budget-s 240 --models resnet50,bert --out "$out/pipelines"
 step launcher python3 -m triton_kit.benchmarks.gpu.serving --seconds 2 --steps launcher \

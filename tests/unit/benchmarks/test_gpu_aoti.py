@@ -238,6 +238,9 @@ def test_batched_loads_can_come_from_perf_analyzers_async_client(
         "aoti_i4_d2000p_c256_cuda_shm_async_rep2"
     )
     assert aoti.load_key("aoti_i1_d0", 1, "none", "sync", 1) == "aoti_i1_d0_c1"
+    assert aoti.load_key("aoti_i1_d0_cg", 1, "none", "capi", 1) == "aoti_i1_d0_cg_c1_capi"
+    assert not aoti.parse(["--out", str(tmp_path)]).c_api
+    assert aoti.parse(["--out", str(tmp_path), "--c-api"]).c_api
     seen = perf_analyzer_commands
     perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path)
     perf_analyzer.run("127.0.0.1:1", "m", 4, 1.0, tmp_path, asynchronous=True)

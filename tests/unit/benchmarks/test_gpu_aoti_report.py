@@ -75,6 +75,19 @@ def test_the_graph_sizes_a_run_configured_are_listed() -> None:
     assert "CUDA graphs (the graphed rows)" not in aoti_report.render(RUN, {}, {})
 
 
+def test_a_c_api_row_splits_the_batch_one_gap_but_is_not_a_served_row() -> None:
+    """Triton inside perf_analyzer (no gRPC) is faster than any served row, but the goal is the
+    served latency: it is reported beside the gap, not as it."""
+    rows = {
+        **RUN["served"],
+        "aoti_i1_d0_c1_capi": {"items_per_s": 700.0, "p50": 1.5, "p95": 1.6, "p99": 1.7},
+    }
+    text = aoti_report.render(RUN, rows, {})
+    assert "| 1 inst., no delay | c1 inline, C API (Triton in perf_analyzer) | 700 | — |" in text
+    assert "**+0.75 ms**" in text  # 2.00 served, not the 1.50 inside perf_analyzer
+    assert "no gRPC): 1.50 ms (+0.25), so gRPC's part is 0.50 ms." in text
+
+
 def test_async_client_loads_are_named_so() -> None:
     latency = {"p50": 1.0, "p95": 2.0, "p99": 3.0}
     rows = {"aoti_i4_d2000p_c256_cuda_shm_async_rep2": {"items_per_s": 19000.0, **latency}}

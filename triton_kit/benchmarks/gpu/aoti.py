@@ -52,7 +52,8 @@ Steps (the report is rewritten after each, so a run cut short keeps what it meas
    true } }`` (``..._cg``; the kit's build of the backend captures a graph per batch size,
    scripts/gpu/pytorch_aoti/cuda_graphs.hh), and times in process the same package's forward
    replayed from a CUDA graph at each batch (``bs<N>_graph``), so a graphed row is compared with
-   the engine's best either way.
+   the engine's best either way. ``--c-api`` measures each no-delay package at c1 once more
+   with Triton inside perf_analyzer (its C API, ``..._c1_capi``): the served c1 row less gRPC.
 
 ``--first-calls`` adds a step before ``served``: in a fresh thread, the package's first and
 second call at every batch size 1..max. cuDNN's execution plans are cached per thread and per
@@ -217,6 +218,7 @@ class Options:
     preferred: tuple[bool, ...] = (True,)  # each batched row with and/or without preferred sizes
     clients: tuple[str, ...] = ("sync",)  # each batched load from each CLIENTS mode
     fine_graphs_up_to: int = FINE_GRAPHS_UP_TO  # graph sizes an eighth apart up to here
+    c_api: bool = False  # the batch-1 rows at c1 through perf_analyzer's C API too (no gRPC)
 
     @property
     def settings(self) -> Settings:
@@ -330,6 +332,11 @@ def parse(argv: list[str] | None) -> Options:
         help="the graphed rows' sizes are at most an eighth apart up to this many rows and "
         f"powers of two above (default {FINE_GRAPHS_UP_TO}, as the build writes them)",
     )  # fmt: skip
+    parser.add_argument(
+        "--c-api", action="store_true",
+        help="also measure the batch-1 models at c1 with Triton inside perf_analyzer's own "
+        "process (its C API; loads ..._c1_capi): the served c1 latency less gRPC",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -363,7 +370,8 @@ def parse(argv: list[str] | None) -> Options:
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
-                   gathers, graphs, preferred, clients, args.fine_graphs_up_to)  # fmt: skip
+                   gathers, graphs, preferred, clients, args.fine_graphs_up_to,
+                   args.c_api)  # fmt: skip
 
 
 def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:
@@ -672,7 +680,8 @@ def write_repository(
 def served(repo: Path, names: list[str], options: Options, reference: Path) -> dict:
     """Each model on a server of its own (a crash loses one row, and leaves its log): the
     package's outputs against ``reference``, then the batched loads, then c1 for the no-delay
-    package and the TorchScript baseline."""
+    package and the TorchScript baseline; with ``--c-api``, the no-delay package at c1 once
+    more inside perf_analyzer (:func:`c_api_row`), its own server stopped."""
     from triton_kit.server.binary import assemble_backend_dir, find_installation
 
     installation = find_installation()
@@ -691,7 +700,24 @@ def served(repo: Path, names: list[str], options: Options, reference: Path) -> d
         for pool in options.pools_mb if batched else (0,):
             rows.update(serve_one(alone, name, backends, options, single, checked, input_data,
                                   pool_mb=pool))  # fmt: skip
+        if options.c_api and batch_one_row(name):
+            rows.update(c_api_row(alone, name, backends, options, input_data))
     return rows
+
+
+def c_api_row(repo: Path, name: str, backends: Path, options: Options, input_data: str) -> dict:
+    """``name`` at c1 with Triton inside perf_analyzer's own process (``<name>_c1_capi``): the
+    served c1 row less gRPC, so the batch-1 gap splits into Triton's part and the network's.
+    perf_analyzer then holds the server as well, so it runs on the server's cores."""
+    from triton_kit.benchmarks.harness.perf_analyzer import CApi, c_api_server_dir
+    from triton_kit.benchmarks.launcher import measure
+
+    server = c_api_server_dir(Path(tempfile.mkdtemp(prefix="capi-")), backends)
+    key = load_key(name, 1, "none", "capi", 1)
+    row = measure("", name, 1, options.seconds, options.out, input_data=input_data,
+                  cpus=options.server_cpus, c_api=CApi(server, repo))  # fmt: skip
+    print(key, row, flush=True)
+    return {key: row}
 
 
 def batch_one_row(name: str) -> bool:
@@ -710,9 +736,10 @@ def repeated(loads: list[tuple[int, str, str]], repeats: int) -> list[tuple[int,
 
 
 def load_key(label: str, concurrency: int, shm: str, client: str, repeat: int) -> str:
-    """``<label>_c<N>[_<shm>_shm][_async][_rep<R>]``: aoti_report.LOAD reads it back."""
+    """``<label>_c<N>[_<shm>_shm][_async|_capi][_rep<R>]``: aoti_report.LOAD reads it back
+    (``client`` sync, async, or capi: perf_analyzer's C API mode)."""
     key = f"{label}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
-    key += "_async" if client == "async" else ""
+    key += "" if client == "sync" else f"_{client}"
     return key + (f"_rep{repeat}" if repeat > 1 else "")
 
 
@@ -793,8 +820,9 @@ def serve_one(
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
             print(label, rows[f"{label}_outputs"], flush=True)
+        c1_ways = SHARED_MEMORY if options.settings.gpu else ("none", "system")
         loads = (
-            [(1, shm, "sync") for shm in SHARED_MEMORY]
+            [(1, shm, "sync") for shm in c1_ways]
             if batch_one_row(name)
             else [
                 (options.concurrency, shm, client)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROW = re.compile(r"^(?P<key>[a-z0-9_]+) (?P<value>\{.*\})$")
 LOAD = re.compile(
-    r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?P<client>_async)?"
+    r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?P<client>_async|_capi)?"
     r"(?:_rep(?P<rep>\d+))?$"
 )
 MODEL = re.compile(
@@ -29,6 +29,7 @@ MODEL = re.compile(
     r"(?P<graphs>_cg)?(?:_pool(?P<pool>\d+))?$"
 )
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
+CLIENTS = {None: "", "_async": ", async client", "_capi": ", C API (Triton in perf_analyzer)"}
 
 
 def served_rows(data: dict, log: Path | None) -> dict:
@@ -140,7 +141,7 @@ def _served_lines(rows: dict, best: float | None) -> list[str]:
         ratio = f"{row['items_per_s'] / best:.2f}" if batched else "—"
         rate, latencies = _figures(row).split(" | ", 1)
         load = f"c{match['concurrency']} {WAYS[match['shm']]}"
-        load += ", async client" if match["client"] else ""
+        load += CLIENTS[match["client"]]
         load += f" (repeat {match['rep']})" if match["rep"] else ""
         lines.append(
             f"| {describe(match['model'])} | {load} | {rate} | {ratio} | {latencies} | "
@@ -191,15 +192,18 @@ def _not_served(rows: dict) -> list[str]:
     return ["", f"**Not served:** {each}."]
 
 
-def batch_one(in_process: dict, rows: dict) -> tuple[float, float] | None:
+def batch_one(in_process: dict, rows: dict, c_api: bool = False) -> tuple[float, float] | None:
     """(served p50, in-process p50) at batch 1, each the fastest way (CUDA graphs or not): the
-    no-delay models at c1 against ``bs1`` and ``bs1_graph``."""
+    no-delay models at c1 against ``bs1`` and ``bs1_graph``. ``c_api``: the c1 rows with Triton
+    inside perf_analyzer (no gRPC) instead of the served ones."""
     alone = [r["p50"] for k, r in in_process.items() if k in ("bs1", "bs1_graph")]
     served = []
     for key, row in rows.items():
         load = LOAD.match(key)
         model = MODEL.search(load["model"]) if load else None
-        if model and load["concurrency"] == "1" and model["delay"] == "0" and "p50" in row:
+        if not model or load["concurrency"] != "1" or model["delay"] != "0" or "p50" not in row:
+            continue
+        if (load["client"] == "_capi") == c_api:
             served.append(row["p50"])
     return (min(served), min(alone)) if served and alone else None
 
@@ -209,11 +213,17 @@ def _batch_one(in_process: dict, rows: dict) -> list[str]:
     if found is None:
         return []
     served, alone = found
-    return [
-        "",
+    text = (
         f"**Batch 1:** served p50 {served:.2f} ms (the fastest way) against {alone:.2f} ms "
-        f"in process (the fastest way): **{served - alone:+.2f} ms**.",
-    ]
+        f"in process (the fastest way): **{served - alone:+.2f} ms**."
+    )
+    inside = batch_one(in_process, rows, c_api=True)
+    if inside is not None:
+        text += (
+            f" Triton inside perf_analyzer (its C API, no gRPC): {inside[0]:.2f} ms "
+            f"({inside[0] - alone:+.2f}), so gRPC's part is {served - inside[0]:.2f} ms."
+        )
+    return ["", text]
 
 
 def _outputs(rows: dict) -> list[str]:

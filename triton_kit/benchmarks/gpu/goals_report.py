@@ -83,7 +83,7 @@ def configs(data: dict, concurrency: int) -> list[Config]:
     for key, row in (data.get("served") or {}).items():
         match = aoti_report.LOAD.match(key)
         if match and int(match["concurrency"]) == concurrency and "items_per_s" in row:
-            config = (match["model"], match["shm"], bool(match["client"]))
+            config = (match["model"], match["shm"], match["client"] == "_async")
             found.setdefault(config, []).append(row["items_per_s"])
     return [Config(*config, tuple(rates), best) for config, rates in found.items()]
 

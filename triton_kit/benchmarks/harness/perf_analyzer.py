@@ -17,9 +17,40 @@ import struct
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class CApi:
+    """perf_analyzer's ``triton_c_api`` service kind: Triton inside perf_analyzer's own process,
+    serving ``repository`` from ``server_dir`` (:func:`c_api_server_dir`), with no gRPC between
+    them: a c1 row measured this way and over gRPC splits the served latency into Triton's part
+    and the network's."""
+
+    server_dir: Path
+    repository: Path
+
+
+def c_api_server_dir(dest: Path, backends: Path) -> Path:
+    """What ``--triton-server-directory`` must hold, in ``dest``: ``lib/libtritonserver.so``
+    (the installation's, which the wheel ships renamed) and ``backends`` (a link to
+    ``backends``, e.g. the launcher's assembled folder)."""
+    from triton_kit.server.binary import find_installation
+
+    installation = find_installation()
+    candidates = [installation.binary.parent.parent / "lib" / "libtritonserver.so"]
+    if installation.library_path is not None:
+        candidates += sorted(installation.library_path.glob("libtritonserver*.so"))
+    library = next((path for path in candidates if path.exists()), None)
+    if library is None:
+        raise FileNotFoundError(f"no libtritonserver.so beside {installation.binary}")
+    (dest / "lib").mkdir(parents=True, exist_ok=True)
+    (dest / "lib" / "libtritonserver.so").symlink_to(library)
+    (dest / "backends").symlink_to(backends.resolve(), target_is_directory=True)
+    return dest
 
 
 def binary() -> str | None:
@@ -74,6 +105,14 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _c_api_environment() -> dict[str, str]:
+    """The server's environment (its libraries, the python stubs' interpreter): in C API mode
+    perf_analyzer is the server's process."""
+    from triton_kit.server.binary import find_installation, server_environment
+
+    return server_environment(find_installation())
+
+
 def pinned(cpus: str | None) -> list[str]:
     """The prefix that keeps a command on ``cpus`` (taskset's list syntax); none for None."""
     return ["taskset", "-c", cpus] if cpus else []
@@ -91,6 +130,7 @@ def run(
     output_bytes: int = 0,
     cpus: str | None = None,
     asynchronous: bool = False,
+    c_api: CApi | None = None,
 ) -> dict:
     """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
 
@@ -105,15 +145,23 @@ def run(
     in flight from perf_analyzer's few async threads (``--async``) instead of a blocking thread
     each. On the H100 (issue 30's goals, session 42) async lost at ResNet-50 c256 (0.81-0.83x
     against 0.87-0.92x) and won a little at BERT-large c64 (0.94-0.96x against 0.92-0.95x).
+    ``c_api``: Triton in perf_analyzer's own process instead of the server at ``url`` (sync,
+    inline inputs only).
     """
+    if c_api is not None and (shared_memory != "none" or asynchronous):
+        raise ValueError("perf_analyzer's C API mode takes sync requests with inline inputs only")
     executable = binary()
     if not executable:
         return {"skipped": "perf_analyzer not installed (scripts/install-perf-analyzer.sh)"}
     tag = ("" if shared_memory == "none" else f"-{shared_memory}-shm") + "-async" * asynchronous
+    tag += "-capi" if c_api else ""
     csv_path = out / f"perf_analyzer-{model}-c{concurrency}{tag}.csv"
+    service = ["-u", url.removeprefix("grpc://"), "-i", "grpc"] if c_api is None else [
+        "--service-kind=triton_c_api", f"--triton-server-directory={c_api.server_dir}",
+        f"--model-repository={c_api.repository}",
+    ]  # fmt: skip
     command = [
-        *pinned(cpus), executable, "-m", model, "-u", url.removeprefix("grpc://"), "-i", "grpc",
-        "-b", "1",
+        *pinned(cpus), executable, "-m", model, *service, "-b", "1",
         "--concurrency-range", str(concurrency), "--input-data", input_data,
         "--measurement-interval", str(int(seconds * 1000)), "--percentile", "99",
         "--stability-percentage", str(stability), "--max-trials", "8", "-f", str(csv_path),
@@ -125,7 +173,8 @@ def run(
             f"--shared-memory={shared_memory}",
             f"--output-shared-memory-size={output_bytes}",
         ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 20 + 60)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 20 + 60,
+                          env=_c_api_environment() if c_api else None)  # fmt: skip
     if done.returncode != 0 or not csv_path.exists():
         return {"error": (done.stdout + done.stderr)[-2000:]}
     row = next(csv.DictReader(csv_path.open()))
