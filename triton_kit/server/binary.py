@@ -32,6 +32,15 @@ class TritonInstallation:
     library_path: Path | None = None
     from_wheel: bool = False
 
+    @property
+    def server_library(self) -> Path | None:
+        """libtritonserver: beside the binary in a container (``lib/libtritonserver.so``), or
+        the nvidia-pytriton wheel's renamed copy in ``library_path``; None if neither exists."""
+        candidates = [self.binary.parent.parent / "lib" / "libtritonserver.so"]
+        if self.library_path is not None:
+            candidates += sorted(self.library_path.glob("libtritonserver*.so"))
+        return next((path for path in candidates if path.exists()), None)
+
 
 def _wheel_root() -> Path | None:
     try:

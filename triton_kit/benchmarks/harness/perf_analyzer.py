@@ -41,10 +41,7 @@ def c_api_server_dir(dest: Path, backends: Path) -> Path:
     from triton_kit.server.binary import find_installation
 
     installation = find_installation()
-    candidates = [installation.binary.parent.parent / "lib" / "libtritonserver.so"]
-    if installation.library_path is not None:
-        candidates += sorted(installation.library_path.glob("libtritonserver*.so"))
-    library = next((path for path in candidates if path.exists()), None)
+    library = installation.server_library
     if library is None:
         raise FileNotFoundError(f"no libtritonserver.so beside {installation.binary}")
     (dest / "lib").mkdir(parents=True, exist_ok=True)

@@ -108,10 +108,8 @@ def _wheel_server_library() -> str | None:
     from triton_kit.server.binary import find_installation
 
     installation = find_installation()
-    if not installation.from_wheel or installation.library_path is None:
-        return None
-    names = sorted(p.name for p in installation.library_path.glob("libtritonserver*.so"))
-    return names[0] if names else None
+    library = installation.server_library if installation.from_wheel else None
+    return library.name if library is not None else None
 
 
 def _build_aoti(settings: BuildSettings) -> None:
