@@ -29,7 +29,8 @@
 # request, or --async's few threads; async won a little at BERT-large c64 and lost at ResNet-50
 # c256, 0.81-0.83x against 0.87-0.92x, in session 42's call A, so ResNet-50 is measured sync).
 # GOALS_RESNET50_ARGS: more options for the resnet50 step, after its own (a later one wins), e.g.
-# "--instances 3,4 --fine-graphs-up-to 256" (benchmarks.gpu.aoti --help).
+# "--instances 3,4 --fine-graphs-up-to 256" (benchmarks.gpu.aoti --help); GOALS_BERT_BASE_ARGS
+# and GOALS_BERT_LARGE_ARGS the same for the BERT steps, e.g. "--instances 4" to fit both in a call.
 set -uo pipefail
 carry=$1; out=$2; shift 2
 budget=${GOALS_BUDGET_S:-560}
@@ -70,10 +71,10 @@ step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 
 # 0.66-0.77x in call A) so that both client modes fit one call.
 step bert-base python3 -m triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 3,4 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client "$client" --c-api \
-    "${cpus[@]}" --out "$out/bert-base"
+    "${cpus[@]}" --out "$out/bert-base" ${GOALS_BERT_BASE_ARGS:-}
 step bert-large python3 -m triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
     --shared-memory system --repeats "$repeats" --cuda-graphs off,on --client "$client" \
-    --c-api "${cpus[@]}" --out "$out/bert-large"
+    --c-api "${cpus[@]}" --out "$out/bert-large" ${GOALS_BERT_LARGE_ARGS:-}
 step pipelines python3 -m triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$carry/tokenizer.json" \
     --budget-s 240 --models resnet50,bert --out "$out/pipelines"
 step launcher python3 -m triton_kit.benchmarks.gpu.serving --seconds 2 --steps launcher \
