@@ -322,7 +322,7 @@ sed -i '1i #include <torch/cuda.h>' "$src/pytorch_backend/src/pt/model_instance_
 torch_dir=$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
 gpu=$("$py" -c 'import torch; print("ON" if torch.version.cuda else "OFF")')
 # The compiler that builds the packages builds the backend too ($TRITON_KIT_AOTI_CXX): see
-# triton_kit/benchmarks/gpu/aoti.py on the GPU machine's /opt/gcc and its static libstdc++.
+# triton_kit/benchmarks/gpu/aoti/ on the GPU machine's /opt/gcc and its static libstdc++.
 export CXX=${TRITON_KIT_AOTI_CXX:-${CXX:-c++}}
 CUDA_ARCH_LIST=${CUDA_ARCH_LIST:-9.0} cmake -G Ninja -S "$src/pytorch_backend" -B "$work/build" \
     "-DCMAKE_BUILD_TYPE=${TRITON_KIT_AOTI_BUILD_TYPE:-Release}" \

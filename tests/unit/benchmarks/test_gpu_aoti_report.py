@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from triton_kit.benchmarks.gpu import aoti_report
+from triton_kit.benchmarks.gpu.aoti import report as aoti_report
 
 RUN = {
     "env": {"family": "resnet50"},

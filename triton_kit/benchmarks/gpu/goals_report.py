@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from triton_kit.benchmarks.gpu import aoti_report
+from triton_kit.benchmarks.gpu.aoti import report as aoti_report
 from triton_kit.benchmarks.gpu.pipelines.options import GOALS as PIPELINE_GOALS
 from triton_kit.benchmarks.launcher import summarise
 

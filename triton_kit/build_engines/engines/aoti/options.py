@@ -11,7 +11,7 @@ CXX_ENV = "TRITON_KIT_AOTI_CXX"  # the default of --aoti-cxx (the GPU run's scri
 class AotiOptions:
     """``cxx``: Inductor's C++ compiler for the package (None: its own choice, $CXX or g++).
     On the H100 machine the image's compiler linked libstdc++ statically into the package,
-    which then crashed; ``/usr/bin/g++`` built one that ran (triton_kit/benchmarks/gpu/aoti.py,
+    which then crashed; ``/usr/bin/g++`` built one that ran (triton_kit/benchmarks/gpu/aoti/,
     benchmarks/results/gpu_aoti.md)."""
 
     cxx: str | None = None

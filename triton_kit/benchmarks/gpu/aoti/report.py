@@ -1,6 +1,6 @@
 """One AOTInductor GPU run (``python -m triton_kit.benchmarks.gpu.aoti``) as a markdown report.
 
-    python -m triton_kit.benchmarks.gpu.aoti_report aoti.json --out REPORT.md \\
+    python -m triton_kit.benchmarks.gpu.aoti.report aoti.json --out REPORT.md \\
         --command "..." --commit abc1234 --date "2026-11-27 09:50 UTC" [--log run.log]
 
 The run writes ``aoti.json`` (``aoti-<family>.json`` for BERT) after each step; a run cut short
@@ -243,7 +243,7 @@ def _outputs(rows: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m triton_kit.benchmarks.gpu.aoti_report",
+    parser = argparse.ArgumentParser(prog="python -m triton_kit.benchmarks.gpu.aoti.report",
                                      description=__doc__.split("\n\n")[0])  # fmt: skip
     parser.add_argument("json", type=Path, help="the run's aoti.json / aoti-<family>.json")
     parser.add_argument("--out", type=Path, required=True)
