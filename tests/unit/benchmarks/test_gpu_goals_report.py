@@ -164,3 +164,27 @@ def test_main_writes_the_report(tmp_path: Path) -> None:
     calls = [str(folder) for folder in _run(tmp_path / "run").folders]
     assert goals_report.main([*calls, "--out", str(out)]) == 0
     assert out.read_text().startswith("# Issue 30's goals on the H100, in one run\n")
+
+
+def test_a_family_step_stopped_at_the_deadline_is_judged_on_the_rows_its_log_holds(
+    tmp_path: Path,
+) -> None:
+    """benchmarks.gpu.aoti writes its served rows into the JSON only when the whole served step
+    ends; a call's deadline that stops it leaves them in its log alone (session 43, calls 1 and
+    3). The report reads them from there, as aoti.report --log does, and says the step was cut
+    short, instead of calling the family not measured."""
+    run = _run(tmp_path)
+    folder = run.step("resnet50")
+    data = json.loads((folder / "aoti.json").read_text())
+    served = data.pop("served")
+    (folder / "aoti.json").write_text(json.dumps(data))
+    (folder / "run.log").write_text("== served (146 s)\n" + "".join(
+        f"{key} {row!r}\n" for key, row in served.items()
+    ))  # fmt: skip
+    (run.folders[0] / "run.log").write_text("[goals 18:10:46] resnet50: python3 -m ...\n"
+                                            "[goals 18:14:44] resnet50: exit 124\n")  # fmt: skip
+    text = goals_report.render(run, "", "")
+    resnet = next(ln for ln in text.splitlines() if ln.startswith("| ResNet-50 c256 ≥ 0.9×"))
+    assert "0.830×, 0.910×, 0.920×" in resnet
+    assert "| c256 CUDA shm (repeat 3) | 18,400 |" in text  # the family's own table has them
+    assert "resnet50 (stopped at the call's deadline)" in text  # the call's header row

@@ -27,7 +27,8 @@ from triton_kit.benchmarks.gpu.pipelines.options import GOALS as PIPELINE_GOALS
 from triton_kit.benchmarks.launcher import summarise
 
 STEP_LINE = re.compile(r"^\[goals (\d\d:\d\d:\d\d)\]")
-STEP_EXIT = re.compile(r"^\[goals [\d:]+\] ([\w-]+): exit \d+")
+STEP_EXIT = re.compile(r"^\[goals [\d:]+\] ([\w-]+): exit (\d+)")
+DEADLINE_EXIT = 124  # timeout(1)'s status: goals.sh stopped the step at the call's deadline
 LAUNCHER_ROW = re.compile(r"^(bare|launcher) (\{.*\})$")  # benchmarks.launcher.compare's lines
 LAUNCHER_CSV = re.compile(r"^perf_analyzer-(?P<model>.+)-c(?P<concurrency>\d+)\.csv$")
 FAMILIES = {  # folder: (title, report file, concurrency of the goal's load, goal)
@@ -70,6 +71,18 @@ class Config:
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def family_data(calls: Calls, folder: str) -> dict:
+    """A family step's results, with the served rows that only its log holds where the call's
+    deadline stopped it (benchmarks.gpu.aoti writes them into its JSON when the whole served
+    step ends)."""
+    step = calls.step(folder)
+    data = load(step / FAMILIES[folder][1])
+    log = step / "run.log"
+    if not data or not log.exists():
+        return data
+    return {**data, "served": aoti_report.served_rows(data, log)}
 
 
 def configs(data: dict, concurrency: int) -> list[Config]:
@@ -178,7 +191,7 @@ def launcher_text(launcher: dict) -> str:
 
 def goal_rows(calls: Calls) -> list[tuple[str, str, str]]:
     rows = []
-    families = {folder: load(calls.step(folder) / spec[1]) for folder, spec in FAMILIES.items()}
+    families = {folder: family_data(calls, folder) for folder in FAMILIES}
     for folder, (title, _, concurrency, goal) in FAMILIES.items():
         found = configs(families[folder], concurrency)
         best = best_config(found)
@@ -242,10 +255,17 @@ def call_text(folder: Path) -> str:
     env = load(folder / "env.json")
     date = (env.get("date") or "?")[:10]
     times = [m[1] for line in _lines(folder / "run.log") if (m := STEP_LINE.match(line))]
-    steps = [m[1] for line in _lines(folder / "run.log") if (m := STEP_EXIT.match(line))]
+    steps = [step_text(m[1], int(m[2]))
+             for line in _lines(folder / "run.log") if (m := STEP_EXIT.match(line))]  # fmt: skip
     span = f"{date} {times[0]}–{times[-1]} UTC" if times else date
     commit = f" at `{env['commit']}`" if env.get("commit") else ""
     return f"{span}{commit}: {', '.join(steps) or 'no step ended'}"
+
+
+def step_text(name: str, status: int) -> str:
+    if status == DEADLINE_EXIT:
+        return f"{name} (stopped at the call's deadline)"
+    return f"{name} (exit {status})" if status else name
 
 
 def _lines(path: Path) -> list[str]:
@@ -254,12 +274,11 @@ def _lines(path: Path) -> list[str]:
 
 def family_section(calls: Calls, folder: str) -> list[str]:
     """The family's own report (aoti_report), its headings one level down."""
-    title, name, _, _ = FAMILIES[folder]
-    title += ", seq 128" if folder.startswith("bert") else ""
-    data = load(calls.step(folder) / name)
+    title = FAMILIES[folder][0] + (", seq 128" if folder.startswith("bert") else "")
+    data = family_data(calls, folder)
     if not data:
         return [f"## {title}", "", "Not measured in this run.", ""]
-    text = aoti_report.render(data, aoti_report.served_rows(data, None), {})
+    text = aoti_report.render(data, data.get("served") or {}, {})
     lines: list[str] = []
     for line in text.splitlines()[1:]:
         if line.startswith("| run |") or line == "|---|---|" or (not line and lines[-1:] == [""]):
