@@ -53,7 +53,8 @@ step() {
     mkdir -p "$out/$name"
     echo "[goals $(date -u +%H:%M:%S)] $name: $*"
     timeout "$limit" "$@" > "$out/$name/run.log" 2>&1
-    echo "[goals $(date -u +%H:%M:%S)] $name: exit $?"
+    local status=$?  # before the $(date) below, which sets $? (124: stopped at the deadline)
+    echo "[goals $(date -u +%H:%M:%S)] $name: exit $status"
 }
 # CUDA graphs (the kit's pytorch_aoti build, captured at load by warm-up requests) served BERT-base
 # 1.31x and a lone request 2.7x faster (call 37), ResNet-50's lone request 2x (call 38): every
