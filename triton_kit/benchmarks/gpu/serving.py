@@ -129,8 +129,8 @@ def parse(argv: list[str] | None) -> Options:
 
 
 class Results:
-    """``name`` in ``out`` (serving.json), rewritten after every step; a failing step keeps
-    its traceback."""
+    """``name`` in ``out`` (serving.json), rewritten after every step and every recorded row;
+    a failing step keeps its traceback."""
 
     def __init__(self, out: Path, env: dict, name: str = "serving.json") -> None:
         self.path = out / name
@@ -146,9 +146,19 @@ class Results:
             value = None
             self.data.setdefault("errors", {})[name] = traceback.format_exc()
             print(self.data["errors"][name], flush=True)
+        self._write()
+        return value
+
+    def record(self, step: str, key: str, value: object) -> None:
+        """One row of ``step`` as it is measured, printed and written at once: a run stopped
+        midway (a device call's deadline) keeps it. The step's own value replaces them."""
+        print(key, value, flush=True)
+        self.data.setdefault(step, {})[key] = value
+        self._write()
+
+    def _write(self) -> None:
         self.data["elapsed_s"] = round(time.perf_counter() - self.started)
         self.path.write_text(json.dumps(self.data, indent=2) + "\n")
-        return value
 
 
 def traced(module, settings: Settings, channels_last: bool, frozen: bool = False):

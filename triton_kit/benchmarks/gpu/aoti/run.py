@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from triton_kit.benchmarks.gpu.aoti.build import build
@@ -42,7 +43,8 @@ def run(options: Options) -> dict:
         torch.cuda.empty_cache()
     if names:
         reference = Path(str(package) + ".ref")
-        results.step("served", lambda: served(repo, names, options, reference))
+        record = partial(results.record, "served")
+        results.step("served", lambda: served(repo, names, options, reference, record))
     return results.data
 
 

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,12 +19,20 @@ from triton_kit.benchmarks.gpu.aoti.family import Family
 from triton_kit.benchmarks.gpu.aoti.options import SHARED_MEMORY, Options
 from triton_kit.benchmarks.gpu.aoti.repository import AOTI_BACKEND, BASELINE
 
+Record = Callable[[str, object], None]  # a row as it is measured: Results.record's step bound
 
-def served(repo: Path, names: list[str], options: Options, reference: Path) -> dict:
+
+def printed(key: str, value: object) -> None:
+    print(key, value, flush=True)
+
+
+def served(repo: Path, names: list[str], options: Options, reference: Path,
+           record: Record = printed) -> dict:  # fmt: skip
     """Each model on a server of its own (a crash loses one row, and leaves its log): the
     package's outputs against ``reference``, then the batched loads, then c1 for the no-delay
     package and the TorchScript baseline; with ``--c-api``, the no-delay package at c1 once
-    more inside perf_analyzer (:func:`c_api_row`), its own server stopped."""
+    more inside perf_analyzer (:func:`c_api_row`), its own server stopped. Each row goes to
+    ``record`` as it is measured, so a run stopped midway (a device call's deadline) keeps it."""
     from triton_kit.server.binary import assemble_backend_dir, find_installation
 
     installation = find_installation()
@@ -41,13 +50,14 @@ def served(repo: Path, names: list[str], options: Options, reference: Path) -> d
         batched = not single and not batch_one_row(name)
         for pool in options.pools_mb if batched else (0,):
             rows.update(serve_one(alone, name, backends, options, single, checked, input_data,
-                                  pool_mb=pool))  # fmt: skip
+                                  pool_mb=pool, record=record))  # fmt: skip
         if options.c_api and batch_one_row(name):
-            rows.update(c_api_row(alone, name, backends, options, input_data))
+            rows.update(c_api_row(alone, name, backends, options, input_data, record))
     return rows
 
 
-def c_api_row(repo: Path, name: str, backends: Path, options: Options, input_data: str) -> dict:
+def c_api_row(repo: Path, name: str, backends: Path, options: Options, input_data: str,
+              record: Record = printed) -> dict:  # fmt: skip
     """``name`` at c1 with Triton inside perf_analyzer's own process (``<name>_c1_capi``): the
     served c1 row less gRPC, so the batch-1 gap splits into Triton's part and the network's.
     perf_analyzer then holds the server as well, so it runs on the server's cores."""
@@ -58,7 +68,7 @@ def c_api_row(repo: Path, name: str, backends: Path, options: Options, input_dat
     key = load_key(name, 1, "none", "capi", 1)
     row = measure("", name, 1, options.seconds, options.out, input_data=input_data,
                   cpus=options.server_cpus, c_api=CApi(server, repo))  # fmt: skip
-    print(key, row, flush=True)
+    record(key, row)
     return {key: row}
 
 
@@ -135,6 +145,7 @@ def serve_one(
     reference: Path | None,
     input_data: str = "random",
     pool_mb: int = 0,
+    record: Record = printed,
 ) -> dict:
     """One model on a bare server of its own; rows are keyed by ``name`` (``_pool<N>`` added
     where the memory pools are not Triton's defaults)."""
@@ -155,13 +166,14 @@ def serve_one(
     rows: dict = {}
     try:
         if not wait_ready(f"http://127.0.0.1:{ports[0]}", 600.0, process=process):
+            record(f"{label}_error", f"server not ready; see {log.name}")
             return {f"{label}_error": f"server not ready; see {log.name}"}
         rows[f"{label}_load"] = {"seconds": round(time.perf_counter() - started, 1)}
-        print(f"{label}_load", rows[f"{label}_load"], flush=True)
+        record(f"{label}_load", rows[f"{label}_load"])
         url = f"127.0.0.1:{ports[1]}"
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
-            print(label, rows[f"{label}_outputs"], flush=True)
+            record(f"{label}_outputs", rows[f"{label}_outputs"])
         c1_ways = SHARED_MEMORY if options.settings.gpu else ("none", "system")
         loads = (
             [(1, shm, "sync") for shm in c1_ways]
@@ -183,8 +195,9 @@ def serve_one(
                                 shared_memory=shm, output_bytes=options.spec.output_bytes,
                                 input_data=data, cpus=options.client_cpus,
                                 asynchronous=client == "async")  # fmt: skip
-            print(key, rows[key], flush=True)
+            record(key, rows[key])
         rows[f"{label}_server_alive"] = process.poll() is None
+        record(f"{label}_server_alive", rows[f"{label}_server_alive"])
     finally:
         stop(process)
     return rows
