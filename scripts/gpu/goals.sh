@@ -39,10 +39,13 @@ steps=" ${GOALS_STEPS:-resnet50 bert-base bert-large pipelines launcher pytest} 
 repeats=${GOALS_REPEATS:-3}
 client=${GOALS_CLIENT:-sync,async}
 cpus=(--server-cpus 0-11 --client-cpus 12-15)
-# What goals_report's header names: the machine, the commit, the date.
-python3 -c 'import json, os, platform, time, torch; print(json.dumps({
+# What goals_report's header names: the machine, the commit, the date; the host's CPU for each
+# call (a call may start a fresh machine: session 43's host built the same package in 117 s
+# against session 42's 75 s, and served its lone requests 0.2 ms slower).
+python3 -c 'import json, os, platform, re, time, torch; print(json.dumps({
     "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     "commit": os.environ.get("TRITON_KIT_COMMIT", "?"), "gpu": torch.cuda.get_device_name(0),
+    "cpu": next(iter(re.findall(r"model name\s*: (.+)", open("/proc/cpuinfo").read())), "?"),
     "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda}))' \
     > "$out/env.json"
 step() {

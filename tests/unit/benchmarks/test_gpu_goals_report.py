@@ -188,3 +188,14 @@ def test_a_family_step_stopped_at_the_deadline_is_judged_on_the_rows_its_log_hol
     assert "0.830×, 0.910×, 0.920×" in resnet
     assert "| c256 CUDA shm (repeat 3) | 18,400 |" in text  # the family's own table has them
     assert "resnet50 (stopped at the call's deadline)" in text  # the call's header row
+
+
+def test_each_calls_row_names_its_hosts_cpu_where_goals_sh_recorded_it(tmp_path: Path) -> None:
+    """Each call may start a fresh machine, and the hosts' CPUs differ (session 43's built the
+    same package in 117 s against session 42's 75 s): a call's row names its CPU."""
+    run = _run(tmp_path)
+    env = run.folders[0] / "env.json"
+    env.write_text(json.dumps({**json.loads(env.read_text()), "cpu": "AMD EPYC 9454"}))
+    calls = [ln for ln in goals_report.render(run, "", "").splitlines() if ln.startswith("| call")]
+    assert "at `abc1234` on AMD EPYC 9454: resnet50" in calls[0]
+    assert " on " not in calls[1]  # no env.json there: nothing is made up

@@ -251,7 +251,8 @@ def header(calls: Calls, command: str, raw: str) -> list[str]:
 
 
 def call_text(folder: Path) -> str:
-    """When a device call ran, at which commit, and which steps, from goals.sh's step lines."""
+    """When a device call ran, at which commit, on which host CPU, and which steps, from
+    goals.sh's env.json and step lines."""
     env = load(folder / "env.json")
     date = (env.get("date") or "?")[:10]
     times = [m[1] for line in _lines(folder / "run.log") if (m := STEP_LINE.match(line))]
@@ -259,7 +260,8 @@ def call_text(folder: Path) -> str:
              for line in _lines(folder / "run.log") if (m := STEP_EXIT.match(line))]  # fmt: skip
     span = f"{date} {times[0]}–{times[-1]} UTC" if times else date
     commit = f" at `{env['commit']}`" if env.get("commit") else ""
-    return f"{span}{commit}: {', '.join(steps) or 'no step ended'}"
+    cpu = f" on {env['cpu']}" if env.get("cpu") else ""
+    return f"{span}{commit}{cpu}: {', '.join(steps) or 'no step ended'}"
 
 
 def step_text(name: str, status: int) -> str:
