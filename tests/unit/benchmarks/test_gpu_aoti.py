@@ -353,3 +353,28 @@ def test_batched_rows_can_go_without_preferred_sizes(tmp_path: Path) -> None:
     assert aoti.parse(["--out", str(tmp_path)]).preferred == (True,)
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--preferred", "sometimes"])
+
+
+def test_the_batch_one_rows_can_be_limited_to_the_ways_the_goal_reads(tmp_path: Path) -> None:
+    """Each c1 row is a stability-checked perf_analyzer run of up to half a minute: the BERT-base
+    c1 server took 127 s of a 570 s device call for its four rows (session 43). The batch-1 goal
+    reads the fastest way (CUDA shm) and the C API row, so ``--c1-shared-memory cuda`` leaves the
+    others out; by default every way is measured, CUDA shm only where there is a GPU."""
+    default = aoti.parse(["--out", str(tmp_path)])
+    assert aoti.planned_loads("aoti_i1_d0_cg", default, c1=False) == [
+        (1, "none", "sync"), (1, "system", "sync"), (1, "cuda", "sync")
+    ]  # fmt: skip
+    smoke = aoti.parse(["--out", str(tmp_path), "--smoke"])
+    assert aoti.planned_loads("aoti_i1_d0", smoke, c1=False) == [
+        (1, "none", "sync"), (1, "system", "sync")
+    ]  # fmt: skip
+    cuda = aoti.parse(["--out", str(tmp_path), "--c1-shared-memory", "cuda", "--client",
+                       "sync,async", "--shared-memory", "system"])  # fmt: skip
+    assert aoti.planned_loads("aoti_i1_d0_cg", cuda, c1=False) == [(1, "cuda", "sync")]
+    assert aoti.planned_loads("aoti_i4_d2000p", cuda, c1=False) == [
+        (256, "system", "sync"), (256, "system", "async")
+    ]  # fmt: skip
+    assert aoti.planned_loads("native_i4_d2000p", cuda, c1=True)[-1] == (1, "none", "sync")
+    for wrong in (["--c1-shared-memory", "pinned"], ["--smoke", "--c1-shared-memory", "cuda"]):
+        with pytest.raises(SystemExit):
+            aoti.parse(["--out", str(tmp_path), *wrong])

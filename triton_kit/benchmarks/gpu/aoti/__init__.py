@@ -16,7 +16,8 @@ FP32 embedding, batch up to 64, loads at c64 of one sequence each, report
 the vocabulary from an ``--input-data`` file, as random INT64 would index past the
 embedding table). Each family writes its own report, so runs can share ``--out``.
 
-Steps (the report is rewritten after each, so a run cut short keeps what it measured):
+Steps (the report is rewritten after each step and each served row, so a run cut short keeps
+what it measured):
 
 1. ``build``: the module (FP16; ResNet channels_last), ``torch.export`` with a dynamic batch
    (1..max batch; BERT's sequence fixed), ``aoti_compile_and_package``. Every compile and
@@ -39,9 +40,9 @@ Steps (the report is rewritten after each, so a run cut short keeps what it meas
    batched together); then one-row
    requests through perf_analyzer at the family's concurrency for each ``--shared-memory``
    way and ``--client`` mode (a blocking thread per request, or ``--async``); the no-delay
-   package at c1 inline and through system and CUDA shared memory (shared memory saves the
-   inputs' and outputs' trip through gRPC, the batch-1 gap's suspect); the baseline at c1
-   inline.
+   package at c1 inline and through system and CUDA shared memory (``--c1-shared-memory``
+   picks; shared memory saves the inputs' and outputs' trip through gRPC, the batch-1 gap's
+   suspect); the baseline at c1 inline.
    ``--warmup all`` serves each batched row a second time (``..._warm``) with Triton's
    ``model_warmup`` running every batch size 1..max on each instance before it is ready, and
    each server's load time is recorded (``<model>_load``). ``--gather 0,N`` serves each batched
@@ -72,7 +73,13 @@ from triton_kit.benchmarks.gpu.aoti.family import BERT_VOCAB, FAMILIES, Family, 
 from triton_kit.benchmarks.gpu.aoti.options import Options, parse
 from triton_kit.benchmarks.gpu.aoti.repository import aoti_config, write_repository
 from triton_kit.benchmarks.gpu.aoti.run import main
-from triton_kit.benchmarks.gpu.aoti.served import batch_one_row, load_key, pool_flags, repeated
+from triton_kit.benchmarks.gpu.aoti.served import (
+    batch_one_row,
+    load_key,
+    planned_loads,
+    pool_flags,
+    repeated,
+)
 
 __all__ = [
     "BERT_VOCAB",
@@ -85,6 +92,7 @@ __all__ = [
     "load_key",
     "main",
     "parse",
+    "planned_loads",
     "pool_flags",
     "repeated",
     "write_repository",

@@ -51,6 +51,7 @@ class Options:
     clients: tuple[str, ...] = ("sync",)  # each batched load from each CLIENTS mode
     fine_graphs_up_to: int = FINE_GRAPHS_UP_TO  # graph sizes an eighth apart up to here
     c_api: bool = False  # the batch-1 rows at c1 through perf_analyzer's C API too (no gRPC)
+    c1_shared_memory: tuple[str, ...] = SHARED_MEMORY  # the batch-1 rows' ways (cuda: GPU only)
 
     @property
     def settings(self) -> Settings:
@@ -169,6 +170,11 @@ def parse(argv: list[str] | None) -> Options:
         help="also measure the batch-1 models at c1 with Triton inside perf_analyzer's own "
         "process (its C API; loads ..._c1_capi): the served c1 latency less gRPC",
     )  # fmt: skip
+    parser.add_argument(
+        "--c1-shared-memory", default=",".join(SHARED_MEMORY),
+        help="how the batch-1 models' c1 loads send their inputs, each a stability-checked "
+        "load of its own: none, system and/or cuda (default: all three; cuda only on a GPU)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -197,13 +203,19 @@ def parse(argv: list[str] | None) -> Options:
     if set(clients) - set(CLIENTS):
         parser.error(f"--client: unknown {sorted(set(clients) - set(CLIENTS))}; "
                      f"choose from {CLIENTS}")  # fmt: skip
+    c1_shm = tuple(dict.fromkeys(args.c1_shared_memory.split(",")))
+    if set(c1_shm) - set(SHARED_MEMORY):
+        parser.error(f"--c1-shared-memory: unknown {sorted(set(c1_shm) - set(SHARED_MEMORY))}; "
+                     f"choose from {SHARED_MEMORY}")  # fmt: skip
+    if args.smoke and c1_shm == ("cuda",):
+        parser.error("--c1-shared-memory cuda needs a GPU; --smoke runs on CPU")
     if args.fine_graphs_up_to < 1:
         parser.error("--fine-graphs-up-to must be at least 1")
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
                    gathers, graphs, preferred, clients, args.fine_graphs_up_to,
-                   args.c_api)  # fmt: skip
+                   args.c_api, c1_shm)  # fmt: skip
 
 
 def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from triton_kit.benchmarks.gpu.aoti.family import Family
-from triton_kit.benchmarks.gpu.aoti.options import SHARED_MEMORY, Options
+from triton_kit.benchmarks.gpu.aoti.options import Options
 from triton_kit.benchmarks.gpu.aoti.repository import AOTI_BACKEND, BASELINE
 
 Record = Callable[[str, object], None]  # a row as it is measured: Results.record's step bound
@@ -70,6 +70,19 @@ def c_api_row(repo: Path, name: str, backends: Path, options: Options, input_dat
                   cpus=options.server_cpus, c_api=CApi(server, repo))  # fmt: skip
     record(key, row)
     return {key: row}
+
+
+def planned_loads(name: str, options: Options, c1: bool) -> list[tuple[int, str, str]]:
+    """(concurrency, shared memory, client) of each load ``name``'s server gets: a batch-1
+    model at c1 each ``--c1-shared-memory`` way (CUDA's only on a GPU), a batched one at the
+    family's concurrency each way and client; ``c1`` adds a c1 load inline (the baseline)."""
+    if batch_one_row(name):
+        ways = [w for w in options.c1_shared_memory if options.settings.gpu or w != "cuda"]
+        loads = [(1, shm, "sync") for shm in ways]
+    else:
+        loads = [(options.concurrency, shm, client)
+                 for shm in options.shared_memory for client in options.clients]  # fmt: skip
+    return [*loads, (1, "none", "sync")] if c1 else loads
 
 
 def batch_one_row(name: str) -> bool:
@@ -174,18 +187,7 @@ def serve_one(
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
             record(f"{label}_outputs", rows[f"{label}_outputs"])
-        c1_ways = SHARED_MEMORY if options.settings.gpu else ("none", "system")
-        loads = (
-            [(1, shm, "sync") for shm in c1_ways]
-            if batch_one_row(name)
-            else [
-                (options.concurrency, shm, client)
-                for shm in options.shared_memory
-                for client in options.clients
-            ]
-        )
-        if c1:
-            loads.append((1, "none", "sync"))
+        loads = planned_loads(name, options, c1)
         data = "random" if name == BASELINE else input_data
         for concurrency, shm, client, repeat in repeated(loads, options.repeats):
             if process.poll() is not None:
