@@ -23,8 +23,9 @@ def graph_batch_sizes(max_batch_size: int, fine_up_to: int = FINE_GRAPHS_UP_TO) 
     then 18, .., 32, 36, .., 64): with powers of two, the 11-row batches four BERT-base instances
     ran at c64 (call 37) were 16-row graphs. Above, powers of two: ResNet-50's 48 sizes up to 256
     ran four instances out of the H100's memory while each capture took a stream of its own
-    (session 41); on one stream per instance 34 sizes loaded (session 42), and finer sizes above
-    64 are not measured yet (``benchmarks.gpu.aoti --fine-graphs-up-to``)."""
+    (session 41); on one stream per instance 34 sizes loaded (session 42), and 48 sizes on 3
+    instances (session 43, ``benchmarks.gpu.aoti --fine-graphs-up-to 256``), which served 0.84x
+    against 0.82x for 4 plain instances in one load: too little to change the default."""
     sizes, size = [], 1
     while size < min(max_batch_size, fine_up_to):
         sizes.append(size)
