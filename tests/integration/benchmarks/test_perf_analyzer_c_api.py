@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_kit.benchmarks.harness import perf_analyzer
+from triton_kit.benchmarks.harness import model_alone, perf_analyzer
 from triton_kit.benchmarks.harness.tiny_model import write_doubler
 from triton_kit.loadtest.tune.environment import perf_analyzer as installed_perf_analyzer
 from triton_kit.server.binary import assemble_backend_dir, find_installation
@@ -32,7 +32,11 @@ def test_c_api_mode_measures_triton_in_perf_analyzers_own_process(
     server = c_api.server_dir
     assert (server / "lib" / "libtritonserver.so").resolve().name.startswith("libtritonserver")
     assert (server / "backends" / "python").is_dir()
-    row = perf_analyzer.run("", "doubler", 1, 1.0, tmp_path, c_api=c_api)
+    # The mode is under test, not the figure: at 20 % a python stub on CI's two shared cores
+    # missed stability in 8 windows (stop 43's CI), as the CPU benchmarks' 100 % expects.
+    row = perf_analyzer.run(
+        "", "doubler", 1, 1.0, tmp_path, c_api=c_api, stability=model_alone.STABILITY
+    )
     assert "error" not in row, row.get("error")
     assert row["items_per_s"] > 0 and 0 < row["p50"] <= row["p99"]
     assert row["server"]["compute_infer_ms"] > 0  # Triton's own statistics, read in process
