@@ -75,6 +75,16 @@ def test_the_graph_sizes_a_run_configured_are_listed() -> None:
     assert "CUDA graphs (the graphed rows)" not in aoti_report.render(RUN, {}, {})
 
 
+def test_a_reused_package_says_it_was_built_before_the_run() -> None:
+    reused = {**RUN, "build": {**RUN["build"], "reused": True}}
+    text = aoti_report.render(reused, {}, {})
+    assert (
+        "- Build: 90.0 s (`aoti_compile_and_package`, compiler `/usr/bin/g++`, before this "
+        "run, beside the call's other packages)." in text
+    )
+    assert "before this run" not in aoti_report.render(RUN, {}, {})
+
+
 def test_a_c_api_row_splits_the_batch_one_gap_but_is_not_a_served_row() -> None:
     """Triton inside perf_analyzer (no gRPC) is faster than any served row, but the goal is the
     served latency: it is reported beside the gap, not as it."""

@@ -27,3 +27,47 @@ def test_a_step_line_gives_the_steps_own_exit_status(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     steps = [ln for ln in done.stdout.splitlines() if ": exit " in ln]
     assert len(steps) == 1 and steps[0].endswith("] pytest: exit 3"), done.stdout
+
+
+def _logged_runs(tmp_path: Path, steps: str) -> list[list[str]]:
+    """goals.sh with ``GOALS_STEPS=steps`` and python3 a stub that logs its arguments: the
+    benchmarks.gpu.aoti commands it ran, in order."""
+    stubs, out = tmp_path / "bin", tmp_path / "out"
+    stubs.mkdir()
+    out.mkdir()
+    calls = tmp_path / "calls.txt"
+    (stubs / "python3").write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    (stubs / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "GOALS_STEPS": steps,
+           "GOALS_BUDGET_S": "0"}  # fmt: skip
+    subprocess.run(["bash", str(ROOT / "scripts/gpu/goals.sh"), str(tmp_path), str(out)],
+                   env=env, capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    lines = calls.read_text().splitlines()
+    return [line.split() for line in lines if "benchmarks.gpu.aoti" in line]
+
+
+def _value(run: list[str], flag: str) -> str:
+    return run[run.index(flag) + 1]
+
+
+def test_a_calls_engine_packages_are_built_side_by_side_before_any_step_measures(
+    tmp_path: Path,
+) -> None:
+    """Each build took 94-117 s of a device call, one after another (session 43): with two
+    engine steps in a call, both build first, together, and each step reuses its own. Mocked:
+    python3 is a stub, as the steps need the GPU machine's setup."""
+    runs = _logged_runs(tmp_path, "bert-base bert-large")
+    builds, steps = runs[:2], runs[2:]
+    assert all("--build-only" in run for run in builds)
+    assert len(steps) == 2 and not any("--build-only" in run for run in steps)
+    for family in ("bert-base", "bert-large"):
+        built = next(r for r in builds if _value(r, "--family") == family)
+        step = next(r for r in steps if _value(r, "--family") == family)
+        assert _value(built, "--package-dir") == _value(step, "--package-dir")
+        assert _value(built, "--package-dir").endswith(f"/{family}")
+    assert _value(steps[1], "--client") == "async"  # BERT-large: the client that won or tied
+
+
+def test_a_call_of_one_engine_step_builds_in_the_step(tmp_path: Path) -> None:
+    (run,) = _logged_runs(tmp_path, "resnet50")
+    assert "--build-only" not in run and _value(run, "--package-dir").endswith("/resnet50")

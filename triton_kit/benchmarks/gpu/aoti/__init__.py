@@ -25,7 +25,11 @@ what it measured):
    Inductor's C++ compiler: on the H100 machine Inductor took ``/opt/gcc/bin/g++``, whose
    link put a static libstdc++ into the .so, and that copy's ``std::regex``
    (``parse_device_str``) crashed on the process's shared-libstdc++ locale (cuda-gdb
-   backtrace, gpu_aoti.md).
+   backtrace, gpu_aoti.md). ``--package-dir`` keeps the package, its eager outputs and its
+   build record in a folder, and a later run of the same family there reuses them instead of
+   building (``"reused": true`` in the build record); ``--build-only`` stops after this step.
+   The module's random weights come from a fixed seed, so a reused package and the run's
+   TorchScript baseline share them.
 2. ``in_process``: the package loaded by ``aoti_load_package``, its outputs checked against
    the eager module's on the build's inputs (max abs diff; ResNet top-1 agreement, BERT
    cosine similarity min), then timed at batch 1 and the larger batches (ResNet 64/256,

@@ -1,11 +1,13 @@
 """Step 1, ``build``: the family's module exported with a dynamic batch and compiled into an
 AOTInductor package, every compile and link command logged, with the libraries the package's
 .so files need; the eager module's outputs are kept beside it (``<package>.ref``) for the
-checks in process and served.
+checks in process and served, and a record of the build, so a later run given the same
+folder reuses the package (``--package-dir``: goals.sh builds a call's packages side by side).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -30,6 +32,21 @@ def logged_compiles(log: Path) -> None:
         original(cmd_line, cwd)
 
     cpp_builder._run_compile_cmd = run
+
+
+def built(module, package: Path, options: Options) -> dict:
+    """``package`` as an earlier build of this family left it (its record, ``"reused"``
+    added), else built now. One built for another family or size is refused, not rebuilt."""
+    record = Path(f"{package}.build.json")
+    made_for = {"family": options.family, "smoke": options.smoke}
+    if package.exists() and Path(f"{package}.ref").exists() and record.exists():
+        found = json.loads(record.read_text())
+        if found.get("for") != made_for:
+            raise ValueError(f"{package} was built for {found.get('for')}, not {made_for}")
+        return found | {"reused": True}
+    found = {"for": made_for, **build(module, package, options)}
+    record.write_text(json.dumps(found, indent=2) + "\n")
+    return found
 
 
 def build(module, package: Path, options: Options) -> dict:

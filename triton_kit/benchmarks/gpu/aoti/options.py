@@ -52,6 +52,9 @@ class Options:
     fine_graphs_up_to: int = FINE_GRAPHS_UP_TO  # graph sizes an eighth apart up to here
     c_api: bool = False  # the batch-1 rows at c1 through perf_analyzer's C API too (no gRPC)
     c1_shared_memory: tuple[str, ...] = SHARED_MEMORY  # the batch-1 rows' ways (cuda: GPU only)
+    # Where the package is kept: an earlier run's build there is reused (None: a fresh folder).
+    package_dir: Path | None = None
+    build_only: bool = False  # stop after the build (packages built side by side, then measured)
 
     @property
     def settings(self) -> Settings:
@@ -175,6 +178,17 @@ def parse(argv: list[str] | None) -> Options:
         help="how the batch-1 models' c1 loads send their inputs, each a stability-checked "
         "load of its own: none, system and/or cuda (default: all three; cuda only on a GPU)",
     )  # fmt: skip
+    parser.add_argument(
+        "--package-dir", type=Path,
+        help="keep the package (<prefix>.pt2, its eager outputs and its build record) in this "
+        "folder, and reuse one an earlier run of the same family built there instead of "
+        "building again (default: a fresh temporary folder)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--build-only", action="store_true",
+        help="stop after the build (with --package-dir: scripts/gpu/goals.sh builds a call's "
+        "packages side by side, each in a minute or two, before any step measures)",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="CPU, tiny model: checks the code")
     args = parser.parse_args(argv)
     instances = tuple(int(n) for n in args.instances.split(","))
@@ -211,11 +225,13 @@ def parse(argv: list[str] | None) -> Options:
         parser.error("--c1-shared-memory cuda needs a GPU; --smoke runs on CPU")
     if args.fine_graphs_up_to < 1:
         parser.error("--fine-graphs-up-to must be at least 1")
+    if args.build_only and args.package_dir is None:
+        parser.error("--build-only needs --package-dir: the package would go with its folder")
     return Options(args.out, args.backend_lib, args.seconds, args.cxx, instances, args.smoke,
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
                    gathers, graphs, preferred, clients, args.fine_graphs_up_to,
-                   args.c_api, c1_shm)  # fmt: skip
+                   args.c_api, c1_shm, args.package_dir, args.build_only)  # fmt: skip
 
 
 def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:

@@ -110,9 +110,12 @@ def _figures(row: dict) -> str:
 
 def _notes(build: dict, check: dict, best_key: str | None, best: float | None) -> list[str]:
     checked = ", ".join(f"{k} {v:.4g}" for k, v in check.items())
+    # A reused package was built before the run, beside the call's others (goals.sh).
+    when = ", before this run, beside the call's other packages" if build.get("reused") else ""
     notes = [
         f"- Build: {build.get('build_s', '—')} s (`aoti_compile_and_package`, compiler "
-        f"`{build.get('cxx', '—')}`). Check in process against the eager module: {checked}."
+        f"`{build.get('cxx', '—')}`{when}). Check in process against the eager module: "
+        f"{checked}."
     ]
     if best:
         notes.append(

@@ -9,7 +9,7 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-from triton_kit.benchmarks.gpu.aoti.build import build
+from triton_kit.benchmarks.gpu.aoti.build import built
 from triton_kit.benchmarks.gpu.aoti.in_process import first_calls, in_process
 from triton_kit.benchmarks.gpu.aoti.options import Options, parse
 from triton_kit.benchmarks.gpu.aoti.repository import torchscript_baseline, write_repository
@@ -24,10 +24,16 @@ def run(options: Options) -> dict:
     env = {"family": options.family}
     env |= {"graph_sizes": list(options.graph_sizes)} if any(options.graphs) else {}
     results = Results(options.out, env, name=spec.report)
+    torch.manual_seed(0)  # the same weights in every run: a reused package matches the baseline
     module = spec.make(settings).to(settings.device).eval()
-    package = Path(tempfile.mkdtemp(prefix="aoti-pkg-")) / f"{spec.prefix}.pt2"
-    model_pt = torchscript_baseline(module, settings) if options.with_baseline else Path()
-    results.step("build", lambda: build(module, package, options))
+    folder = options.package_dir or Path(tempfile.mkdtemp(prefix="aoti-pkg-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    package = folder / f"{spec.prefix}.pt2"
+    baseline = options.with_baseline and not options.build_only
+    model_pt = torchscript_baseline(module, settings) if baseline else Path()
+    results.step("build", lambda: built(module, package, options))
+    if options.build_only:
+        return results.data
     graphs = any(options.graphs)
     if not results.step("in_process", lambda: in_process(package, spec, settings, graphs)):
         return results.data
