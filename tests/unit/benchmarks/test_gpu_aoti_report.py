@@ -75,6 +75,20 @@ def test_the_graph_sizes_a_run_configured_are_listed() -> None:
     assert "CUDA graphs (the graphed rows)" not in aoti_report.render(RUN, {}, {})
 
 
+def test_each_load_says_how_many_cores_the_client_and_the_server_kept_busy() -> None:
+    latency = {"p50": 1.0, "p95": 2.0, "p99": 3.0}
+    rows = {
+        "aoti_i4_d2000p_c256_cuda_shm": {"items_per_s": 18000.0, **latency, "retried": True,
+                                         "cpu": {"client_cores": 3.94, "server_cores": 8.21}},
+        "aoti_i1_d0_c1_capi": {"items_per_s": 2000.0, **latency,
+                               "cpu": {"client_cores": 1.52}},
+    }  # fmt: skip
+    text = aoti_report.render(RUN, rows, {})
+    assert "| r cores client 3.9, server 8.2 |" in text
+    assert "| cores client 1.5 |" in text  # C API: the server is inside perf_analyzer
+    assert "*cores*: the cores perf_analyzer and the server kept busy" in text
+
+
 def test_a_reused_package_says_it_was_built_before_the_run() -> None:
     reused = {**RUN, "build": {**RUN["build"], "reused": True}}
     text = aoti_report.render(reused, {}, {})

@@ -12,10 +12,12 @@ import base64
 import csv
 import json
 import os
+import resource
 import shutil
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +112,39 @@ def _c_api_environment() -> dict[str, str]:
     return server_environment(find_installation())
 
 
+class BusyCores:
+    """Cores kept busy from now to :meth:`read`: this process's waited-for children (the
+    perf_analyzer just run) and, given its pid, the running server (all its threads; Linux's
+    /proc, as on the lent GPU machine, whose packages may lack psutil)."""
+
+    def __init__(self, server_pid: int | None = None) -> None:
+        self.server_pid = server_pid
+        self.started = time.perf_counter()
+        self.children = _children_cpu_s()
+        self.server_s = _process_cpu_s(server_pid)
+
+    def read(self) -> dict[str, float]:
+        wall = time.perf_counter() - self.started
+        busy = {"client_cores": round((_children_cpu_s() - self.children) / wall, 2)}
+        if self.server_pid is not None:
+            server_s = _process_cpu_s(self.server_pid) - self.server_s
+            busy["server_cores"] = round(server_s / wall, 2)
+        return busy
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _process_cpu_s(pid: int | None) -> float:
+    """utime + stime of ``pid`` (fields 14 and 15 of /proc/PID/stat); 0 for None."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pinned(cpus: str | None) -> list[str]:
     """The prefix that keeps a command on ``cpus`` (taskset's list syntax); none for None."""
     return ["taskset", "-c", cpus] if cpus else []
@@ -128,6 +163,7 @@ def run(
     cpus: str | None = None,
     asynchronous: bool = False,
     c_api: CApi | None = None,
+    server_pid: int | None = None,
 ) -> dict:
     """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
 
@@ -143,7 +179,9 @@ def run(
     each. On the H100 (issue 30's goals, session 42) async lost at ResNet-50 c256 (0.81-0.83x
     against 0.87-0.92x) and won a little at BERT-large c64 (0.94-0.96x against 0.92-0.95x).
     ``c_api``: Triton in perf_analyzer's own process instead of the server at ``url`` (sync,
-    inline inputs only).
+    inline inputs only). The row's ``cpu`` gives the cores perf_analyzer kept busy over its run
+    (its CPU time over the run's wall time), and the server's where ``server_pid`` is given: a
+    side near its cores' count is what caps the load, not the GPU.
     """
     if c_api is not None and (shared_memory != "none" or asynchronous):
         raise ValueError("perf_analyzer's C API mode takes sync requests with inline inputs only")
@@ -170,6 +208,7 @@ def run(
             f"--shared-memory={shared_memory}",
             f"--output-shared-memory-size={output_bytes}",
         ]
+    clock = BusyCores(server_pid)
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 20 + 60,
                           env=_c_api_environment() if c_api else None)  # fmt: skip
     if done.returncode != 0 or not csv_path.exists():
@@ -177,6 +216,7 @@ def run(
     row = next(csv.DictReader(csv_path.open()))
     us = {key: float(value) for key, value in row.items() if key and value}
     return {
+        "cpu": clock.read(),
         "items_per_s": us["Inferences/Second"],
         "p50": us["p50 latency"] / 1e3,
         "p95": us["p95 latency"] / 1e3,

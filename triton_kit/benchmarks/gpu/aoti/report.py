@@ -65,7 +65,12 @@ def describe(model: str) -> str:
 
 
 def flags(row: dict) -> str:
-    return " ".join(mark for key, mark in (("retried", "r"), ("unsettled", "u")) if row.get(key))
+    """*r*/*u* (re-measured, unsettled) and the cores each side kept busy (``cpu``)."""
+    marks = [mark for key, mark in (("retried", "r"), ("unsettled", "u")) if row.get(key)]
+    busy = row.get("cpu") or {}
+    sides = [f"{side} {busy[f'{side}_cores']:.1f}" for side in ("client", "server")
+             if f"{side}_cores" in busy]  # fmt: skip
+    return " ".join([*marks, *(["cores " + ", ".join(sides)] if sides else [])])
 
 
 def render(data: dict, rows: dict, header: dict[str, str]) -> str:
@@ -120,7 +125,9 @@ def _notes(build: dict, check: dict, best_key: str | None, best: float | None) -
     if best:
         notes.append(
             "- Served: perf_analyzer, one item a request; *r*: re-measured with longer windows, "
-            "*u*: did not settle (two windows accepted). `/ in process`: served items/s over "
+            "*u*: did not settle (two windows accepted); *cores*: the cores perf_analyzer and "
+            "the server kept busy over the load (CPU time over wall time; a side near its "
+            "share of cores caps the load). `/ in process`: served items/s over "
             f"the in-process best ({best_key}, {best:,.0f}/s)."
         )
     return notes

@@ -196,7 +196,7 @@ def serve_one(
             rows[key] = measure(url, name, concurrency, options.seconds, options.out,
                                 shared_memory=shm, output_bytes=options.spec.output_bytes,
                                 input_data=data, cpus=options.client_cpus,
-                                asynchronous=client == "async")  # fmt: skip
+                                asynchronous=client == "async", server_pid=process.pid)  # fmt: skip
             record(key, rows[key])
         rows[f"{label}_server_alive"] = process.poll() is None
         record(f"{label}_server_alive", rows[f"{label}_server_alive"])
