@@ -20,7 +20,8 @@
 #               inside perf_analyzer through Triton's C API: the c1 gap less gRPC) against the
 #               same package in process, each without and with CUDA graphs
 #   bert-base   the same at c64 (4 instances, system shm), with CUDA graphs only
-#   bert-large  the same at c64 (2 instances, system shm), with CUDA graphs only, async client
+#   bert-large  the same at c64 (2 instances, system shm), with CUDA graphs only, async client;
+#               its batch-1 model with and without the dynamic batcher
 #   pipelines   the resnet50 JPEG ensemble and the bert text model against their pipelines in
 #               process (the kit's own TorchScript builds)
 #   launcher    the kit's launcher against a bare tritonserver on the same repository, four
@@ -107,15 +108,18 @@ step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 
 # about 11 rows (call 37); two served 0.76-0.80x against four's 0.84-0.91x with graphs (issue 30's
 # goals, call A), three 0.89x against four's 0.90x (session 42): four, with graphs only (without,
 # four served 0.66-0.77x in call A). BERT-large served 0.96x with graphs against 0.92-0.94x
-# without (session 42): graphs only.
+# without (session 42): graphs only. Its batch-1 gap read +0.311 and +0.298 ms against the goal's
+# 0.3 (sessions 42 and 43), of which Triton's own part was 0.17 ms, queue 0.06: its batch-1 model
+# is served behind the no-delay batcher and without it (--c1-batcher on,off), one thread's
+# wake-up fewer per request.
 step bert-base python3 -m triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 4 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client sync --c-api \
     --c1-shared-memory cuda "${cpus[@]}" --package-dir "$packages/bert-base" --out "$out/bert-base" \
     ${GOALS_BERT_BASE_ARGS:-}
 step bert-large python3 -m triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client "$client" --c-api \
-    --c1-shared-memory cuda "${cpus[@]}" --package-dir "$packages/bert-large" --out "$out/bert-large" \
-    ${GOALS_BERT_LARGE_ARGS:-}
+    --c1-shared-memory cuda --c1-batcher on,off "${cpus[@]}" --package-dir "$packages/bert-large" \
+    --out "$out/bert-large" ${GOALS_BERT_LARGE_ARGS:-}
 step pipelines python3 -m triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$carry/tokenizer.json" \
     --budget-s 240 --models resnet50,bert --out "$out/pipelines"
 step launcher python3 -m triton_kit.benchmarks.gpu.serving --seconds 2 --steps launcher \

@@ -91,6 +91,11 @@ CONFIG_WARM = CONFIG_INSTANCES.replace('"mlp3"', '"mlp3w"') + f"model_warmup [ {
 CONFIG_GATHER = CONFIG.replace('"mlp"', '"mlpg"') + (
     'parameters { key: "GATHER_KERNEL_BUFFER_THRESHOLD" value { string_value: "2" } }\n'
 )
+# No dynamic_batching: Triton's default scheduler hands each request to the instance itself
+# (benchmarks.gpu.aoti --c1-batcher off, the batch-1 rows without the batcher thread's hop).
+CONFIG_DIRECT = CONFIG.replace('"mlp"', '"mlpd"').replace(
+    "dynamic_batching { max_queue_delay_microseconds: 300000 }\n", ""
+)
 CONFIG_GPU = CONFIG.replace('"mlp"', '"mlp_gpu"').replace("KIND_CPU", "KIND_GPU")
 GRAPHS = "optimization { cuda { graphs: true } }\n"
 CONFIG_GRAPHS = CONFIG.replace('"mlp"', '"mlpcg"') + GRAPHS
@@ -180,7 +185,7 @@ def served(
     """(gRPC url, server log) of a bare tritonserver serving ``mlp`` and ``mlp3``."""
     root = tmp_path_factory.mktemp("aoti-served")
     configs = {"mlp": CONFIG, "mlp3": CONFIG_INSTANCES, "mlpg": CONFIG_GATHER,
-               "mlpcg": CONFIG_GRAPHS}  # fmt: skip
+               "mlpcg": CONFIG_GRAPHS, "mlpd": CONFIG_DIRECT}  # fmt: skip
     with _bare_server(root, linear[1], configs, backend_library) as served:
         yield served
 
@@ -225,6 +230,16 @@ def test_batched_requests_each_get_their_own_row(
     np.testing.assert_allclose(np.concatenate(got), rows @ weight.T + bias, rtol=1e-5, atol=1e-5)
 
 
+def test_without_the_batcher_each_request_runs_alone_and_gets_its_row(
+    grpc_url: str, linear: tuple[torch.nn.Linear, Path]
+) -> None:
+    rows = np.random.default_rng(2).normal(size=(ROWS, 16)).astype(np.float32)
+    got = _concurrent_rows(grpc_url, rows, "mlpd")
+    model = model_stats_after(grpc_url, "mlpd", ROWS)
+    assert (model.inference_count, model.execution_count) == (ROWS, ROWS)
+    _assert_linear(linear[0], rows, got, 1e-5)
+
+
 def test_a_malformed_request_fails_alone_and_the_server_stays_ready(
     grpc_url: str, linear: tuple[torch.nn.Linear, Path]
 ) -> None:
@@ -258,10 +273,10 @@ def test_instances_share_one_loader_with_a_runner_each(
     got = _concurrent_rows(url, rows, "mlp3")
     _assert_linear(module, rows, got, 1e-5)
     text = log.read_text(errors="replace")
-    # One loader each for mlp, mlpg and mlpcg (1 runner) and one for mlp3's three instances,
-    # which the other two reuse.
+    # One loader each for mlp, mlpg, mlpcg and mlpd (1 runner) and one for mlp3's three
+    # instances, which the other two reuse.
     assert f"Inductor model loader with {INSTANCES} runner(s)." in text, text[-3000:]
-    assert text.count("Inductor model loader with") == 4, text[-3000:]
+    assert text.count("Inductor model loader with") == 5, text[-3000:]
     assert text.count("Reusing Inductor model loader") == INSTANCES - 1, text[-3000:]
 
 

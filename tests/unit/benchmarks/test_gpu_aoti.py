@@ -378,3 +378,24 @@ def test_the_batch_one_rows_can_be_limited_to_the_ways_the_goal_reads(tmp_path: 
     for wrong in (["--c1-shared-memory", "pinned"], ["--smoke", "--c1-shared-memory", "cuda"]):
         with pytest.raises(SystemExit):
             aoti.parse(["--out", str(tmp_path), *wrong])
+
+
+def test_the_batch_one_model_can_go_without_the_batcher(tmp_path: Path) -> None:
+    """``--c1-batcher on,off``: the no-delay model behind the dynamic batcher and without
+    ``dynamic_batching`` (``_direct``: Triton's default scheduler, each request straight to the
+    instance); the batched rows keep theirs, and the direct one is still a batch-1 row."""
+    assert aoti.parse(["--out", str(tmp_path)]).c1_batcher == (True,)
+    options = aoti.parse(["--out", str(tmp_path), "--c1-batcher", "on,off", "--instances", "4",
+                          "--cuda-graphs", "on", "--no-baseline"])  # fmt: skip
+    package = tmp_path / "resnet50.pt2"
+    package.write_bytes(b"package")
+    names = aoti.write_repository(tmp_path / "repo", package, Path(), options.settings, options)
+    assert names == ["aoti_i1_d0_cg", "aoti_i1_d0_direct_cg", "aoti_i4_d2000p_cg"]
+    configs = {n: _parsed((tmp_path / "repo" / n / "config.pbtxt").read_text()) for n in names}
+    assert not configs["aoti_i1_d0_direct_cg"].HasField("dynamic_batching")
+    assert configs["aoti_i1_d0_direct_cg"].optimization.cuda.graphs
+    assert configs["aoti_i1_d0_cg"].HasField("dynamic_batching")
+    assert configs["aoti_i4_d2000p_cg"].dynamic_batching.max_queue_delay_microseconds == 2000
+    assert aoti.batch_one_row("aoti_i1_d0_direct_cg") and not aoti.batch_one_row(names[2])
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--c1-batcher", "maybe"])

@@ -89,6 +89,18 @@ def test_each_load_says_how_many_cores_the_client_and_the_server_kept_busy() -> 
     assert "*cores*: the cores perf_analyzer and the server kept busy" in text
 
 
+def test_a_batch_one_row_without_the_batcher_is_named_so_and_counts_for_the_gap() -> None:
+    latency = {"p95": 2.0, "p99": 3.0}
+    rows = {
+        "aoti_i1_d0_cg_c1_cuda_shm": {"items_per_s": 1500.0, "p50": 0.66, **latency},
+        "aoti_i1_d0_direct_cg_c1_cuda_shm": {"items_per_s": 1600.0, "p50": 0.61, **latency},
+    }
+    text = aoti_report.render(RUN, rows, {})
+    assert "| 1 inst., no batcher, CUDA graphs | c1 CUDA shm | 1,600 |" in text
+    assert "| 1 inst., no delay, CUDA graphs | c1 CUDA shm | 1,500 |" in text
+    assert aoti_report.batch_one(RUN["in_process"], rows) == (0.61, 1.25)  # the fastest way
+
+
 def test_a_reused_package_says_it_was_built_before_the_run() -> None:
     reused = {**RUN, "build": {**RUN["build"], "reused": True}}
     text = aoti_report.render(reused, {}, {})

@@ -66,6 +66,7 @@ def test_a_calls_engine_packages_are_built_side_by_side_before_any_step_measures
         assert _value(built, "--package-dir") == _value(step, "--package-dir")
         assert _value(built, "--package-dir").endswith(f"/{family}")
     assert _value(steps[1], "--client") == "async"  # BERT-large: the client that won or tied
+    assert _value(steps[1], "--c1-batcher") == "on,off"  # its batch-1 gap sat at the goal
 
 
 def test_a_call_of_one_engine_step_builds_in_the_step(tmp_path: Path) -> None:

@@ -46,7 +46,9 @@ what it measured):
    way and ``--client`` mode (a blocking thread per request, or ``--async``); the no-delay
    package at c1 inline and through system and CUDA shared memory (``--c1-shared-memory``
    picks; shared memory saves the inputs' and outputs' trip through gRPC, the batch-1 gap's
-   suspect); the baseline at c1 inline.
+   suspect); the baseline at c1 inline. ``--c1-batcher on,off`` serves the no-delay package
+   behind the dynamic batcher and without one (``..._d0_direct``: Triton's default scheduler
+   hands each request to the instance itself, one thread's wake-up fewer).
    ``--warmup all`` serves each batched row a second time (``..._warm``) with Triton's
    ``model_warmup`` running every batch size 1..max on each instance before it is ready, and
    each server's load time is recorded (``<model>_load``). ``--gather 0,N`` serves each batched

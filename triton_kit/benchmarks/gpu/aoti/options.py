@@ -55,6 +55,8 @@ class Options:
     # Where the package is kept: an earlier run's build there is reused (None: a fresh folder).
     package_dir: Path | None = None
     build_only: bool = False  # stop after the build (packages built side by side, then measured)
+    # The batch-1 model behind the dynamic batcher (no delay) and/or without it (``_direct``).
+    c1_batcher: tuple[bool, ...] = (True,)
 
     @property
     def settings(self) -> Settings:
@@ -179,6 +181,13 @@ def parse(argv: list[str] | None) -> Options:
         "load of its own: none, system and/or cuda (default: all three; cuda only on a GPU)",
     )  # fmt: skip
     parser.add_argument(
+        "--c1-batcher", default="on",
+        help="on and/or off: the batch-1 model behind Triton's dynamic batcher with no delay "
+        "and/or with no dynamic_batching at all (rows ..._d0_direct): then Triton's default "
+        "scheduler hands each request to the instance itself, without the batcher thread's "
+        "wake-up between them (core r24.10, DynamicBatchScheduler::Enqueue); default on",
+    )  # fmt: skip
+    parser.add_argument(
         "--package-dir", type=Path,
         help="keep the package (<prefix>.pt2, its eager outputs and its build record) in this "
         "folder, and reuse one an earlier run of the same family built there instead of "
@@ -213,6 +222,7 @@ def parse(argv: list[str] | None) -> Options:
         parser.error("--gather: each must be 0 (a copy per request) or more")
     graphs = _on_off(parser, "--cuda-graphs", args.cuda_graphs)
     preferred = _on_off(parser, "--preferred", args.preferred)
+    c1_batcher = _on_off(parser, "--c1-batcher", args.c1_batcher)
     clients = tuple(dict.fromkeys(args.client.split(",")))
     if set(clients) - set(CLIENTS):
         parser.error(f"--client: unknown {sorted(set(clients) - set(CLIENTS))}; "
@@ -231,7 +241,8 @@ def parse(argv: list[str] | None) -> Options:
                    shm, delays, args.baseline, args.family, pools, args.server_cpus,
                    args.client_cpus, args.repeats, warmups, args.first_calls,
                    gathers, graphs, preferred, clients, args.fine_graphs_up_to,
-                   args.c_api, c1_shm, args.package_dir, args.build_only)  # fmt: skip
+                   args.c_api, c1_shm, args.package_dir, args.build_only,
+                   c1_batcher)  # fmt: skip
 
 
 def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:

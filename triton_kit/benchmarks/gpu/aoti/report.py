@@ -24,7 +24,8 @@ LOAD = re.compile(
     r"(?:_rep(?P<rep>\d+))?$"
 )
 MODEL = re.compile(
-    r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)(?P<preferred>p)?(?:_g(?P<gather>\d+))?"
+    r"(?:^|_)aoti_i(?P<instances>\d+)_d(?P<delay>\d+)(?P<preferred>p)?(?P<direct>_direct)?"
+    r"(?:_g(?P<gather>\d+))?"
     r"(?P<warm>_warm)?"
     r"(?P<graphs>_cg)?(?:_pool(?P<pool>\d+))?$"
 )
@@ -52,6 +53,7 @@ def describe(model: str) -> str:
         return model
     delay = int(match["delay"])
     waits = f"{delay} µs" + (" + preferred" if match["preferred"] else "") if delay else "no delay"
+    waits = "no batcher" if match["direct"] else waits
     text = f"{match['instances']} inst., {waits}"
     if match["gather"]:
         text += f", gather kernel from {match['gather']} requests"

@@ -55,6 +55,7 @@ def aoti_config(
     graphs: bool = False,
     preferred: bool = True,
     graph_sizes: tuple[int, ...] = (),
+    batcher: bool = True,
 ) -> str:
     """Batching as gpu_engines.md's best TorchScript row (2000 us, the family's preferred
     sizes); delay 0 and no preferred sizes for the batch-1 row, where waiting only adds
@@ -62,7 +63,8 @@ def aoti_config(
     ``gather``: the backend's gather-kernel threshold (0: the parameter is left out);
     ``graphs``: Triton's ``optimization.cuda.graphs`` (:func:`graphs_config`); ``preferred``
     off: no preferred sizes, so a batch goes when an instance is free or the delay ends;
-    ``graph_sizes``: the graphs' batch sizes (default: the build's)."""
+    ``graph_sizes``: the graphs' batch sizes (default: the build's); ``batcher`` off: no
+    ``dynamic_batching`` (Triton's default scheduler, each request straight to an instance)."""
     batching = f"max_queue_delay_microseconds: {delay_us}"
     if delay_us and preferred:
         sizes = ", ".join(str(b) for b in spec.preferred)
@@ -81,7 +83,7 @@ max_batch_size: {spec.max_batch}
 input [ {inputs} ]
 output [ {{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ {spec.output_dims} ] }} ]
 instance_group [ {{ {kind} count: {instances} }} ]
-dynamic_batching {{ {batching} }}
+{f"dynamic_batching {{ {batching} }}" if batcher else ""}
 {extra}"""
 
 
@@ -113,7 +115,7 @@ def write_repository(
     spec = options.spec
     names = []
     batched = [
-        (n, delay, warm == "all", gather, graphs, preferred)
+        (n, delay, warm == "all", gather, graphs, preferred, True)
         for graphs in options.graphs
         for warm in options.warmups
         for gather in options.gathers
@@ -121,14 +123,17 @@ def write_repository(
         for preferred in options.preferred
         for n in options.instances
     ]
-    single = [(1, 0, False, 0, graphs, False) for graphs in options.graphs]
-    for count, delay, warm, gather, graphs, preferred in [*single, *batched]:  # batch 1 first
+    single = [(1, 0, False, 0, graphs, False, batcher)
+              for graphs in options.graphs for batcher in options.c1_batcher]  # fmt: skip
+    for count, delay, warm, gather, graphs, preferred, batcher in [*single, *batched]:
         name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if preferred else "")
-        name += (f"_g{gather}" if gather else "") + ("_warm" * warm) + ("_cg" * graphs)
+        name += "_direct" * (not batcher) + (f"_g{gather}" if gather else "") + ("_warm" * warm)
+        name += "_cg" * graphs
         (repo / name / "1").mkdir(parents=True)
         shutil.copy2(package, repo / name / "1" / "model.pt2")
         config = aoti_config(spec, name, count, settings.gpu, delay, warm, gather, graphs,
-                             preferred, graph_sizes=options.graph_sizes)  # fmt: skip
+                             preferred, graph_sizes=options.graph_sizes,
+                             batcher=batcher)  # fmt: skip
         (repo / name / "config.pbtxt").write_text(config)
         names.append(name)
     if not options.with_baseline:

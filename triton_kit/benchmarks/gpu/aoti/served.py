@@ -86,7 +86,8 @@ def planned_loads(name: str, options: Options, c1: bool) -> list[tuple[int, str,
 
 
 def batch_one_row(name: str) -> bool:
-    """The no-delay model (``..._d0``, with or without ``_cg``): measured at c1 only."""
+    """The no-delay model (``..._d0``, with or without ``_direct`` and ``_cg``): measured at c1
+    only."""
     return "d0" in name.split("_")
 
 
