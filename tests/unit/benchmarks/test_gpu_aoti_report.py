@@ -87,6 +87,7 @@ def test_each_load_says_how_many_cores_the_client_and_the_server_kept_busy() -> 
     assert "| r cores client 3.9, server 8.2 |" in text
     assert "| cores client 1.5 |" in text  # C API: the server is inside perf_analyzer
     assert "*cores*: the cores perf_analyzer and the server kept busy" in text
+    assert "*cores*" not in aoti_report.render(RUN, RUN["served"], {})  # no row measured them
 
 
 def test_a_batch_one_row_without_the_batcher_is_named_so_and_counts_for_the_gap() -> None:

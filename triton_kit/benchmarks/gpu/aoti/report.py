@@ -29,6 +29,10 @@ MODEL = re.compile(
     r"(?P<warm>_warm)?"
     r"(?P<graphs>_cg)?(?:_pool(?P<pool>\d+))?$"
 )
+CORES_NOTE = (
+    "; *cores*: the cores perf_analyzer and the server kept busy over the load (CPU time over "
+    "wall time; a side near its share of cores caps the load)"
+)
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
 CLIENTS = {None: "", "_async": ", async client", "_capi": ", C API (Triton in perf_analyzer)"}
 
@@ -84,7 +88,8 @@ def render(data: dict, rows: dict, header: dict[str, str]) -> str:
     lines = [f"# AOTInductor package served natively on the GPU: {family}", ""]
     lines += ["| run | |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in header.items() if value]
-    lines += ["", *_notes(data.get("build") or {}, measured.get("check", {}), best_key, best)]
+    busy = any(isinstance(row, dict) and "cpu" in row for row in rows.values())
+    lines += ["", *_notes(data.get("build") or {}, measured.get("check", {}), best_key, best, busy)]
     lines += _graph_sizes(data.get("env", {}).get("graph_sizes") or [])
     lines += ["", "## In process", "", "| batch | items/s | p50 ms | p95 ms | p99 ms |"]
     lines.append("|---|---|---|---|---|")
@@ -115,7 +120,8 @@ def _figures(row: dict) -> str:
     return f"{rate} | {row['p50']:.2f} | {row['p95']:.2f} | {row['p99']:.2f}"
 
 
-def _notes(build: dict, check: dict, best_key: str | None, best: float | None) -> list[str]:
+def _notes(build: dict, check: dict, best_key: str | None, best: float | None,
+           busy: bool = False) -> list[str]:  # fmt: skip
     checked = ", ".join(f"{k} {v:.4g}" for k, v in check.items())
     # A reused package was built before the run, beside the call's others (goals.sh).
     when = ", before this run, beside the call's other packages" if build.get("reused") else ""
@@ -124,13 +130,12 @@ def _notes(build: dict, check: dict, best_key: str | None, best: float | None) -
         f"`{build.get('cxx', '—')}`{when}). Check in process against the eager module: "
         f"{checked}."
     ]
+    cores = CORES_NOTE if busy else ""
     if best:
         notes.append(
             "- Served: perf_analyzer, one item a request; *r*: re-measured with longer windows, "
-            "*u*: did not settle (two windows accepted); *cores*: the cores perf_analyzer and "
-            "the server kept busy over the load (CPU time over wall time; a side near its "
-            "share of cores caps the load). `/ in process`: served items/s over "
-            f"the in-process best ({best_key}, {best:,.0f}/s)."
+            f"*u*: did not settle (two windows accepted){cores}. `/ in process`: served items/s "
+            f"over the in-process best ({best_key}, {best:,.0f}/s)."
         )
     return notes
 
