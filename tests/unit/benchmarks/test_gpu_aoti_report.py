@@ -102,6 +102,14 @@ def test_a_batch_one_row_without_the_batcher_is_named_so_and_counts_for_the_gap(
     assert aoti_report.batch_one(RUN["in_process"], rows) == (0.61, 1.25)  # the fastest way
 
 
+def test_a_cpu_run_is_not_titled_a_gpu_one() -> None:
+    assert "natively on the GPU: resnet50" in aoti_report.render(RUN, {}, {})  # no device: GPU
+    cpu = {**RUN, "env": {"family": "bert-base", "device": "cpu"}}
+    assert aoti_report.render(cpu, {}, {}).startswith(
+        "# AOTInductor package served natively on the CPU: bert-base"
+    )
+
+
 def test_a_reused_package_says_it_was_built_before_the_run() -> None:
     reused = {**RUN, "build": {**RUN["build"], "reused": True}}
     text = aoti_report.render(reused, {}, {})

@@ -85,7 +85,8 @@ def render(data: dict, rows: dict, header: dict[str, str]) -> str:
     in_process = {k: v for k, v in measured.items() if k.startswith("bs")}
     best_key = max(in_process, key=lambda k: in_process[k]["items_per_s"], default=None)
     best = in_process[best_key]["items_per_s"] if best_key else None
-    lines = [f"# AOTInductor package served natively on the GPU: {family}", ""]
+    where = "the CPU" if data.get("env", {}).get("device") == "cpu" else "the GPU"  # older: GPU
+    lines = [f"# AOTInductor package served natively on {where}: {family}", ""]
     lines += ["| run | |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in header.items() if value]
     busy = any(isinstance(row, dict) and "cpu" in row for row in rows.values())

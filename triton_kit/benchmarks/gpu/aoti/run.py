@@ -21,7 +21,7 @@ def run(options: Options) -> dict:
     import torch
 
     settings, spec = options.settings, options.spec
-    env = {"family": options.family}
+    env = {"family": options.family, "device": settings.device}
     env |= {"graph_sizes": list(options.graph_sizes)} if any(options.graphs) else {}
     results = Results(options.out, env, name=spec.report)
     torch.manual_seed(0)  # the same weights in every run: a reused package matches the baseline
