@@ -22,6 +22,14 @@ def _parsed(text: str) -> model_config_pb2.ModelConfig:
     return config
 
 
+def _written(repo: Path, options: aoti.Options) -> list[str]:
+    """The served models ``options`` asks for, written into ``repo`` around a stand-in
+    package (its bytes are copied, never loaded)."""
+    package = repo.parent / "package.pt2"
+    package.write_bytes(b"package")
+    return aoti.write_repository(repo, package, Path(), options.settings, options)
+
+
 def test_gpu_config_serves_the_package_through_the_renamed_backend() -> None:
     config = _parsed(aoti.aoti_config(RESNET, "aoti_i2", 2, gpu=True))
     assert (config.backend, config.platform) == ("pytorch_aoti", "torch_aoti")
@@ -86,10 +94,8 @@ def test_each_delay_is_served_at_every_instance_count_and_the_baseline_can_stay_
         ["--out", str(tmp_path), "--instances", "3,4", "--delays", "1000,4000", "--no-baseline"]
     )
     assert options.delays_us == (1000, 4000) and not options.baseline
-    package = tmp_path / "resnet50.pt2"
-    package.write_bytes(b"package")
     repo = tmp_path / "repo"
-    names = aoti.write_repository(repo, package, Path(), options.settings, options)
+    names = _written(repo, options)
     assert names == [
         "aoti_i1_d0", "aoti_i3_d1000p", "aoti_i4_d1000p", "aoti_i3_d4000p", "aoti_i4_d4000p"
     ]  # fmt: skip
@@ -128,9 +134,7 @@ def test_bert_family_loads_at_c64_and_names_its_rows_and_report(tmp_path: Path) 
     assert options.family == "bert-base" and options.concurrency == 64
     assert options.spec.report == "aoti-bert-base.json"
     assert not options.with_baseline  # no TorchScript row for BERT, even without --no-baseline
-    package = tmp_path / "bert.pt2"
-    package.write_bytes(b"package")
-    names = aoti.write_repository(tmp_path / "repo", package, Path(), options.settings, options)
+    names = _written(tmp_path / "repo", options)
     assert names == ["bert_base_aoti_i1_d0", "bert_base_aoti_i2_d2000p"]
     assert aoti.parse(["--out", str(tmp_path)]).spec.report == "aoti.json"
     with pytest.raises(SystemExit):
@@ -278,10 +282,8 @@ def test_each_gather_threshold_is_its_own_model_with_the_parameter(tmp_path: Pat
     options = aoti.parse(["--out", str(tmp_path), "--instances", "4", "--gather", "0,32",
                           "--no-baseline"])  # fmt: skip
     assert options.gathers == (0, 32)
-    package = tmp_path / "resnet50.pt2"
-    package.write_bytes(b"package")
     repo = tmp_path / "repo"
-    names = aoti.write_repository(repo, package, Path(), options.settings, options)
+    names = _written(repo, options)
     assert names == ["aoti_i1_d0", "aoti_i4_d2000p", "aoti_i4_d2000p_g32"]
     gathered = _parsed((repo / "aoti_i4_d2000p_g32" / "config.pbtxt").read_text())
     assert gathered.parameters["GATHER_KERNEL_BUFFER_THRESHOLD"].string_value == "32"
@@ -295,10 +297,8 @@ def test_cuda_graph_rows_are_models_of_their_own_with_tritons_graphs_field(tmp_p
     options = aoti.parse(["--out", str(tmp_path), "--instances", "4", "--cuda-graphs", "off,on",
                           "--no-baseline"])  # fmt: skip
     assert options.graphs == (False, True)
-    package = tmp_path / "resnet50.pt2"
-    package.write_bytes(b"package")
     repo = tmp_path / "repo"
-    names = aoti.write_repository(repo, package, Path(), options.settings, options)
+    names = _written(repo, options)
     assert names == ["aoti_i1_d0", "aoti_i1_d0_cg", "aoti_i4_d2000p", "aoti_i4_d2000p_cg"]
     for name in names:
         config = _parsed((repo / name / "config.pbtxt").read_text())
@@ -323,10 +323,8 @@ def test_graph_sizes_can_be_an_eighth_apart_above_64_rows_and_the_run_records_th
     assert aoti.parse(["--out", str(tmp_path)]).graph_sizes[-3:] == (64, 128, 256)
     options = aoti.parse(["--out", str(tmp_path), "--instances", "4", "--cuda-graphs", "on",
                           "--no-baseline", "--fine-graphs-up-to", "256"])  # fmt: skip
-    package = tmp_path / "resnet50.pt2"
-    package.write_bytes(b"package")
     repo = tmp_path / "repo"
-    aoti.write_repository(repo, package, Path(), options.settings, options)
+    _written(repo, options)
     graphed = _parsed((repo / "aoti_i4_d2000p_cg" / "config.pbtxt").read_text())
     sizes = [s.batch_size for s in graphed.optimization.cuda.graph_spec]
     assert sizes == list(options.graph_sizes) and len(sizes) == 48
@@ -341,9 +339,7 @@ def test_batched_rows_can_go_without_preferred_sizes(tmp_path: Path) -> None:
     size: ``--preferred on,off`` serves each batched row both ways (``_d100p`` and ``_d100``)."""
     options = aoti.parse(["--out", str(tmp_path), "--instances", "4", "--delays", "100",
                           "--preferred", "on,off", "--no-baseline"])  # fmt: skip
-    package = tmp_path / "resnet50.pt2"
-    package.write_bytes(b"package")
-    names = aoti.write_repository(tmp_path / "repo", package, Path(), options.settings, options)
+    names = _written(tmp_path / "repo", options)
     assert names == ["aoti_i1_d0", "aoti_i4_d100p", "aoti_i4_d100"]
     with_sizes = _parsed((tmp_path / "repo" / "aoti_i4_d100p" / "config.pbtxt").read_text())
     without = _parsed((tmp_path / "repo" / "aoti_i4_d100" / "config.pbtxt").read_text())
@@ -387,9 +383,7 @@ def test_the_batch_one_model_can_go_without_the_batcher(tmp_path: Path) -> None:
     assert aoti.parse(["--out", str(tmp_path)]).c1_batcher == (True,)
     options = aoti.parse(["--out", str(tmp_path), "--c1-batcher", "on,off", "--instances", "4",
                           "--cuda-graphs", "on", "--no-baseline"])  # fmt: skip
-    package = tmp_path / "resnet50.pt2"
-    package.write_bytes(b"package")
-    names = aoti.write_repository(tmp_path / "repo", package, Path(), options.settings, options)
+    names = _written(tmp_path / "repo", options)
     assert names == ["aoti_i1_d0_cg", "aoti_i1_d0_direct_cg", "aoti_i4_d2000p_cg"]
     configs = {n: _parsed((tmp_path / "repo" / n / "config.pbtxt").read_text()) for n in names}
     assert not configs["aoti_i1_d0_direct_cg"].HasField("dynamic_batching")
