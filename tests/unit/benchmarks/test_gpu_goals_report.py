@@ -221,3 +221,21 @@ def test_the_batch_one_row_shows_what_decides_the_goal_and_grpcs_part(tmp_path: 
                  if ln.startswith("| batch 1"))  # fmt: skip
     assert "ResNet-50 +0.100 ms, BERT-base -0.100 ms, BERT-large +0.298 ms (gRPC 0.130)" in batch
     assert batch.endswith("| 3 of 3 |")
+
+
+def test_the_batch_one_row_says_when_the_fastest_model_had_no_batcher(tmp_path: Path) -> None:
+    """``--c1-batcher on,off`` (the no-delay batcher's thread hop, BERT-large's gap at the
+    goal): the goal reads the fastest way, so the row names a setting the build does not write."""
+    run = _run(tmp_path)
+    path = run.step("bert-large") / "aoti-bert-large.json"
+    data = json.loads(path.read_text())
+    data["in_process"]["bs1"]["p50"] = 1.313
+    data["served"]["bert_large_aoti_i1_d0_c1"]["p50"] = 1.611
+    data["served"]["bert_large_aoti_i1_d0_direct_c1"] = {
+        "items_per_s": 640.0, "p50": 1.583, "p95": 1.7, "p99": 2.0
+    }  # fmt: skip
+    path.write_text(json.dumps(data))
+    batch = next(ln for ln in goals_report.render(run, "", "").splitlines()
+                 if ln.startswith("| batch 1"))  # fmt: skip
+    assert "BERT-large +0.270 ms (no batcher)" in batch
+    assert "ResNet-50 +0.100 ms," in batch  # behind the batcher: nothing added

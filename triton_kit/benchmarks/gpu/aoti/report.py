@@ -215,15 +215,21 @@ def batch_one(in_process: dict, rows: dict, c_api: bool = False) -> tuple[float,
     no-delay models at c1 against ``bs1`` and ``bs1_graph``. ``c_api``: the c1 rows with Triton
     inside perf_analyzer (no gRPC) instead of the served ones."""
     alone = [r["p50"] for k, r in in_process.items() if k in ("bs1", "bs1_graph")]
-    served = []
+    served = batch_one_rows(rows, c_api)
+    return (min(served.values()), min(alone)) if served and alone else None
+
+
+def batch_one_rows(rows: dict, c_api: bool = False) -> dict[str, float]:
+    """The no-delay models' c1 rows (``c_api``: those inside perf_analyzer): key -> p50 ms."""
+    found = {}
     for key, row in rows.items():
         load = LOAD.match(key)
         model = MODEL.search(load["model"]) if load else None
         if not model or load["concurrency"] != "1" or model["delay"] != "0" or "p50" not in row:
             continue
         if (load["client"] == "_capi") == c_api:
-            served.append(row["p50"])
-    return (min(served), min(alone)) if served and alone else None
+            found[key] = row["p50"]
+    return found
 
 
 def _batch_one(in_process: dict, rows: dict) -> list[str]:
