@@ -201,24 +201,26 @@ def test_each_calls_row_names_its_hosts_cpu_where_goals_sh_recorded_it(tmp_path:
     assert " on " not in calls[1]  # no env.json there: nothing is made up
 
 
-def test_the_batch_one_row_shows_what_decides_the_goal_and_grpcs_part(tmp_path: Path) -> None:
-    """Session 43's BERT-large added 0.298 ms, shown as "+0.30 ms" and met: the row gives the
-    figure to the 1 µs its verdict reads, and where a C API row (Triton inside perf_analyzer)
-    was measured, gRPC's part of the gap."""
+def _batch_one_line(tmp_path: Path, bert_large_rows: dict) -> str:
+    """The goals table's batch-1 row, BERT-large at 1.313 ms in process and 1.611 ms served
+    behind the batcher, plus ``bert_large_rows``."""
     run = _run(tmp_path)
     path = run.step("bert-large") / "aoti-bert-large.json"
     data = json.loads(path.read_text())
     data["in_process"]["bs1"]["p50"] = 1.313
     data["served"]["bert_large_aoti_i1_d0_c1"]["p50"] = 1.611
-    data["served"]["bert_large_aoti_i1_d0_c1_capi"] = {
-        "items_per_s": 660.0,
-        "p50": 1.481,
-        "p95": 1.58,
-        "p99": 2.14,
-    }
+    data["served"].update(bert_large_rows)
     path.write_text(json.dumps(data))
-    batch = next(ln for ln in goals_report.render(run, "", "").splitlines()
-                 if ln.startswith("| batch 1"))  # fmt: skip
+    return next(ln for ln in goals_report.render(run, "", "").splitlines()
+                if ln.startswith("| batch 1"))  # fmt: skip
+
+
+def test_the_batch_one_row_shows_what_decides_the_goal_and_grpcs_part(tmp_path: Path) -> None:
+    """Session 43's BERT-large added 0.298 ms, shown as "+0.30 ms" and met: the row gives the
+    figure to the 1 µs its verdict reads, and where a C API row (Triton inside perf_analyzer)
+    was measured, gRPC's part of the gap."""
+    capi = {"items_per_s": 660.0, "p50": 1.481, "p95": 1.58, "p99": 2.14}
+    batch = _batch_one_line(tmp_path, {"bert_large_aoti_i1_d0_c1_capi": capi})
     assert "ResNet-50 +0.100 ms, BERT-base -0.100 ms, BERT-large +0.298 ms (gRPC 0.130)" in batch
     assert batch.endswith("| 3 of 3 |")
 
@@ -226,16 +228,7 @@ def test_the_batch_one_row_shows_what_decides_the_goal_and_grpcs_part(tmp_path: 
 def test_the_batch_one_row_says_when_the_fastest_model_had_no_batcher(tmp_path: Path) -> None:
     """``--c1-batcher on,off`` (the no-delay batcher's thread hop, BERT-large's gap at the
     goal): the goal reads the fastest way, so the row names a setting the build does not write."""
-    run = _run(tmp_path)
-    path = run.step("bert-large") / "aoti-bert-large.json"
-    data = json.loads(path.read_text())
-    data["in_process"]["bs1"]["p50"] = 1.313
-    data["served"]["bert_large_aoti_i1_d0_c1"]["p50"] = 1.611
-    data["served"]["bert_large_aoti_i1_d0_direct_c1"] = {
-        "items_per_s": 640.0, "p50": 1.583, "p95": 1.7, "p99": 2.0
-    }  # fmt: skip
-    path.write_text(json.dumps(data))
-    batch = next(ln for ln in goals_report.render(run, "", "").splitlines()
-                 if ln.startswith("| batch 1"))  # fmt: skip
+    direct = {"items_per_s": 640.0, "p50": 1.583, "p95": 1.7, "p99": 2.0}
+    batch = _batch_one_line(tmp_path, {"bert_large_aoti_i1_d0_direct_c1": direct})
     assert "BERT-large +0.270 ms (no batcher)" in batch
     assert "ResNet-50 +0.100 ms," in batch  # behind the batcher: nothing added
