@@ -93,7 +93,8 @@ def test_each_goal_is_judged_on_this_runs_figures(tmp_path: Path) -> None:
     assert rows["| `bert` (text) ≥ 0.8×"].endswith("| no |")  # 0.70
     launcher = rows["| launcher ≥ 0.97× bare `tritonserver` (GPU)"]
     assert "medians of 1 alternating round each" in launcher and launcher.endswith("| yes |")
-    assert "| call 1 | 2026-11-27 18:10:46–18:27:56 UTC at `abc1234`: resnet50, pytest |" in text
+    call_one = "| call 1 | 2026-11-27 18:10:46–18:27:56 UTC at `abc1234` on H100: resnet50, pytest"
+    assert call_one in text
     assert "| call 2 | ? 18:40:00–18:42:00 UTC: pipelines |" in text
     assert "| tests there | `tests/integration/server/test_aoti_backend.py`: 7 passed" in text
 
@@ -197,7 +198,7 @@ def test_each_calls_row_names_its_hosts_cpu_where_goals_sh_recorded_it(tmp_path:
     env = run.folders[0] / "env.json"
     env.write_text(json.dumps({**json.loads(env.read_text()), "cpu": "AMD EPYC 9454"}))
     calls = [ln for ln in goals_report.render(run, "", "").splitlines() if ln.startswith("| call")]
-    assert "at `abc1234` on AMD EPYC 9454: resnet50" in calls[0]
+    assert "at `abc1234` on H100 with AMD EPYC 9454: resnet50" in calls[0]
     assert " on " not in calls[1]  # no env.json there: nothing is made up
 
 
@@ -232,3 +233,20 @@ def test_the_batch_one_row_says_when_the_fastest_model_had_no_batcher(tmp_path: 
     batch = _batch_one_line(tmp_path, {"bert_large_aoti_i1_d0_direct_c1": direct})
     assert "BERT-large +0.270 ms (no batcher)" in batch
     assert "ResNet-50 +0.100 ms," in batch  # behind the batcher: nothing added
+
+
+def test_calls_on_different_gpus_are_named_each_on_its_own(tmp_path: Path) -> None:
+    """A call that names no machine kind may start an H200 instead of an H100 (session 45's
+    first call): the title, the machine row and each call's row say which GPU ran what,
+    instead of calling the whole run the first call's."""
+    run = _run(tmp_path)
+    env = run.folders[0] / "env.json"
+    env.write_text(json.dumps({**json.loads(env.read_text()), "gpu": "NVIDIA H100 80GB HBM3"}))
+    (run.folders[1] / "env.json").write_text(json.dumps({"gpu": "NVIDIA H200", "cpu": "Xeon"}))
+    lines = goals_report.render(run, "", "").splitlines()
+    assert lines[0] == "# Issue 30's goals on the H100 and the H200 (calls on different GPUs)"
+    machine = next(ln for ln in lines if ln.startswith("| machine |"))
+    assert machine.startswith("| machine | NVIDIA H100 80GB HBM3, NVIDIA H200; Python")
+    calls = [ln for ln in lines if ln.startswith("| call")]
+    assert "at `abc1234` on NVIDIA H100 80GB HBM3: resnet50" in calls[0]
+    assert " on NVIDIA H200 with Xeon: pipelines" in calls[1]

@@ -39,6 +39,7 @@ FAMILIES = {  # folder: (title, report file, concurrency of the goal's load, goa
 LAUNCHER_GOAL = 0.97
 BATCH_ONE_MS = 0.3
 RESNET_RATE = 15_000
+GPU_NAME = re.compile(r"\b[A-Z]\d{2,3}\b")  # "NVIDIA H100 80GB HBM3" -> H100
 
 
 @dataclass(frozen=True)
@@ -255,11 +256,29 @@ def goal_rows(calls: Calls) -> list[tuple[str, str, str]]:
     return rows
 
 
+def gpus(calls: Calls) -> list[str]:
+    """Each GPU the run's calls ran on, in order of first use: a call that names no machine
+    kind may get an H200 where the others got an H100 (session 45)."""
+    named = [load(folder / "env.json").get("gpu") for folder in calls.folders]
+    named = named if any(named) else [load(calls.step("pipelines") / "pipelines.json")
+                                      .get("env", {}).get("gpu")]  # fmt: skip
+    return list(dict.fromkeys(gpu for gpu in named if gpu))
+
+
+def title(calls: Calls) -> str:
+    names = [m[0] if (m := GPU_NAME.search(gpu)) else gpu for gpu in gpus(calls)]
+    names = list(dict.fromkeys(names)) or ["GPU"]
+    if len(names) == 1:
+        return f"# Issue 30's goals on the {names[0]}, in one run"
+    return f"# Issue 30's goals on the {' and the '.join(names)} (calls on different GPUs)"
+
+
 def header(calls: Calls, command: str, raw: str) -> list[str]:
     env = {**load(calls.step("pipelines") / "pipelines.json").get("env", {}),
            **load(calls.folders[0] / "env.json")}  # fmt: skip
     machine = (
-        f"{env.get('gpu', '?')}; Python {env.get('python', '?')}, torch {env.get('torch', '?')}, "
+        f"{', '.join(gpus(calls)) or '?'}; Python {env.get('python', '?')}, "
+        f"torch {env.get('torch', '?')}, "
         f"CUDA {env.get('cuda', '?')}; Triton 2.51.0 (the nvidia-pytriton 0.7.0 binary) with "
         "Triton's pytorch backend built there: r24.10 for TorchScript, the kit's build of r26 as "
         "`pytorch_aoti` for AOTInductor"
@@ -275,8 +294,8 @@ def header(calls: Calls, command: str, raw: str) -> list[str]:
 
 
 def call_text(folder: Path) -> str:
-    """When a device call ran, at which commit, on which host CPU, and which steps, from
-    goals.sh's env.json and step lines."""
+    """When a device call ran, at which commit, on which GPU and host CPU, and which steps,
+    from goals.sh's env.json and step lines."""
     env = load(folder / "env.json")
     date = (env.get("date") or "?")[:10]
     times = [m[1] for line in _lines(folder / "run.log") if (m := STEP_LINE.match(line))]
@@ -284,8 +303,9 @@ def call_text(folder: Path) -> str:
              for line in _lines(folder / "run.log") if (m := STEP_EXIT.match(line))]  # fmt: skip
     span = f"{date} {times[0]}–{times[-1]} UTC" if times else date
     commit = f" at `{env['commit']}`" if env.get("commit") else ""
-    cpu = f" on {env['cpu']}" if env.get("cpu") else ""
-    return f"{span}{commit}{cpu}: {', '.join(steps) or 'no step ended'}"
+    host = " with ".join(env[key] for key in ("gpu", "cpu") if env.get(key))
+    where = f" on {host}" if host else ""
+    return f"{span}{commit}{where}: {', '.join(steps) or 'no step ended'}"
 
 
 def step_text(name: str, status: int) -> str:
@@ -344,7 +364,7 @@ def launcher_section(calls: Calls) -> list[str]:
 
 
 def render(calls: Calls, command: str, raw: str, notes: str = "") -> str:
-    lines = ["# Issue 30's goals on the H100, in one run", "", *header(calls, command, raw), ""]
+    lines = [title(calls), "", *header(calls, command, raw), ""]
     lines += ["## Against the goals", "", "| goal | this run | met |", "|---|---|---|"]
     lines += [f"| {goal} | {text} | {met} |" for goal, text, met in goal_rows(calls)]
     lines += [
