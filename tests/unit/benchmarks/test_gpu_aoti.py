@@ -393,3 +393,22 @@ def test_the_batch_one_model_can_go_without_the_batcher(tmp_path: Path) -> None:
     assert aoti.batch_one_row("aoti_i1_d0_direct_cg") and not aoti.batch_one_row(names[2])
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--c1-batcher", "maybe"])
+
+
+def test_the_batch_one_models_can_take_graphs_apart_from_the_batched_ones(tmp_path: Path) -> None:
+    """``--c1-cuda-graphs on``: a lone request without graphs never came near one with them
+    (ResNet-50 1.83 against 0.71 ms p50, session 45), and its two stability-checked loads cost
+    about two minutes of a call the deadline cut short; the batched rows keep
+    ``--cuda-graphs``'s choice, and in process each batch is replayed from a graph as well."""
+    assert aoti.parse(["--out", str(tmp_path), "--cuda-graphs", "off,on"]).c1_graphs == (
+        False, True
+    )  # fmt: skip
+    graphs = ["--cuda-graphs", "off,on", "--c1-cuda-graphs", "on", "--c1-batcher", "off"]
+    options = aoti.parse(["--out", str(tmp_path), *graphs, "--instances", "4", "--no-baseline"])
+    assert options.graphs == (False, True) and options.c1_graphs == (True,)
+    names = _written(tmp_path / "repo", options)
+    assert names == ["aoti_i1_d0_direct_cg", "aoti_i4_d2000p", "aoti_i4_d2000p_cg"]
+    batched_off = aoti.parse(["--out", str(tmp_path), "--c1-cuda-graphs", "on"])
+    assert batched_off.graphs == (False,) and batched_off.graphed_anywhere
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--c1-cuda-graphs", "maybe"])

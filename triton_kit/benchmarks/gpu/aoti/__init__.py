@@ -59,7 +59,9 @@ what it measured):
    true } }`` (``..._cg``; the kit's build of the backend captures a graph per batch size,
    scripts/gpu/pytorch_aoti/cuda_graphs.hh), and times in process the same package's forward
    replayed from a CUDA graph at each batch (``bs<N>_graph``), so a graphed row is compared with
-   the engine's best either way. ``--c-api`` measures each no-delay package at c1 once more
+   the engine's best either way; ``--c1-cuda-graphs`` makes that choice for the no-delay
+   package apart (e.g. ``on`` alone while the batched rows are measured both ways).
+   ``--c-api`` measures each no-delay package at c1 once more
    with Triton inside perf_analyzer (its C API, ``..._c1_capi``): the served c1 row less gRPC.
 
 ``--first-calls`` adds a step before ``served``: in a fresh thread, the package's first and

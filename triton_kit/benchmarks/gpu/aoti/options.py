@@ -57,6 +57,18 @@ class Options:
     build_only: bool = False  # stop after the build (packages built side by side, then measured)
     # The batch-1 model behind the dynamic batcher (no delay) and/or without it (``_direct``).
     c1_batcher: tuple[bool, ...] = (True,)
+    # The batch-1 models without and/or with CUDA graphs; None: as ``graphs``.
+    c1_cuda_graphs: tuple[bool, ...] | None = None
+
+    @property
+    def c1_graphs(self) -> tuple[bool, ...]:
+        return self.graphs if self.c1_cuda_graphs is None else self.c1_cuda_graphs
+
+    @property
+    def graphed_anywhere(self) -> bool:
+        """Some served model replays CUDA graphs: in process, each batch is timed from a graph
+        too, and the run records the graph sizes."""
+        return any(self.graphs) or any(self.c1_graphs)
 
     @property
     def settings(self) -> Settings:
@@ -188,6 +200,12 @@ def parse(argv: list[str] | None) -> Options:
         "wake-up between them (core r24.10, DynamicBatchScheduler::Enqueue); default on",
     )  # fmt: skip
     parser.add_argument(
+        "--c1-cuda-graphs",
+        help="off and/or on: the batch-1 models without / with CUDA graphs (default: as "
+        "--cuda-graphs); e.g. on alone where a lone request without graphs is not worth its "
+        "two stability-checked loads",
+    )  # fmt: skip
+    parser.add_argument(
         "--package-dir", type=Path,
         help="keep the package (<prefix>.pt2, its eager outputs and its build record) in this "
         "folder, and reuse one an earlier run of the same family built there instead of "
@@ -223,6 +241,8 @@ def parse(argv: list[str] | None) -> Options:
     graphs = _on_off(parser, "--cuda-graphs", args.cuda_graphs)
     preferred = _on_off(parser, "--preferred", args.preferred)
     c1_batcher = _on_off(parser, "--c1-batcher", args.c1_batcher)
+    c1_graphs = _on_off(parser, "--c1-cuda-graphs", args.c1_cuda_graphs) \
+        if args.c1_cuda_graphs else None  # fmt: skip
     clients = tuple(dict.fromkeys(args.client.split(",")))
     if set(clients) - set(CLIENTS):
         parser.error(f"--client: unknown {sorted(set(clients) - set(CLIENTS))}; "
@@ -242,7 +262,7 @@ def parse(argv: list[str] | None) -> Options:
                    args.client_cpus, args.repeats, warmups, args.first_calls,
                    gathers, graphs, preferred, clients, args.fine_graphs_up_to,
                    args.c_api, c1_shm, args.package_dir, args.build_only,
-                   c1_batcher)  # fmt: skip
+                   c1_batcher, c1_graphs)  # fmt: skip
 
 
 def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:

@@ -124,7 +124,7 @@ def write_repository(
         for n in options.instances
     ]
     single = [(1, 0, False, 0, graphs, False, batcher)
-              for graphs in options.graphs for batcher in options.c1_batcher]  # fmt: skip
+              for graphs in options.c1_graphs for batcher in options.c1_batcher]  # fmt: skip
     for count, delay, warm, gather, graphs, preferred, batcher in [*single, *batched]:
         name = f"{spec.prefix}_i{count}_d{delay}" + ("p" if preferred else "")
         name += "_direct" * (not batcher) + (f"_g{gather}" if gather else "") + ("_warm" * warm)

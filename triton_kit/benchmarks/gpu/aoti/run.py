@@ -22,7 +22,7 @@ def run(options: Options) -> dict:
 
     settings, spec = options.settings, options.spec
     env = {"family": options.family, "device": settings.device}
-    env |= {"graph_sizes": list(options.graph_sizes)} if any(options.graphs) else {}
+    env |= {"graph_sizes": list(options.graph_sizes)} if options.graphed_anywhere else {}
     results = Results(options.out, env, name=spec.report)
     torch.manual_seed(0)  # the same weights in every run: a reused package matches the baseline
     module = spec.make(settings).to(settings.device).eval()
@@ -34,7 +34,7 @@ def run(options: Options) -> dict:
     results.step("build", lambda: built(module, package, options))
     if options.build_only:
         return results.data
-    graphs = any(options.graphs)
+    graphs = options.graphed_anywhere
     if not results.step("in_process", lambda: in_process(package, spec, settings, graphs)):
         return results.data
     if options.first_calls:
