@@ -64,10 +64,16 @@ if [[ -d "$carry/debs" ]]; then
     fi
 fi
 venv=/tmp/stub-venv
-if compgen -G "$carry/numpy-*.whl" > /dev/null; then
+# numpy 1.26 for the stubs: a wheel (scripts/gpu/prepare.sh's carry) or a trimmed tree packed
+# with xz (scripts/gpu/prepare_goals.sh's, half the wheel's size).
+if compgen -G "$carry/numpy-*.whl" > /dev/null || [[ -f "$carry/numpy-stub.tar.xz" ]]; then
     python3 -m venv --without-pip "$venv"
     stub_site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    install "$stub_site" "$carry"/numpy-*.whl
+    if [[ -f "$carry/numpy-stub.tar.xz" ]]; then
+        tar -C "$stub_site" -xJf "$carry/numpy-stub.tar.xz"
+    else
+        install "$stub_site" "$carry"/numpy-*.whl
+    fi
     python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$stub_site/zz-machine.pth"
     export TRITON_KIT_STUB_PYTHON=$venv/bin/python3
 fi
