@@ -8,20 +8,24 @@
 # steps, each after bench.sh's ~90 s of setup: bert-base 409 s, bert-large over 370 s, resnet50
 # over 500 s (its package build alone 117 s); session 41's pipelines 177 s, launcher 118 s for two
 # rounds. A session's 1,800 s of device time counted in full is three calls of ~570 s: so far a
-# complete run took two sessions. The plan for one: pipelines and launcher (the pipelines carry);
-# resnet50; bert-base and bert-large, whose packages are built side by side first (below), with
-# BERT-large's loads from the async client only. On a GPU machine of your own: GOALS_BUDGET_S=0.
+# complete run took two sessions. The plan for one: pipelines and launcher; resnet50; bert-base
+# and bert-large, whose packages are built side by side first (below), with BERT-large's loads
+# from the async client only. One carry serves every call (GOALS_FOR=all fits since numpy went
+# as numpy-stub.tar.xz). Name the H100 on every call (the run tool's kind nvidia-h100-x1): in
+# session 45 a call that named no kind got an H200. On a GPU machine of your own:
+# GOALS_BUDGET_S=0.
 # One call:
 #   TRITON_KIT_GPU_NATIVE= TRITON_KIT_AOTI_CXX=/usr/bin/g++ GOALS_STEPS="bert-base pytest" \
 #       bash scripts/gpu/bench.sh .whl-goals OUT --script scripts/gpu/goals.sh
 # (TRITON_KIT_GPU_NATIVE=pytorch for pipelines and launcher: they serve TorchScript through
 # Triton's r24.10 pytorch backend.) Steps, each a folder of OUT, in this order:
-#   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm) and at c1 (CUDA shm, and
-#               inside perf_analyzer through Triton's C API: the c1 gap less gRPC) against the
-#               same package in process, each without and with CUDA graphs
+#   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm), without and with CUDA
+#               graphs, and at c1 with graphs and no dynamic batcher (CUDA shm, and inside
+#               perf_analyzer through Triton's C API: the c1 gap less gRPC), against the same
+#               package in process
 #   bert-base   the same at c64 (4 instances, system shm), with CUDA graphs only
 #   bert-large  the same at c64 (2 instances, system shm), with CUDA graphs only, async client;
-#               its batch-1 model with and without the dynamic batcher
+#               its batch-1 model with and without the dynamic batcher (the others' without)
 #   pipelines   the resnet50 JPEG ensemble and the bert text model against their pipelines in
 #               process (the kit's own TorchScript builds)
 #   launcher    the kit's launcher against a bare tritonserver on the same repository, four
@@ -98,10 +102,14 @@ prebuild
 # 1.31x and a lone request 2.7x faster (call 37), ResNet-50's lone request 2x (call 38): every
 # package row is measured without and with them, against the package in process either way. The
 # gather kernel lost on ResNet-50 (call 32: 0.76-0.78x against 0.83-0.90x) and was within the
-# spread on BERT-base: it is left out.
+# spread on BERT-base: it is left out. A lone request is measured with graphs only (without, it
+# read 1.83 against 0.71 ms, and its loads cost about two minutes of session 45's call 2, whose
+# deadline then stopped the graphed c256 model before its loads), and with no dynamic batcher:
+# BERT-large's lone request read +0.211 ms without it against +0.302 behind it (session 45).
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
-    --repeats "$repeats" --no-baseline --cuda-graphs off,on --c-api --c1-shared-memory cuda \
-    "${cpus[@]}" --package-dir "$packages/resnet50" --out "$out/resnet50" ${GOALS_RESNET50_ARGS:-}
+    --repeats "$repeats" --no-baseline --cuda-graphs off,on --c1-cuda-graphs on --c1-batcher off \
+    --c-api --c1-shared-memory cuda "${cpus[@]}" --package-dir "$packages/resnet50" \
+    --out "$out/resnet50" ${GOALS_RESNET50_ARGS:-}
 # BERT's inputs (2 KB a request) through system shared memory served BERT-base 0.85-0.90x against
 # 0.70-0.75x through CUDA shared memory in one run (call 34), BERT-large 0.89-0.92x against
 # 0.87-0.89x (call 35): system shared memory only. Four BERT-base instances at c64 ran batches of
@@ -111,11 +119,12 @@ step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 
 # without (session 42): graphs only. Its batch-1 gap read +0.311 and +0.298 ms against the goal's
 # 0.3 (sessions 42 and 43), of which Triton's own part was 0.17 ms, queue 0.06: its batch-1 model
 # is served behind the no-delay batcher and without it (--c1-batcher on,off), one thread's
-# wake-up fewer per request.
+# wake-up fewer per request: +0.302 against +0.211 ms, queue 0.069 against 0.034 ms (session 45).
+# BERT-base's batch-1 model goes without it.
 step bert-base python3 -m triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 4 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client sync --c-api \
-    --c1-shared-memory cuda "${cpus[@]}" --package-dir "$packages/bert-base" --out "$out/bert-base" \
-    ${GOALS_BERT_BASE_ARGS:-}
+    --c1-shared-memory cuda --c1-batcher off "${cpus[@]}" --package-dir "$packages/bert-base" \
+    --out "$out/bert-base" ${GOALS_BERT_BASE_ARGS:-}
 step bert-large python3 -m triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client "$client" --c-api \
     --c1-shared-memory cuda --c1-batcher on,off "${cpus[@]}" --package-dir "$packages/bert-large" \

@@ -72,3 +72,18 @@ def test_a_calls_engine_packages_are_built_side_by_side_before_any_step_measures
 def test_a_call_of_one_engine_step_builds_in_the_step(tmp_path: Path) -> None:
     (run,) = _logged_runs(tmp_path, "resnet50")
     assert "--build-only" not in run and _value(run, "--package-dir").endswith("/resnet50")
+
+
+def test_lone_requests_go_graphed_and_without_the_batcher_where_no_comparison_is_asked(
+    tmp_path: Path,
+) -> None:
+    """Session 45's ResNet-50 step ran out of its call's time after two ungraphed c1 loads that
+    never win; BERT-large's lone request read 0.09 ms faster without the batcher. ResNet-50's
+    and BERT-base's batch-1 models are now graphed and direct; BERT-large keeps both ways."""
+    (tmp_path / "resnet").mkdir()
+    (tmp_path / "base").mkdir()
+    (resnet,) = _logged_runs(tmp_path / "resnet", "resnet50")
+    assert _value(resnet, "--cuda-graphs") == "off,on"  # c256 either way: each won once
+    assert _value(resnet, "--c1-cuda-graphs") == "on" and _value(resnet, "--c1-batcher") == "off"
+    base = _logged_runs(tmp_path / "base", "bert-base")[-1]
+    assert _value(base, "--c1-batcher") == "off"
