@@ -12,6 +12,7 @@ import base64
 import csv
 import json
 import os
+import re
 import resource
 import shutil
 import struct
@@ -181,7 +182,8 @@ def run(
     ``c_api``: Triton in perf_analyzer's own process instead of the server at ``url`` (sync,
     inline inputs only). The row's ``cpu`` gives the cores perf_analyzer kept busy over its run
     (its CPU time over the run's wall time), and the server's where ``server_pid`` is given: a
-    side near its cores' count is what caps the load, not the GPU.
+    side near its cores' count is what caps the load, not the GPU. Its ``server`` split adds
+    ``rows_per_execution`` (:func:`rows_per_execution`) where perf_analyzer printed the counts.
     """
     if c_api is not None and (shared_memory != "none" or asynchronous):
         raise ValueError("perf_analyzer's C API mode takes sync requests with inline inputs only")
@@ -215,6 +217,7 @@ def run(
         return {"error": (done.stdout + done.stderr)[-2000:]}
     row = next(csv.DictReader(csv_path.open()))
     us = {key: float(value) for key, value in row.items() if key and value}
+    batch = rows_per_execution(done.stdout)
     return {
         "cpu": clock.read(),
         "items_per_s": us["Inferences/Second"],
@@ -226,5 +229,19 @@ def run(
             "compute_input_ms": us["Server Compute Input"] / 1e3,
             "compute_infer_ms": us["Server Compute Infer"] / 1e3,
             "compute_output_ms": us["Server Compute Output"] / 1e3,
+            **({"rows_per_execution": batch} if batch else {}),
         },
     }
+
+
+SERVER_COUNTS = re.compile(r"Inference count: (\d+)\s+Execution count: (\d+)")
+
+
+def rows_per_execution(stdout: str) -> float | None:
+    """The rows each execution carried over the measured windows: the model's inference count
+    over its execution count, from the "Server:" block perf_analyzer prints (the first: an
+    ensemble's composing models follow it). Little's law only estimates it."""
+    found = SERVER_COUNTS.search(stdout)
+    if not found or not int(found[2]):
+        return None
+    return int(found[1]) / int(found[2])
