@@ -221,3 +221,22 @@ def test_a_row_without_preferred_sizes_is_named_so() -> None:
     assert aoti_report.describe("aoti_i4_d100") == "4 inst., 100 µs"
     assert aoti_report.describe("aoti_i4_d100p_cg") == "4 inst., 100 µs + preferred, CUDA graphs"
     assert aoti_report.describe("bert_base_aoti_i1_d0_cg") == "1 inst., no delay, CUDA graphs"
+
+
+def test_each_load_says_how_many_rows_each_execution_carried() -> None:
+    """The batch size a served load formed decides how near the engine's largest batch it can
+    come (ResNet-50 c256 formed about 42 rows by Little's law in session 45)."""
+    latency = {"p50": 1.0, "p95": 2.0, "p99": 3.0}
+    server = {"queue_ms": 1.5, "compute_input_ms": 1.4, "compute_infer_ms": 6.0,
+              "compute_output_ms": 1.2}  # fmt: skip
+    rows = {
+        "aoti_i4_d2000p_c256_cuda_shm": {"items_per_s": 19660.0, **latency,
+                                         "server": {**server, "rows_per_execution": 42.26},
+                                         "cpu": {"client_cores": 2.2, "server_cores": 5.1}},
+        "aoti_i4_d2000p_c256_cuda_shm_rep2": {"items_per_s": 19000.0, **latency,
+                                              "server": server},
+    }  # fmt: skip
+    text = aoti_report.render(RUN, rows, {})
+    assert "| cores client 2.2, server 5.1, batch 42.3 |" in text
+    assert "*batch*: rows per execution" in text
+    assert "*batch*" not in aoti_report.render(RUN, RUN["served"], {})  # no row counted them

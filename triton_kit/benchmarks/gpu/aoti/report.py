@@ -33,6 +33,10 @@ CORES_NOTE = (
     "; *cores*: the cores perf_analyzer and the server kept busy over the load (CPU time over "
     "wall time; a side near its share of cores caps the load)"
 )
+BATCH_NOTE = (
+    "; *batch*: rows per execution over the load (perf_analyzer's inference count over its "
+    "execution count)"
+)
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
 CLIENTS = {None: "", "_async": ", async client", "_capi": ", C API (Triton in perf_analyzer)"}
 
@@ -71,12 +75,16 @@ def describe(model: str) -> str:
 
 
 def flags(row: dict) -> str:
-    """*r*/*u* (re-measured, unsettled) and the cores each side kept busy (``cpu``)."""
+    """*r*/*u* (re-measured, unsettled), the cores each side kept busy (``cpu``) and the rows
+    each execution carried (``server.rows_per_execution``)."""
     marks = [mark for key, mark in (("retried", "r"), ("unsettled", "u")) if row.get(key)]
     busy = row.get("cpu") or {}
     sides = [f"{side} {busy[f'{side}_cores']:.1f}" for side in ("client", "server")
              if f"{side}_cores" in busy]  # fmt: skip
-    return " ".join([*marks, *(["cores " + ", ".join(sides)] if sides else [])])
+    batch = (row.get("server") or {}).get("rows_per_execution")
+    measured = ", ".join([*(["cores " + ", ".join(sides)] if sides else []),
+                          *([f"batch {batch:.1f}"] if batch else [])])  # fmt: skip
+    return " ".join([*marks, *([measured] if measured else [])])
 
 
 def render(data: dict, rows: dict, header: dict[str, str]) -> str:
@@ -90,7 +98,10 @@ def render(data: dict, rows: dict, header: dict[str, str]) -> str:
     lines += ["| run | |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in header.items() if value]
     busy = any(isinstance(row, dict) and "cpu" in row for row in rows.values())
-    lines += ["", *_notes(data.get("build") or {}, measured.get("check", {}), best_key, best, busy)]
+    batched = any(isinstance(row, dict) and (row.get("server") or {}).get("rows_per_execution")
+                  for row in rows.values())  # fmt: skip
+    lines += ["", *_notes(data.get("build") or {}, measured.get("check", {}), best_key, best,
+                          busy, batched)]  # fmt: skip
     lines += _graph_sizes(data.get("env", {}).get("graph_sizes") or [])
     lines += ["", "## In process", "", "| batch | items/s | p50 ms | p95 ms | p99 ms |"]
     lines.append("|---|---|---|---|---|")
@@ -122,7 +133,7 @@ def _figures(row: dict) -> str:
 
 
 def _notes(build: dict, check: dict, best_key: str | None, best: float | None,
-           busy: bool = False) -> list[str]:  # fmt: skip
+           busy: bool = False, batched: bool = False) -> list[str]:  # fmt: skip
     checked = ", ".join(f"{k} {v:.4g}" for k, v in check.items())
     # A reused package was built before the run, beside the call's others (goals.sh).
     when = ", before this run, beside the call's other packages" if build.get("reused") else ""
@@ -131,7 +142,7 @@ def _notes(build: dict, check: dict, best_key: str | None, best: float | None,
         f"`{build.get('cxx', '—')}`{when}). Check in process against the eager module: "
         f"{checked}."
     ]
-    cores = CORES_NOTE if busy else ""
+    cores = (CORES_NOTE if busy else "") + (BATCH_NOTE if batched else "")
     if best:
         notes.append(
             "- Served: perf_analyzer, one item a request; *r*: re-measured with longer windows, "
