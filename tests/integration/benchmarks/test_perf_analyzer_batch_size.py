@@ -9,49 +9,31 @@ statistics over the same load are the independent reference.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tritonclient.grpc as grpcclient
 
+from tests.support.bare_server import bare_server_for_perf_analyzer
+from tests.support.batching import execution_count, inference_count
 from triton_kit.benchmarks.harness import model_alone, perf_analyzer
 from triton_kit.benchmarks.harness.tiny_model import write_doubler
-from triton_kit.benchmarks.launcher import bare_command, stop
-from triton_kit.loadtest.tune.environment import perf_analyzer as installed_perf_analyzer
-from triton_kit.server.binary import assemble_backend_dir, find_installation, server_environment
-from triton_kit.server.launcher import free_ports, wait_ready
 
 MAX_BATCH = 8
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    installed_perf_analyzer(Path(sys.executable).parent / "perf_analyzer")
     root = tmp_path_factory.mktemp("batches")
     # A long delay: the batcher waits for a full batch of the concurrency's requests.
     write_doubler(root / "repo", "batched", max_batch_size=MAX_BATCH, queue_delay_us=200_000)
     write_doubler(root / "repo", "alone", max_batch_size=MAX_BATCH)
-    backends = assemble_backend_dir(find_installation(), Path(tempfile.mkdtemp()) / "b")
-    ports = free_ports(3)
-    process = subprocess.Popen(bare_command(root / "repo", backends, ports),
-                               env=server_environment(find_installation()),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # fmt: skip
-    try:
-        assert wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0, process=process)
-        yield f"127.0.0.1:{ports[1]}"
-    finally:
-        stop(process)
+    with bare_server_for_perf_analyzer(root / "repo") as (url, _):
+        yield url
 
 
 def _triton_counts(url: str, model: str) -> tuple[int, int]:
-    stats = grpcclient.InferenceServerClient(url).get_inference_statistics(model, as_json=True)
-    (entry,) = stats["model_stats"]
-    return int(entry.get("inference_count", 0)), int(entry.get("execution_count", 0))
+    return inference_count(url, model), execution_count(url, model)
 
 
 def test_a_row_gives_the_rows_each_execution_carried(server: str, tmp_path: Path) -> None:

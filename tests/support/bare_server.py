@@ -1,0 +1,33 @@
+"""A bare ``tritonserver`` on loopback ports over a repository, as the benchmarks start one
+(``benchmarks.launcher.bare_command``): for tests of what perf_analyzer's rows report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from triton_kit.benchmarks.launcher import bare_command, stop
+from triton_kit.loadtest.tune.environment import perf_analyzer as installed_perf_analyzer
+from triton_kit.server.binary import assemble_backend_dir, find_installation, server_environment
+from triton_kit.server.launcher import free_ports, wait_ready
+
+
+@contextmanager
+def bare_server_for_perf_analyzer(repository: Path) -> Iterator[tuple[str, int]]:
+    """(gRPC host:port, server pid), with perf_analyzer installed beside this interpreter."""
+    installed_perf_analyzer(Path(sys.executable).parent / "perf_analyzer")
+    backends = assemble_backend_dir(find_installation(), Path(tempfile.mkdtemp()) / "b")
+    ports = free_ports(3)
+    process = subprocess.Popen(bare_command(repository, backends, ports),
+                               env=server_environment(find_installation()),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                               start_new_session=True)  # fmt: skip
+    try:
+        assert wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0, process=process)
+        yield f"127.0.0.1:{ports[1]}", process.pid
+    finally:
+        stop(process)
