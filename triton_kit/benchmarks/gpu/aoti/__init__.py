@@ -32,8 +32,9 @@ what it measured):
    TorchScript baseline share them.
 2. ``in_process``: the package loaded by ``aoti_load_package``, its outputs checked against
    the eager module's on the build's inputs (max abs diff; ResNet top-1 agreement, BERT
-   cosine similarity min), then timed at batch 1 and the larger batches (ResNet 64/256,
-   BERT 64), host copies included.
+   cosine similarity min), then timed at batch 1 and the larger batches (ResNet 32/64/128/256,
+   BERT 16/32/64: the batches a served load forms, its note's *batch*, and the largest), host
+   copies included.
 3. ``served``: the package through ``pytorch_aoti`` at each ``--instances`` count and
    ``--delays`` queue delay (default 2000 us; preferred ResNet 64/128/256, BERT 16/32/64,
    or none: ``--preferred``) and at 1 instance with no delay (the batch-1 row), and, for

@@ -32,7 +32,10 @@ class Family:
     max_batch: int  # the export's dynamic batch and the config's max_batch_size
     preferred: tuple[int, ...]  # the batched rows' preferred batch sizes
     concurrency: int  # perf_analyzer's one-item clients on the batched rows
-    batches: tuple[int, ...]  # in-process batch sizes
+    # In-process batch sizes: besides 1 and the largest, those a served load forms (its note's
+    # "batch": ResNet-50 c256 about 42 rows on four instances, session 45), so that a served
+    # rate can be read against the engine's own at the batches it ran.
+    batches: tuple[int, ...]
     agreement: Callable[[object, object], dict]  # outputs vs the eager module's, beside max diff
     channels_last: bool = False
     baseline: bool = False  # has a TorchScript row through Triton's r24.10 pytorch backend
@@ -93,7 +96,7 @@ def families(smoke: bool) -> dict[str, Family]:
     found = {
         "resnet50": Family(
             "aoti", "aoti.json", resnet50_uint8, (("UINT8", (224, 224, 3)),), images, 1000,
-            256, (64, 128, 256), 256, small or (1, 64, 256), top1, channels_last=True,
+            256, (64, 128, 256), 256, small or (1, 32, 64, 128, 256), top1, channels_last=True,
             baseline=True,
         ),
     }  # fmt: skip
@@ -103,7 +106,7 @@ def families(smoke: bool) -> dict[str, Family]:
             name.replace("-", "_") + "_aoti", f"aoti-{name}.json",
             lambda s, shape=(layers, hidden, heads): bert(s, *shape),
             (("INT64", (seq,)), ("INT64", (seq,))), sequences(seq), 64 if smoke else hidden,
-            64, (16, 32, 64), 64, small or (1, 64), cosine, input_data=sequence_data(seq),
+            64, (16, 32, 64), 64, small or (1, 16, 32, 64), cosine, input_data=sequence_data(seq),
         )  # fmt: skip
     return found
 
