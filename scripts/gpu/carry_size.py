@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("."), help="the checkout (default .)")
     parser.add_argument("--limit-mib", type=float, default=64.0)
     args = parser.parse_args(argv)
+    missing = [str(path) for path in args.carry if not path.exists()]
+    if missing:
+        parser.error(f"not there: {', '.join(missing)} (a path the call would carry)")
     # a carried path git does not ignore is in both lists: it travels once
     files = list(dict.fromkeys(f.resolve() for f in checkout_files(args.root)
                                + carried_files(args.carry)))  # fmt: skip

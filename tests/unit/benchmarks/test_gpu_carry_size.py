@@ -51,3 +51,9 @@ def test_a_tree_whose_bytes_fit_but_whose_tar_does_not_is_refused(tmp_path: Path
     done = _run(tmp_path, carry, (bytes_only + as_tar) / 2)
     assert done.returncode == 1 and "too much to carry" in done.stdout
     assert _run(tmp_path, carry, as_tar * 1.01).returncode == 0
+
+
+def test_a_carry_path_that_is_not_there_is_refused_not_counted_as_empty(tmp_path: Path) -> None:
+    _checkout(tmp_path)
+    done = _run(tmp_path, tmp_path / "no-such-carry", 64)
+    assert done.returncode == 2 and "no-such-carry" in done.stderr and "not there" in done.stderr
