@@ -162,18 +162,25 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_export_arguments(
-    group: argparse._ArgumentGroup, *, seed: int, queue_delay_us: int, delayed: str
+    group: argparse._ArgumentGroup,
+    *,
+    seed: int,
+    queue_delay_us: int | None,
+    delayed: str,
+    default_note: str = "",
 ) -> None:
     """--seed and --queue-delay-us, which the families that export a model take (bert,
     resnet50), with their defaults from the family's options; ``delayed`` says which of the
-    family's models the queue delay applies to."""
+    family's models the queue delay applies to. A ``queue_delay_us`` default of None means
+    "not given" (the family picks: ``default_note`` says how), so that 0 can be asked for."""
     group.add_argument("--seed", type=int, default=seed, help="seed for random initialisation")
     group.add_argument(
         "--queue-delay-us",
-        type=int,
+        type=_non_negative,
         default=queue_delay_us,
-        help=f"dynamic batcher max queue delay (microseconds) of {delayed}; 0 (default): an "
-        "idle instance never waits, requests that queued while it was busy form its batch",
+        help=f"dynamic batcher max queue delay (microseconds) of {delayed}; 0 (default"
+        f"{default_note}): an idle instance never waits, requests that queued while it was "
+        "busy form its batch",
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +55,11 @@ DEFAULT_MAX_BATCH = 16
 # - torch_aoti (the AOTInductor package through pytorch_aoti, one runner per instance): 4
 #   instances at 2000 us served 0.73-0.88x in process through shared memory against 0.61-0.74x
 #   for 2 (benchmarks/results/gpu_aoti/call22-resnet50-runners.md; 0.71-0.78x in call 25's
-#   repeats); a no-delay row was not measured with one runner per instance.
+#   repeats); a no-delay row was not measured with one runner per instance. On the H200 at
+#   c256 (benchmarks/results/gpu/issue30-goals/session46/notes.md), 4000 us filled the batches
+#   to 64 rows against 54 and served 0.906/0.951x against 0.898/0.911x in one run; 2000 stays,
+#   as a request that fills no preferred size waits the whole delay, and that cost at low
+#   concurrency is not yet measured (--queue-delay-us 4000 writes the longer one).
 GPU_RESNET_BATCHING = {
     "pytorch_libtorch": GpuBatching(instances=2, queue_delay_us=0, preferred=(64, 128, 256)),
     "torch_aoti": GpuBatching(instances=4, queue_delay_us=2000, preferred=(64, 128, 256)),
@@ -96,7 +100,7 @@ class ResNet50Options:
     onnx: Path | None = None
     source: str = "transformers"
     seed: int = 0
-    queue_delay_us: int = 0
+    queue_delay_us: int | None = None  # None: not given (0, or a native GPU build's own)
     pixels_on_device: bool = False  # torch pre-processing hands PIXELS out through DLPack
 
 
@@ -138,6 +142,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         seed=_DEFAULTS.seed,
         queue_delay_us=_DEFAULTS.queue_delay_us,
         delayed="the ONNX model",
+        default_note="; a native GPU build, --engine torch or aoti on a GPU host, writes the "
+        f"delay measured there, {GPU_RESNET_BATCHING['pytorch_libtorch'].queue_delay_us} for "
+        f"TorchScript and {GPU_RESNET_BATCHING['torch_aoti'].queue_delay_us} for an AOTInductor "
+        "package, and keeps its GPU instances and preferred batch sizes whatever delay is given "
+        "here",
     )
     group.add_argument(
         "--pixels-on-device",
@@ -281,7 +290,7 @@ def write_repository(
         max_batch,
         instances=options.instances,
         threads=options.threads,
-        dynamic_batching_delay_us=model_options.queue_delay_us,
+        dynamic_batching_delay_us=model_options.queue_delay_us or 0,
         queue=options.queue,
     )
     set_parameters(model_config, provenance)
@@ -293,8 +302,8 @@ def write_repository(
         calibration_feeds(model_options.seed),
         torch_source=_torch_source(source),  # --engine torch (issue 10) and aoti (issue 30)
     )
-    if _native_gpu(model_config) and model_options.queue_delay_us == _DEFAULTS.queue_delay_us:
-        apply_gpu_batching(model_config, GPU_RESNET_BATCHING[model_config.platform])
+    if _native_gpu(model_config):
+        apply_gpu_batching(model_config, _gpu_batching(model_config.platform, model_options))
     write_model(repo, model_config, files)
     for pre_config, pre_files in preprocess_models(
         options, max_batch, pixels, model_options.pixels_on_device
@@ -388,6 +397,16 @@ def max_batch_size(options: BuildOptions) -> int:
     if options.max_batch_size:
         return options.max_batch_size
     return GPU_MAX_BATCH if _native_gpu_build(options) else DEFAULT_MAX_BATCH
+
+
+def _gpu_batching(platform: str, model_options: ResNet50Options) -> GpuBatching:
+    """The batching measured for ``platform`` on the GPU, with the user's delay if one was
+    given: a delay alone must not drop the instances and preferred sizes (without preferred
+    sizes the package served 0.60-0.62x against 0.89-0.91x, session46/notes.md)."""
+    batching = GPU_RESNET_BATCHING[platform]
+    if model_options.queue_delay_us is None:
+        return batching
+    return replace(batching, queue_delay_us=model_options.queue_delay_us)
 
 
 def _native_gpu_build(options: BuildOptions) -> bool:
