@@ -12,14 +12,17 @@
 # and bert-large, whose packages are built side by side first (below), with BERT-large's loads
 # from the async client only. One carry serves every call (GOALS_FOR=all fits since numpy went
 # as numpy-stub.tar.xz). Name the H100 on every call (the run tool's kind nvidia-h100-x1): in
-# session 45 a call that named no kind got an H200. On a GPU machine of your own:
-# GOALS_BUDGET_S=0.
+# session 45 a call that named no kind got an H200; session 46 was lent H200s only (`status`
+# lists the kinds). Hand the machine back (give_back) after each call: one left warm while its
+# results were read counted 324 s more than its command in session 46. On a GPU machine of your
+# own: GOALS_BUDGET_S=0.
 # One call:
 #   TRITON_KIT_GPU_NATIVE= TRITON_KIT_AOTI_CXX=/usr/bin/g++ GOALS_STEPS="bert-base pytest" \
 #       bash scripts/gpu/bench.sh .whl-goals OUT --script scripts/gpu/goals.sh
 # (TRITON_KIT_GPU_NATIVE=pytorch for pipelines and launcher: they serve TorchScript through
 # Triton's r24.10 pytorch backend.) Steps, each a folder of OUT, in this order:
-#   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm), without and with CUDA
+#   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm, queue delay 4000 and
+#               2000 us), without and with CUDA
 #               graphs, and at c1 with graphs and no dynamic batcher (CUDA shm, and inside
 #               perf_analyzer through Triton's C API: the c1 gap less gRPC), against the same
 #               package in process
@@ -106,8 +109,14 @@ prebuild
 # read 1.83 against 0.71 ms, and its loads cost about two minutes of session 45's call 2, whose
 # deadline then stopped the graphed c256 model before its loads), and with no dynamic batcher:
 # BERT-large's lone request read +0.211 ms without it against +0.302 behind it (session 45).
+# At c256 four instances hold all 256 requests in batches of at most 64 (the first preferred
+# size): at 2000 us the batcher sent 54-row batches, at 4000 us 64-row ones, 0.906/0.951x against
+# 0.898/0.911x on the H200 (session 46, calls A-C: fewer instances, no preferred sizes and finer
+# graphs all lost). Both delays, the longer first; the step took 260 s with two models of two
+# loads there (call C), so four of three should take about 460 s after bench.sh's minute.
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
-    --repeats "$repeats" --no-baseline --cuda-graphs off,on --c1-cuda-graphs on --c1-batcher off \
+    --repeats "$repeats" --no-baseline --cuda-graphs off,on --delays 4000,2000 \
+    --c1-cuda-graphs on --c1-batcher off \
     --c-api --c1-shared-memory cuda "${cpus[@]}" --package-dir "$packages/resnet50" \
     --out "$out/resnet50" ${GOALS_RESNET50_ARGS:-}
 # BERT's inputs (2 KB a request) through system shared memory served BERT-base 0.85-0.90x against
