@@ -250,3 +250,22 @@ def test_calls_on_different_gpus_are_named_each_on_its_own(tmp_path: Path) -> No
     calls = [ln for ln in lines if ln.startswith("| call")]
     assert "at `abc1234` on NVIDIA H100 80GB HBM3: resnet50" in calls[0]
     assert " on NVIDIA H200 with Xeon: pipelines" in calls[1]
+
+
+def test_a_goal_row_names_the_batches_its_loads_formed(tmp_path: Path) -> None:
+    """What capped ResNet-50 at c256 was the batch its loads formed (54 rows at 2000 us, 64 at
+    4000, session 46): a goal row gives each load's rows per execution where Triton's counts
+    gave them, and says nothing where a run predates them."""
+    run = _run(tmp_path)
+    path = run.step("resnet50") / "aoti.json"
+    data = json.loads(path.read_text())
+    load = "aoti_i4_d2000p_c256_cuda_shm"
+    for key, batch in ((load, 53.26), (f"{load}_rep2", 54.0), (f"{load}_rep3", 63.71)):
+        data["served"][key]["server"] = {"queue_ms": 1.2, "rows_per_execution": batch}
+    path.write_text(json.dumps(data))
+    rows = {ln.split(" | ")[0]: ln for ln in goals_report.render(run, "", "").splitlines()
+            if ln.startswith("| ")}  # fmt: skip
+    assert (
+        "CUDA shm; batches of 53.3, 54.0, 63.7 rows)" in rows["| ResNet-50 c256 ≥ 0.9× in process"]
+    )
+    assert "batches of" not in rows["| BERT-base c64 ≥ 0.85× in process"]

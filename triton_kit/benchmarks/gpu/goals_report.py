@@ -64,6 +64,8 @@ class Config:
     asynchronous: bool  # perf_analyzer --async (a load ``..._async``)
     rates: tuple[float, ...]
     best: float  # the in-process best it is compared with
+    # Each load's rows per execution (Triton's counts; None where the run predates them).
+    batches: tuple[float | None, ...] = ()
 
     @property
     def ratios(self) -> tuple[float, ...]:
@@ -93,13 +95,17 @@ def configs(data: dict, concurrency: int) -> list[Config]:
     if not measured:
         return []
     best = max(row["items_per_s"] for row in measured.values())
-    found: dict[tuple[str, str | None, bool], list[float]] = {}
+    found: dict[tuple[str, str | None, bool], list[dict]] = {}
     for key, row in (data.get("served") or {}).items():
         match = aoti_report.LOAD.match(key)
         if match and int(match["concurrency"]) == concurrency and "items_per_s" in row:
             config = (match["model"], match["shm"], match["client"] == "_async")
-            found.setdefault(config, []).append(row["items_per_s"])
-    return [Config(*config, tuple(rates), best) for config, rates in found.items()]
+            found.setdefault(config, []).append(row)
+    return [
+        Config(*config, tuple(r["items_per_s"] for r in rows), best,
+               tuple((r.get("server") or {}).get("rows_per_execution") for r in rows))
+        for config, rows in found.items()
+    ]  # fmt: skip
 
 
 def gathered(config: Config) -> bool:
@@ -170,6 +176,8 @@ def ratios_text(config: Config) -> str:
     rates = ", ".join(f"{rate:,.0f}" for rate in config.rates)
     setting = f"{aoti_report.describe(config.model)}, {aoti_report.WAYS[config.way]}"
     setting += ", async client" if config.asynchronous else ""
+    if config.batches and None not in config.batches:
+        setting += f"; batches of {', '.join(f'{b:.1f}' for b in config.batches)} rows"
     return f"{each} ({rates} against {config.best:,.0f}/s; {setting})"
 
 
