@@ -58,9 +58,21 @@ if [[ -d "$carry/debs" ]]; then
     fi
     # Triton's newer pytorch backend, for AOTInductor packages (served as pytorch_aoti);
     # TRITON_KIT_GPU_AOTI=0 skips it (a minute of device time) for runs that do not serve one.
-    if [[ -d third_party/triton-aoti && "${TRITON_KIT_GPU_AOTI:-1}" != 0 ]] && PYTHONPATH=/tmp/site:$PWD bash scripts/gpu/aoti_backend.sh \
-            "$carry" /tmp/aoti-backend 2>&1 | tee -a "$out/backends-build.log"; then
-        export TRITON_KIT_AOTI_BACKEND=/tmp/aoti-backend/libtriton_pytorch_aoti.so
+    # A carried prebuilt one (aoti-prebuilt.tar.xz) is taken where scripts/gpu/aoti_prebuilt.sh
+    # finds it built from the same inputs against this machine's torch, and linking here; else
+    # it is built, and packed into OUT/prebuilt/ for a later session's carry.
+    aoti_lib=/tmp/aoti-backend/libtriton_pytorch_aoti.so
+    if [[ -d third_party/triton-aoti && "${TRITON_KIT_GPU_AOTI:-1}" != 0 ]]; then
+        if [[ -f "$carry/aoti-prebuilt.tar.xz" ]] && bash scripts/gpu/aoti_prebuilt.sh use \
+                "$carry/aoti-prebuilt.tar.xz" /tmp/aoti-backend 2>> "$out/backends-build.log"; then
+            echo "prebuilt $aoti_lib: carried, built from these inputs, links here" | tee -a "$out/backends-build.log"
+            export TRITON_KIT_AOTI_BACKEND=$aoti_lib
+        elif PYTHONPATH=/tmp/site:$PWD bash scripts/gpu/aoti_backend.sh "$carry" /tmp/aoti-backend 2>&1 \
+                | tee -a "$out/backends-build.log"; then
+            export TRITON_KIT_AOTI_BACKEND=$aoti_lib
+            mkdir -p "$out/prebuilt"
+            bash scripts/gpu/aoti_prebuilt.sh pack "$aoti_lib" "$out/prebuilt/aoti-prebuilt.tar.xz" || true
+        fi
     fi
 fi
 venv=/tmp/stub-venv

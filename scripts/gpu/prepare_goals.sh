@@ -16,6 +16,10 @@ goals=${1:-.whl-goals}
 carry=${2:-.whl}
 bash "$(dirname "$0")/prepare_aoti.sh" "$goals" "$carry" > /dev/null
 cp -al "$carry/tokenizer.json" "$goals/"
+# The pytorch_aoti backend a device call built and packed (OUT/prebuilt/aoti-prebuilt.tar.xz,
+# copied here into the git-ignored .gpu-prebuilt/): bench.sh takes it where its inputs and torch
+# match and it links (scripts/gpu/aoti_prebuilt.sh); else it builds as before.
+if [[ -f .gpu-prebuilt/aoti-prebuilt.tar.xz ]]; then cp -l .gpu-prebuilt/aoti-prebuilt.tar.xz "$goals/"; fi
 case ${GOALS_FOR:-all} in
     engines) exec python3 "$(dirname "$0")/carry_size.py" "$goals" ;;
     pipelines) rm -f "$goals/cuda-shm.tar.xz" ;;
