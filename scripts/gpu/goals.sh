@@ -15,7 +15,9 @@
 # session 45 a call that named no kind got an H200; session 46 was lent H200s only (`status`
 # lists the kinds). Hand the machine back (give_back) after each call: one left warm while its
 # results were read counted 324 s more than its command in session 46. On a GPU machine of your
-# own: GOALS_BUDGET_S=0.
+# own: GOALS_BUDGET_S=0. A call that built pytorch_aoti leaves OUT/prebuilt/aoti-prebuilt.tar.xz:
+# copy it into .gpu-prebuilt/ (not into benchmarks/results), and prepare_goals.sh carries it
+# so that later calls skip the build where it still matches (scripts/gpu/aoti_prebuilt.sh).
 # One call:
 #   TRITON_KIT_GPU_NATIVE= TRITON_KIT_AOTI_CXX=/usr/bin/g++ GOALS_STEPS="bert-base pytest" \
 #       bash scripts/gpu/bench.sh .whl-goals OUT --script scripts/gpu/goals.sh
