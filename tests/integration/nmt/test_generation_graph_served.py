@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -133,13 +134,18 @@ def test_a_batch_is_one_engine_call_with_each_rows_settings(engine_server, model
 
 def test_concurrent_requests_share_one_engine_call(engine_server) -> None:
     """Requests the dynamic batcher gave one ``nmt`` execute reach nmt_generate together:
-    fewer engine calls than requests."""
+    fewer engine calls than requests. Each client's channel is ready and all send at once
+    (a barrier): under the full suite's load on two cores, clients that each connected first
+    sent one after another, and each request had an execute of its own (16 of 16)."""
     texts = [corpus.english(n) for n in _held_out(16)]
     url = engine_server.grpc_url
     before = counts_at_rest(url, "nmt_generate")[0]
+    start = threading.Barrier(len(texts))
 
     def one(text: str) -> str:
         with TritonClient(url, timeout=60) as triton:
+            assert triton.server_ready()
+            start.wait(timeout=60)
             return triton.translate([text], beam_size=4)[0]
 
     with ThreadPoolExecutor(len(texts)) as pool:
