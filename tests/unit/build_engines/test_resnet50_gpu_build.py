@@ -225,3 +225,11 @@ def test_pixels_on_device_is_a_pre_processor_parameter_off_by_default(
     configs = _build(tmp_path, "--engine", "torch", *flags)
     for name in ("resnet50_preprocess", "resnet50_uint8_preprocess"):
         assert configs[name].parameters["pixels_on_device"].string_value == expected
+
+
+def test_a_negative_queue_delay_is_refused_naming_the_flag(capsys: pytest.CaptureFixture) -> None:
+    """Triton would refuse the config at load; the build refuses the flag first."""
+    with pytest.raises(SystemExit) as stopped:
+        parse_build_args(build_parser(), ["resnet50", "--queue-delay-us", "-5"])
+    assert stopped.value.code == 2
+    assert "--queue-delay-us: -5 is negative" in capsys.readouterr().err
