@@ -2,10 +2,11 @@
 # The pytorch_aoti backend (scripts/gpu/aoti_backend.sh) carried prebuilt to the lent GPU
 # machine instead of built there, on machines that go back after every call: session 46's engine
 # calls spent 61-63 s of setup building it and unpacking the carry (the build's share is not
-# timed apart; `backends-build.log` now says which way each call went). A prebuilt backend is used only where it was built from the same
-# inputs: this checkout's aoti_backend.sh and pinned sources, the same build options, and the
-# machine's own torch (version, install path, CUDA or not). It must also link there, every
-# symbol resolved against the machine's torch and the trimmed server. Anything else: build.
+# timed apart; `backends-build.log` now says which way each call went). A prebuilt backend is
+# used only where it was built from the same inputs: this checkout's aoti_backend.sh and pinned
+# sources, the same build options, and the machine's own torch (version, install path, CUDA or
+# not). It must also link there, every symbol resolved against the machine's torch and the
+# trimmed server. Anything else: build.
 #
 #   aoti_prebuilt.sh key                 the inputs' key on this machine (stdout)
 #   aoti_prebuilt.sh pack LIB TAR        LIB with this machine's key, as TAR (xz), there after a
@@ -28,16 +29,16 @@ key() {
     } | sha256sum | cut -d' ' -f1
 }
 
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 case ${1:-} in
     key) key ;;
     pack)
-        lib=$2; tar=$3; work=$(mktemp -d)
-        cp "$lib" "$work/$name" && key > "$work/key"
-        tar -C "$work" -cJf "$tar" "$name" key && rm -rf "$work"
+        cp "$2" "$work/$name" && key > "$work/key"
+        tar -C "$work" -cJf "$3" "$name" key
         ;;
     use)
-        tar=$2; dest=$3; work=$(mktemp -d)
-        trap 'rm -rf "$work"' EXIT
+        tar=$2; dest=$3
         tar -C "$work" -xJf "$tar"
         if [[ "$(cat "$work/key")" != "$(key)" ]]; then
             echo "prebuilt $name: built from other inputs or against another torch" >&2; exit 1

@@ -20,10 +20,11 @@ from triton_kit.server.launcher import free_ports, wait_ready
 def bare_server_for_perf_analyzer(repository: Path) -> Iterator[tuple[str, int]]:
     """(gRPC host:port, server pid), with perf_analyzer installed beside this interpreter."""
     installed_perf_analyzer(Path(sys.executable).parent / "perf_analyzer")
-    backends = assemble_backend_dir(find_installation(), Path(tempfile.mkdtemp()) / "b")
+    installation = find_installation()
+    backends = assemble_backend_dir(installation, Path(tempfile.mkdtemp()) / "b")
     ports = free_ports(3)
     process = subprocess.Popen(bare_command(repository, backends, ports),
-                               env=server_environment(find_installation()),
+                               env=server_environment(installation),
                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                start_new_session=True)  # fmt: skip
     try:

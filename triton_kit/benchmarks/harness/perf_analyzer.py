@@ -25,6 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+# The "Server:" block perf_analyzer prints: the model's counts over the measured windows.
+SERVER_COUNTS = re.compile(r"Inference count: (\d+)\s+Execution count: (\d+)")
+
 
 @dataclass(frozen=True)
 class CApi:
@@ -232,9 +235,6 @@ def run(
             **({"rows_per_execution": batch} if batch else {}),
         },
     }
-
-
-SERVER_COUNTS = re.compile(r"Inference count: (\d+)\s+Execution count: (\d+)")
 
 
 def rows_per_execution(stdout: str) -> float | None:

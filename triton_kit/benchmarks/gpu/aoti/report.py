@@ -82,12 +82,9 @@ def flags(row: dict) -> str:
     sides = [f"{side} {busy[f'{side}_cores']:.1f}" for side in ("client", "server")
              if f"{side}_cores" in busy]  # fmt: skip
     batch = (row.get("server") or {}).get("rows_per_execution")
-    measured = []
-    if sides:
-        measured.append("cores " + ", ".join(sides))
-    if batch:
-        measured.append(f"batch {batch:.1f}")
-    return " ".join([*marks, *([", ".join(measured)] if measured else [])])
+    cores = "cores " + ", ".join(sides) if sides else ""
+    measured = ", ".join(part for part in (cores, batch and f"batch {batch:.1f}") if part)
+    return " ".join([*marks, measured] if measured else marks)
 
 
 def render(data: dict, rows: dict, header: dict[str, str]) -> str:
