@@ -4,18 +4,19 @@
 # `python -m triton_kit.benchmarks.gpu.goals_report`). The carry comes from
 # scripts/gpu/prepare_goals.sh. All steps take about 30 minutes, longer than one device call, and
 # a run kept alive across calls is lost whenever the machine goes back between them (call 36): so
-# each call runs some steps, named in GOALS_STEPS, and stops at its own deadline. Session 43's
-# steps, each after bench.sh's ~90 s of setup: bert-base 409 s, bert-large over 370 s, resnet50
-# over 500 s (its package build alone 117 s); session 41's pipelines 177 s, launcher 118 s for two
-# rounds. A session's 1,800 s of device time counted in full is three calls of ~570 s: so far a
-# complete run took two sessions. The plan for one: pipelines and launcher; resnet50; bert-base
-# and bert-large, whose packages are built side by side first (below), with BERT-large's loads
-# from the async client only. One carry serves every call (GOALS_FOR=all fits since numpy went
-# as numpy-stub.tar.xz: 63.1 of 64 MB with the checkout at 0f98c24; once the results outgrow it,
-# a carry of GOALS_FOR=engines for the engine calls leaves numpy's 8 MB out). Name the H100 on every call (the run tool's kind nvidia-h100-x1): in
-# session 45 a call that named no kind got an H200; session 46 was lent H200s only (`status`
-# lists the kinds). Hand the machine back (give_back) after each call: one left warm while its
-# results were read counted 324 s more than its command in session 46. On a GPU machine of your
+# each call runs some steps, named in GOALS_STEPS, and stops at its own deadline. Session 47 ran
+# every goal in one session, on H200s, in four calls at a setup of ~20 s each (pytorch_aoti
+# carried prebuilt): resnet50 graphed only at both delays, GOALS_REPEATS=2, 256 s; pipelines 187 s
+# and launcher 231 s (four rounds) after 28 s of building the r24.10 backend; bert-base
+# bert-large pytest, GOALS_REPEATS=2, 542 s (both packages side by side 101 s, bert-base 157 s,
+# bert-large 187 s, pytest 97 s); bert-base again 200 s. The machines were held 317, 534, 572 and
+# 256 s: a call holds its machine ~15-70 s longer than its command. One carry serves every call
+# (GOALS_FOR=all: 63.1 of 64 MB with the checkout at 5ba5793; once the results outgrow it, a
+# carry of GOALS_FOR=engines for the engine calls leaves numpy's 8 MB out). Ask `status` which
+# kinds are lent and name the one the goals want where it is listed: the H100 in sessions up to
+# 45, H200s only (nvidia-h200) in sessions 46 and 47. Hand the machine back (give_back) after
+# the last call, or start the next call at once: one left warm while its results were read
+# counted 324 s more than its command in session 46. On a GPU machine of your
 # own: GOALS_BUDGET_S=0. A call that built pytorch_aoti leaves OUT/prebuilt/aoti-prebuilt.tar.xz:
 # copy it into .gpu-prebuilt/ (not into benchmarks/results), and prepare_goals.sh carries it
 # so that later calls skip the build where it still matches (scripts/gpu/aoti_prebuilt.sh).
