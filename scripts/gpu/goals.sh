@@ -27,8 +27,9 @@
 # Triton's r24.10 pytorch backend.) Steps, each a folder of OUT, in this order:
 #   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm, queue delay 4000 and
 #               2000 us), without and with CUDA
-#               graphs, and at c1 with graphs and no dynamic batcher (CUDA shm, and inside
-#               perf_analyzer through Triton's C API: the c1 gap less gRPC), against the same
+#               graphs, and at c1 with graphs and no dynamic batcher (CUDA shm over gRPC and
+#               HTTP, and inside perf_analyzer through Triton's C API: the c1 gap less the
+#               protocol), against the same
 #               package in process
 #   bert-base   the same at c64 (4 instances, system shm), with CUDA graphs only
 #   bert-large  the same at c64 (2 instances, system shm), with CUDA graphs only, async client;
@@ -116,11 +117,16 @@ prebuild
 # At c256 four instances hold all 256 requests in batches of at most 64 (the first preferred
 # size): at 2000 us the batcher sent 54-row batches, at 4000 us 64-row ones, 0.906/0.951x against
 # 0.898/0.911x on the H200 (session 46, calls A-C: fewer instances, no preferred sizes and finer
-# graphs all lost). Both delays, the longer first; the step took 260 s with two models of two
-# loads there (call C), so four of three should take about 460 s after bench.sh's minute.
+# graphs all lost), and 0.969/0.973x against 0.933/0.915x in session 47. Both delays, the longer
+# first; the step took 256-260 s with two graphed models of two loads there, so four of three
+# should take about 460 s after the setup.
+# Every engine step's lone requests go over gRPC and HTTP (--c1-protocols): the batch-1 gap
+# missed the goal on the H200 by 0.008-0.09 ms, gRPC and the client 0.21-0.26 ms of it (session
+# 47), and HTTP's c1 read 0.02-0.09 ms below gRPC's on CPU (batch_one_protocol_cpu.md). Each adds
+# a stability-checked c1 load a batch-1 model.
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
     --repeats "$repeats" --no-baseline --cuda-graphs off,on --delays 4000,2000 \
-    --c1-cuda-graphs on --c1-batcher off \
+    --c1-cuda-graphs on --c1-batcher off --c1-protocols grpc,http \
     --c-api --c1-shared-memory cuda "${cpus[@]}" --package-dir "$packages/resnet50" \
     --out "$out/resnet50" ${GOALS_RESNET50_ARGS:-}
 # BERT's inputs (2 KB a request) through system shared memory served BERT-base 0.85-0.90x against
@@ -136,11 +142,13 @@ step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 
 # BERT-base's batch-1 model goes without it.
 step bert-base python3 -m triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 4 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client sync --c-api \
-    --c1-shared-memory cuda --c1-batcher off "${cpus[@]}" --package-dir "$packages/bert-base" \
+    --c1-shared-memory cuda --c1-batcher off --c1-protocols grpc,http "${cpus[@]}" \
+    --package-dir "$packages/bert-base" \
     --out "$out/bert-base" ${GOALS_BERT_BASE_ARGS:-}
 step bert-large python3 -m triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client "$client" --c-api \
-    --c1-shared-memory cuda --c1-batcher on,off "${cpus[@]}" --package-dir "$packages/bert-large" \
+    --c1-shared-memory cuda --c1-batcher on,off --c1-protocols grpc,http "${cpus[@]}" \
+    --package-dir "$packages/bert-large" \
     --out "$out/bert-large" ${GOALS_BERT_LARGE_ARGS:-}
 step pipelines python3 -m triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$carry/tokenizer.json" \
     --budget-s 240 --models resnet50,bert --out "$out/pipelines"

@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from triton_kit.benchmarks.launcher import bare_command, stop
 from triton_kit.loadtest.tune.environment import perf_analyzer as installed_perf_analyzer
@@ -16,9 +17,15 @@ from triton_kit.server.binary import assemble_backend_dir, find_installation, se
 from triton_kit.server.launcher import free_ports, wait_ready
 
 
+class BareServer(NamedTuple):
+    grpc: str  # host:port
+    pid: int
+    http: str  # host:port
+
+
 @contextmanager
-def bare_server_for_perf_analyzer(repository: Path) -> Iterator[tuple[str, int]]:
-    """(gRPC host:port, server pid), with perf_analyzer installed beside this interpreter."""
+def bare_server_for_perf_analyzer(repository: Path) -> Iterator[BareServer]:
+    """Its endpoints and pid, with perf_analyzer installed beside this interpreter."""
     installed_perf_analyzer(Path(sys.executable).parent / "perf_analyzer")
     installation = find_installation()
     backends = assemble_backend_dir(installation, Path(tempfile.mkdtemp()) / "b")
@@ -29,6 +36,6 @@ def bare_server_for_perf_analyzer(repository: Path) -> Iterator[tuple[str, int]]
                                start_new_session=True)  # fmt: skip
     try:
         assert wait_ready(f"http://127.0.0.1:{ports[0]}", 120.0, process=process)
-        yield f"127.0.0.1:{ports[1]}", process.pid
+        yield BareServer(f"127.0.0.1:{ports[1]}", process.pid, f"127.0.0.1:{ports[0]}")
     finally:
         stop(process)

@@ -28,8 +28,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # A long delay: the batcher waits for a full batch of the concurrency's requests.
     write_doubler(root / "repo", "batched", max_batch_size=MAX_BATCH, queue_delay_us=200_000)
     write_doubler(root / "repo", "alone", max_batch_size=MAX_BATCH)
-    with bare_server_for_perf_analyzer(root / "repo") as (url, _):
-        yield url
+    with bare_server_for_perf_analyzer(root / "repo") as server:
+        yield server.grpc
 
 
 def _triton_counts(url: str, model: str) -> tuple[int, int]:

@@ -22,8 +22,8 @@ from triton_kit.benchmarks.harness.tiny_model import write_doubler
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
     root = tmp_path_factory.mktemp("busy")
     write_doubler(root / "repo", "doubler")
-    with bare_server_for_perf_analyzer(root / "repo") as (url, pid):
-        yield url, pid
+    with bare_server_for_perf_analyzer(root / "repo") as server:
+        yield server.grpc, server.pid
 
 
 def test_a_row_gives_the_cores_the_client_and_the_server_kept_busy(

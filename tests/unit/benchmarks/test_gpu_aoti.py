@@ -412,3 +412,22 @@ def test_the_batch_one_models_can_take_graphs_apart_from_the_batched_ones(tmp_pa
     assert batched_off.graphs == (False,) and batched_off.graphed_anywhere
     with pytest.raises(SystemExit):
         aoti.parse(["--out", str(tmp_path), "--c1-cuda-graphs", "maybe"])
+
+
+def test_the_batch_one_rows_can_go_over_http_too(tmp_path: Path) -> None:
+    """``--c1-protocols grpc,http``: a lone request's served latency is mostly the protocol's
+    (session 47 on the H200: gRPC and the client 0.21-0.26 ms of a +0.31 to +0.39 ms gap, Triton
+    0.09-0.15), and HTTP's c1 read 0.02-0.09 ms below gRPC's on CPU
+    (benchmarks/results/batch_one_protocol_cpu.md): each c1 way once per protocol, keyed
+    ``_http``; the batched loads stay on gRPC; unknown protocols are refused."""
+    assert aoti.parse(["--out", str(tmp_path)]).c1_protocols == ("grpc",)
+    options = aoti.parse(["--out", str(tmp_path), "--c1-protocols", "grpc,http",
+                          "--c1-shared-memory", "cuda", "--shared-memory", "system"])  # fmt: skip
+    assert options.c1_protocols == ("grpc", "http")
+    assert aoti.planned_loads("aoti_i1_d0_cg", options, c1=False) == [
+        (1, "cuda", "sync"), (1, "cuda", "http")
+    ]  # fmt: skip
+    assert aoti.planned_loads("aoti_i4_d2000p", options, c1=False) == [(256, "system", "sync")]
+    assert aoti.load_key("aoti_i1_d0_cg", 1, "cuda", "http", 1) == "aoti_i1_d0_cg_c1_cuda_shm_http"
+    with pytest.raises(SystemExit):
+        aoti.parse(["--out", str(tmp_path), "--c1-protocols", "grpc,quic"])

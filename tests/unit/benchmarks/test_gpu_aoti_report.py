@@ -130,7 +130,7 @@ def test_a_c_api_row_splits_the_batch_one_gap_but_is_not_a_served_row() -> None:
     text = aoti_report.render(RUN, rows, {})
     assert "| 1 inst., no delay | c1 inline, C API (Triton in perf_analyzer) | 700 | — |" in text
     assert "**+0.75 ms**" in text  # 2.00 served, not the 1.50 inside perf_analyzer
-    assert "no gRPC): 1.50 ms (+0.25), so gRPC's part is 0.50 ms." in text
+    assert "no protocol): 1.50 ms (+0.25), so gRPC's part is 0.50 ms." in text
 
 
 def test_async_client_loads_are_named_so() -> None:
@@ -240,3 +240,21 @@ def test_each_load_says_how_many_rows_each_execution_carried() -> None:
     assert "| cores client 2.2, server 5.1, batch 42.3 |" in text
     assert "*batch*: rows per execution" in text
     assert "*batch*" not in aoti_report.render(RUN, RUN["served"], {})  # no row counted them
+
+
+def test_an_http_row_is_named_and_its_protocols_part_is_said_where_it_is_the_fastest() -> None:
+    """The batch-1 gap reads the fastest served way, HTTP's rows too; the part outside Triton
+    then is HTTP's, not gRPC's."""
+    rows = {
+        "aoti_i1_d0_c1_cuda_shm": {"items_per_s": 1300.0, "p50": 0.75, "p95": 0.9, "p99": 1.0},
+        "aoti_i1_d0_c1_cuda_shm_http": {"items_per_s": 1400.0, "p50": 0.70, "p95": 0.8, "p99": 0.9},
+        "aoti_i1_d0_c1_capi": {"items_per_s": 1600.0, "p50": 0.53, "p95": 0.6, "p99": 0.7},
+    }
+    run = {**RUN, "served": rows}
+    assert aoti_report.batch_one(run["in_process"], rows) == (0.70, 1.25)
+    assert aoti_report.batch_one_protocol(rows) == "HTTP"
+    text = aoti_report.render(run, rows, {})
+    assert "| 1 inst., no delay | c1 CUDA shm, HTTP | 1,400 | — |" in text
+    assert "so HTTP's part is 0.17 ms" in text
+    del rows["aoti_i1_d0_c1_cuda_shm_http"]
+    assert aoti_report.batch_one_protocol(rows) == "gRPC"

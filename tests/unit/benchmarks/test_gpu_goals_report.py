@@ -226,6 +226,17 @@ def test_the_batch_one_row_shows_what_decides_the_goal_and_grpcs_part(tmp_path: 
     assert batch.endswith("| 3 of 3 |")
 
 
+def test_the_batch_one_row_names_http_where_it_served_a_lone_request_fastest(
+    tmp_path: Path,
+) -> None:
+    """``--c1-protocols grpc,http``: the part outside Triton is then HTTP's."""
+    capi = {"items_per_s": 660.0, "p50": 1.481, "p95": 1.58, "p99": 2.14}
+    http = {"items_per_s": 650.0, "p50": 1.561, "p95": 1.7, "p99": 2.0}
+    batch = _batch_one_line(tmp_path, {"bert_large_aoti_i1_d0_c1_capi": capi,
+                                       "bert_large_aoti_i1_d0_c1_http": http})  # fmt: skip
+    assert "BERT-large +0.248 ms (HTTP 0.080)" in batch
+
+
 def test_the_batch_one_row_says_when_the_fastest_model_had_no_batcher(tmp_path: Path) -> None:
     """``--c1-batcher on,off`` (the no-delay batcher's thread hop, BERT-large's gap at the
     goal): the goal reads the fastest way, so the row names a setting the build does not write."""

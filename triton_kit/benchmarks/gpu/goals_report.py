@@ -132,12 +132,14 @@ def verdict(values: tuple[float, ...], bound: float) -> str:
 @dataclass(frozen=True)
 class BatchOne:
     """A family's batch-1 gap (ms): the served c1 p50 less the in-process batch-1 p50, each the
-    fastest way; gRPC's part of it (the served c1 less the C API row, Triton inside
-    perf_analyzer), where measured; whether the fastest served model had no batcher."""
+    fastest way; the protocol's part of it (the served c1 less the C API row, Triton inside
+    perf_analyzer), where measured, and which protocol served fastest; whether the fastest
+    served model had no batcher."""
 
     added: float
-    grpc: float | None = None
+    outside: float | None = None
     direct: bool = False
+    protocol: str = "gRPC"
 
 
 def batch_one(data: dict) -> BatchOne | None:
@@ -148,13 +150,15 @@ def batch_one(data: dict) -> BatchOne | None:
     inside = aoti_report.batch_one(in_process, rows, c_api=True)
     found = aoti_report.batch_one_rows(rows)
     direct = "_direct" in min(found, key=found.__getitem__)
-    return BatchOne(served[0] - served[1], served[0] - inside[0] if inside else None, direct)
+    return BatchOne(served[0] - served[1], served[0] - inside[0] if inside else None, direct,
+                    aoti_report.batch_one_protocol(rows))  # fmt: skip
 
 
 def batch_one_text(title: str, gap: BatchOne) -> str:
-    """``title +0.298 ms (gRPC 0.130, no batcher)``: to the µs the verdict reads, and the
-    batch-1 model's setting where it is not the build's (behind the no-delay batcher)."""
-    notes = [] if gap.grpc is None else [f"gRPC {gap.grpc:.3f}"]
+    """``title +0.298 ms (gRPC 0.130, no batcher)``: to the µs the verdict reads, the part the
+    fastest protocol took, and the batch-1 model's setting where it is not the build's (behind
+    the no-delay batcher)."""
+    notes = [] if gap.outside is None else [f"{gap.protocol} {gap.outside:.3f}"]
     notes += ["no batcher"] if gap.direct else []
     return f"{title} {gap.added:+.3f} ms" + (f" ({', '.join(notes)})" if notes else "")
 

@@ -168,13 +168,15 @@ def run(
     asynchronous: bool = False,
     c_api: CApi | None = None,
     server_pid: int | None = None,
+    protocol: str = "grpc",
 ) -> dict:
     """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
 
-    ``url`` is host:port of the gRPC endpoint; ``input_data`` "random" or a JSON file
-    (:func:`text_inputs`; text models need real text). Windows of ``seconds`` until
-    throughput and p99 agree within ``stability`` % (at most 8; on a shared host, 20 % may
-    never be reached). Returns {"skipped"} without a binary
+    ``url`` is host:port of the ``protocol``'s endpoint ("grpc" or "http": a lone request's
+    latency is mostly the protocol's, so the batch-1 rows measure both); ``input_data``
+    "random" or a JSON file (:func:`text_inputs`; text models need real text). Windows of
+    ``seconds`` until throughput and p99 agree within ``stability`` % (at most 8; on a shared
+    host, 20 % may never be reached). Returns {"skipped"} without a binary
     and {"error"} when it fails. ``shared_memory`` "system" or "cuda" sends the inputs (and
     receives outputs of ``output_bytes`` each) through Triton's shared-memory regions instead
     of inside the gRPC messages. ``cpus`` (taskset's list, e.g. "12-15") keeps perf_analyzer
@@ -188,15 +190,17 @@ def run(
     side near its cores' count is what caps the load, not the GPU. Its ``server`` split adds
     ``rows_per_execution`` (:func:`rows_per_execution`) where perf_analyzer printed the counts.
     """
-    if c_api is not None and (shared_memory != "none" or asynchronous):
-        raise ValueError("perf_analyzer's C API mode takes sync requests with inline inputs only")
+    if c_api is not None and (shared_memory != "none" or asynchronous or protocol != "grpc"):
+        raise ValueError("perf_analyzer's C API mode takes sync requests with inline inputs "
+                         "only, and no protocol")  # fmt: skip
     executable = binary()
     if not executable:
         return {"skipped": "perf_analyzer not installed (scripts/install-perf-analyzer.sh)"}
     tag = ("" if shared_memory == "none" else f"-{shared_memory}-shm") + "-async" * asynchronous
     tag += "-capi" if c_api else ""
+    tag += "" if protocol == "grpc" else f"-{protocol}"
     csv_path = out / f"perf_analyzer-{model}-c{concurrency}{tag}.csv"
-    service = ["-u", url.removeprefix("grpc://"), "-i", "grpc"] if c_api is None else [
+    service = ["-u", url.removeprefix("grpc://"), "-i", protocol] if c_api is None else [
         "--service-kind=triton_c_api", f"--triton-server-directory={c_api.server_dir}",
         f"--model-repository={c_api.repository}",
     ]  # fmt: skip

@@ -18,6 +18,7 @@ from triton_kit.build_engines.engines.aoti.config import FINE_GRAPHS_UP_TO, grap
 
 SHARED_MEMORY = ("none", "system", "cuda")
 CLIENTS = ("sync", "async")  # perf_analyzer: a blocking thread per request, or --async
+PROTOCOLS = ("grpc", "http")  # what the batch-1 rows' perf_analyzer speaks
 WARMUPS = ("none", "all")  # none: Triton's default; all: model_warmup at every batch size
 
 
@@ -59,6 +60,7 @@ class Options:
     c1_batcher: tuple[bool, ...] = (True,)
     # The batch-1 models without and/or with CUDA graphs; None: as ``graphs``.
     c1_cuda_graphs: tuple[bool, ...] | None = None
+    c1_protocols: tuple[str, ...] = ("grpc",)  # each batch-1 load over each (HTTP: ``_http``)
 
     @property
     def c1_graphs(self) -> tuple[bool, ...]:
@@ -193,6 +195,12 @@ def parse(argv: list[str] | None) -> Options:
         "load of its own: none, system and/or cuda (default: all three; cuda only on a GPU)",
     )  # fmt: skip
     parser.add_argument(
+        "--c1-protocols", default="grpc",
+        help="grpc and/or http: the batch-1 models' c1 loads over each (loads ..._http); a lone "
+        "request's served latency is mostly the protocol's, and HTTP's read 0.02-0.09 ms below "
+        "gRPC's on CPU (benchmarks/results/batch_one_protocol_cpu.md); default grpc",
+    )  # fmt: skip
+    parser.add_argument(
         "--c1-batcher", default="on",
         help="on and/or off: the batch-1 model behind Triton's dynamic batcher with no delay "
         "and/or with no dynamic_batching at all (rows ..._d0_direct): then Triton's default "
@@ -253,6 +261,10 @@ def parse(argv: list[str] | None) -> Options:
                      f"choose from {SHARED_MEMORY}")  # fmt: skip
     if args.smoke and c1_shm == ("cuda",):
         parser.error("--c1-shared-memory cuda needs a GPU; --smoke runs on CPU")
+    c1_protocols = tuple(dict.fromkeys(args.c1_protocols.split(",")))
+    if set(c1_protocols) - set(PROTOCOLS):
+        parser.error(f"--c1-protocols: unknown {sorted(set(c1_protocols) - set(PROTOCOLS))}; "
+                     f"choose from {PROTOCOLS}")  # fmt: skip
     if args.fine_graphs_up_to < 1:
         parser.error("--fine-graphs-up-to must be at least 1")
     if args.build_only and args.package_dir is None:
@@ -262,7 +274,7 @@ def parse(argv: list[str] | None) -> Options:
                    args.client_cpus, args.repeats, warmups, args.first_calls,
                    gathers, graphs, preferred, clients, args.fine_graphs_up_to,
                    args.c_api, c1_shm, args.package_dir, args.build_only,
-                   c1_batcher, c1_graphs)  # fmt: skip
+                   c1_batcher, c1_graphs, c1_protocols)  # fmt: skip
 
 
 def _on_off(parser: argparse.ArgumentParser, flag: str, value: str) -> tuple[bool, ...]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROW = re.compile(r"^(?P<key>[a-z0-9_]+) (?P<value>\{.*\})$")
 LOAD = re.compile(
-    r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?P<client>_async|_capi)?"
+    r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?P<client>_async|_capi|_http)?"
     r"(?:_rep(?P<rep>\d+))?$"
 )
 MODEL = re.compile(
@@ -38,7 +38,8 @@ BATCH_NOTE = (
     "execution count)"
 )
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
-CLIENTS = {None: "", "_async": ", async client", "_capi": ", C API (Triton in perf_analyzer)"}
+CLIENTS = {None: "", "_async": ", async client", "_capi": ", C API (Triton in perf_analyzer)",
+           "_http": ", HTTP"}  # fmt: skip
 
 
 def served_rows(data: dict, log: Path | None) -> dict:
@@ -243,6 +244,13 @@ def batch_one_rows(rows: dict, c_api: bool = False) -> dict[str, float]:
     return found
 
 
+def batch_one_protocol(rows: dict) -> str:
+    """The protocol of the fastest served batch-1 row: what carried the gap's part outside
+    Triton."""
+    found = batch_one_rows(rows)
+    return "HTTP" if found and min(found, key=found.__getitem__).endswith("_http") else "gRPC"
+
+
 def _batch_one(in_process: dict, rows: dict) -> list[str]:
     found = batch_one(in_process, rows)
     if found is None:
@@ -255,8 +263,9 @@ def _batch_one(in_process: dict, rows: dict) -> list[str]:
     inside = batch_one(in_process, rows, c_api=True)
     if inside is not None:
         text += (
-            f" Triton inside perf_analyzer (its C API, no gRPC): {inside[0]:.2f} ms "
-            f"({inside[0] - alone:+.2f}), so gRPC's part is {served - inside[0]:.2f} ms."
+            f" Triton inside perf_analyzer (its C API, no protocol): {inside[0]:.2f} ms "
+            f"({inside[0] - alone:+.2f}), so {batch_one_protocol(rows)}'s part is "
+            f"{served - inside[0]:.2f} ms."
         )
     return ["", text]
 

@@ -74,11 +74,13 @@ def c_api_row(repo: Path, name: str, backends: Path, options: Options, input_dat
 
 def planned_loads(name: str, options: Options, c1: bool) -> list[tuple[int, str, str]]:
     """(concurrency, shared memory, client) of each load ``name``'s server gets: a batch-1
-    model at c1 each ``--c1-shared-memory`` way (CUDA's only on a GPU), a batched one at the
-    family's concurrency each way and client; ``c1`` adds a c1 load inline (the baseline)."""
+    model at c1 each ``--c1-shared-memory`` way (CUDA's only on a GPU) over each
+    ``--c1-protocols`` (client "sync" for gRPC, "http" for HTTP), a batched one at the family's
+    concurrency each way and client; ``c1`` adds a c1 load inline (the baseline)."""
     if batch_one_row(name):
         ways = [w for w in options.c1_shared_memory if options.settings.gpu or w != "cuda"]
-        loads = [(1, shm, "sync") for shm in ways]
+        clients = ["sync" if protocol == "grpc" else protocol for protocol in options.c1_protocols]
+        loads = [(1, shm, client) for shm in ways for client in clients]
     else:
         loads = [(options.concurrency, shm, client)
                  for shm in options.shared_memory for client in options.clients]  # fmt: skip
@@ -102,8 +104,8 @@ def repeated(loads: list[tuple[int, str, str]], repeats: int) -> list[tuple[int,
 
 
 def load_key(label: str, concurrency: int, shm: str, client: str, repeat: int) -> str:
-    """``<label>_c<N>[_<shm>_shm][_async|_capi][_rep<R>]``: report.LOAD reads it back
-    (``client`` sync, async, or capi: perf_analyzer's C API mode)."""
+    """``<label>_c<N>[_<shm>_shm][_async|_capi|_http][_rep<R>]``: report.LOAD reads it back
+    (``client`` sync, async, capi: perf_analyzer's C API mode, or http: sync over HTTP)."""
     key = f"{label}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
     key += "" if client == "sync" else f"_{client}"
     return key + (f"_rep{repeat}" if repeat > 1 else "")
@@ -184,7 +186,7 @@ def serve_one(
             return {f"{label}_error": f"server not ready; see {log.name}"}
         rows[f"{label}_load"] = {"seconds": round(time.perf_counter() - started, 1)}
         record(f"{label}_load", rows[f"{label}_load"])
-        url = f"127.0.0.1:{ports[1]}"
+        url, http_url = f"127.0.0.1:{ports[1]}", f"127.0.0.1:{ports[0]}"
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
             record(f"{label}_outputs", rows[f"{label}_outputs"])
@@ -194,10 +196,13 @@ def serve_one(
             if process.poll() is not None:
                 break
             key = load_key(label, concurrency, shm, client, repeat)
-            rows[key] = measure(url, name, concurrency, options.seconds, options.out,
-                                shared_memory=shm, output_bytes=options.spec.output_bytes,
-                                input_data=data, cpus=options.client_cpus,
-                                asynchronous=client == "async", server_pid=process.pid)  # fmt: skip
+            http = client == "http"
+            rows[key] = measure(http_url if http else url, name, concurrency, options.seconds,
+                                options.out, shared_memory=shm,
+                                output_bytes=options.spec.output_bytes, input_data=data,
+                                cpus=options.client_cpus, asynchronous=client == "async",
+                                server_pid=process.pid,
+                                protocol="http" if http else "grpc")  # fmt: skip
             record(key, rows[key])
         rows[f"{label}_server_alive"] = process.poll() is None
         record(f"{label}_server_alive", rows[f"{label}_server_alive"])
