@@ -142,8 +142,16 @@ def measure(url: str, model: str, concurrency: int, seconds: float, out: Path, *
     return row
 
 
+def round_order(number: int) -> tuple[str, str]:
+    """Which server a round (numbered from 0) serves first: bare in even rounds, the launcher in
+    odd ones, so that going first or second (a warmer GPU, a freed port, the other's teardown)
+    falls on both alike. Session 47's rounds all served bare first, and the launcher led each."""
+    return ("bare", "launcher") if number % 2 == 0 else ("launcher", "bare")
+
+
 def compare(options: Options) -> dict:
-    """Alternating rounds; the ratio of median throughputs, launcher / bare."""
+    """Rounds of both servers, taking turns at going first (:func:`round_order`); the ratio of
+    median throughputs, launcher / bare."""
     from triton_kit.server.binary import (
         assemble_backend_dir,
         find_installation,
@@ -155,8 +163,8 @@ def compare(options: Options) -> dict:
     backends = assemble_backend_dir(installation, Path(tempfile.mkdtemp(prefix="bare-")) / "b")
     env = server_environment(installation)
     rows: dict[str, list[dict]] = {"bare": [], "launcher": []}
-    for _ in range(options.rounds):
-        for kind in ("bare", "launcher"):
+    for number in range(options.rounds):
+        for kind in round_order(number):
             ports = free_ports(3)
             log = options.out / f"launcher-row-{kind}-server.log"
             command = (
@@ -201,7 +209,8 @@ def report(result: dict, header: str) -> str:
     lines = [
         header,
         f"`{result['model']}` at c{result['concurrency']}, one item a request, perf_analyzer "
-        "(gRPC); rounds alternate bare, launcher. *retried*: the window did not settle and was "
+        "(gRPC); each round serves both, bare first in odd rounds and the launcher first in even "
+        "ones. *retried*: the window did not settle and was "
         "measured again with a doubled window and 50 % stability.",
         "",
         markdown_table(

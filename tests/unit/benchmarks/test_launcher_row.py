@@ -61,3 +61,11 @@ def test_report_names_every_round_and_the_ratio() -> None:
     assert "| launcher | 1 | 99 | 1.10 | 2.10 | 3.10 | yes |" in text
     assert "**launcher / bare = 1.00**" in text
     assert "tiny" in text and "c8" in text
+
+
+def test_rounds_take_turns_at_which_server_goes_first() -> None:
+    """Session 47 (H200): the launcher led bare tritonserver in all four rounds, 1.04-1.07x,
+    and every round had served bare first. Whichever goes first in a round now alternates, so
+    an order effect falls on both sides alike."""
+    orders = [launcher.round_order(number) for number in range(4)]
+    assert orders == [("bare", "launcher"), ("launcher", "bare")] * 2
