@@ -191,6 +191,18 @@ def summarise(rows: dict[str, list[dict]]) -> dict:
     return {"runs": rows, "median_items_per_s": medians, "launcher_over_bare": ratio}
 
 
+def round_ratios(runs: dict[str, list[dict]]) -> list[str]:
+    """Launcher over bare within each round (both servers measured back to back)."""
+    pairs = zip(runs.get("launcher", []), runs.get("bare", []), strict=False)
+    return [f"{ours['items_per_s'] / bare['items_per_s']:.2f}"
+            if "items_per_s" in ours and "items_per_s" in bare else "none"
+            for ours, bare in pairs]  # fmt: skip
+
+
+def _rate(items_per_s: float | None) -> str:
+    return "none" if items_per_s is None else f"{items_per_s:,.0f}"
+
+
 def report(result: dict, header: str) -> str:
     """The markdown report of one run: every round as measured, then the ratio."""
     from triton_kit.benchmarks.harness.measure import markdown_table
@@ -217,8 +229,11 @@ def report(result: dict, header: str) -> str:
             ["server", "round", "items/s", "p50 ms", "p95 ms", "p99 ms", "retried"], rows
         ),
         "",
-        f"Medians: bare {medians['bare']}, launcher {medians['launcher']} items/s. "
+        f"Medians: bare {_rate(medians['bare'])}, launcher {_rate(medians['launcher'])} items/s. "
         + (f"**launcher / bare = {ratio:.2f}**" if ratio else "no ratio: a kind had no good round"),
+        "",
+        f"Each round, launcher / bare: {', '.join(round_ratios(result['runs']))}. Where the "
+        "machine's speed drifts over the run, a round's pair shows it less than the medians.",
     ]
     return "\n".join(lines) + "\n"
 

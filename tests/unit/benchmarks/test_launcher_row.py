@@ -60,6 +60,8 @@ def test_report_names_every_round_and_the_ratio() -> None:
     assert "| bare | 2 | error: x |" in text
     assert "| launcher | 1 | 99 | 1.10 | 2.10 | 3.10 | yes |" in text
     assert "**launcher / bare = 1.00**" in text
+    assert "Medians: bare 100, launcher 100 items/s." in text  # not 100.0 or 110.00000001
+    assert "Each round, launcher / bare: 0.99, none." in text  # round 2's bare failed
     assert "tiny" in text and "c8" in text
 
 
