@@ -386,7 +386,7 @@ def render(calls: Calls, command: str, raw: str, notes: str = "") -> str:
         "met in every load but a fresh server's first, which pays each instance's first call "
         "at every batch size (cuDNN's per-thread plans; "
         "`gpu_aoti/call26-resnet50-first-calls.md`). Not in this run: the launcher on CPU "
-        "(`launcher_cpu.md`: 1.04) and `loadtest tune` on the H100 (`tune_gpu.md`).",
+        "(`launcher_cpu.md`: 0.98) and `loadtest tune` on the H100 (`tune_gpu.md`).",
         "",
     ]
     for folder in FAMILIES:
