@@ -179,7 +179,7 @@ def run(
     host, 20 % may never be reached). Returns {"skipped"} without a binary
     and {"error"} when it fails. ``shared_memory`` "system" or "cuda" sends the inputs (and
     receives outputs of ``output_bytes`` each) through Triton's shared-memory regions instead
-    of inside the gRPC messages. ``cpus`` (taskset's list, e.g. "12-15") keeps perf_analyzer
+    of inside the request messages. ``cpus`` (taskset's list, e.g. "12-15") keeps perf_analyzer
     on those cores, away from the server's. ``asynchronous`` keeps the concurrency's requests
     in flight from perf_analyzer's few async threads (``--async``) instead of a blocking thread
     each. On the H100 (issue 30's goals, session 42) async lost at ResNet-50 c256 (0.81-0.83x

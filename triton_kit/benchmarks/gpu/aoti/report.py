@@ -244,11 +244,21 @@ def batch_one_rows(rows: dict, c_api: bool = False) -> dict[str, float]:
     return found
 
 
+def fastest_batch_one(rows: dict) -> str | None:
+    """The key of the fastest served batch-1 row: the one the gap reads."""
+    found = batch_one_rows(rows)
+    return min(found, key=found.__getitem__) if found else None
+
+
+def protocol_of(key: str | None) -> str:
+    """What carried a served row's requests (its key's ``_http``, else gRPC)."""
+    return "HTTP" if key and key.endswith("_http") else "gRPC"
+
+
 def batch_one_protocol(rows: dict) -> str:
     """The protocol of the fastest served batch-1 row: what carried the gap's part outside
     Triton."""
-    found = batch_one_rows(rows)
-    return "HTTP" if found and min(found, key=found.__getitem__).endswith("_http") else "gRPC"
+    return protocol_of(fastest_batch_one(rows))
 
 
 def _batch_one(in_process: dict, rows: dict) -> list[str]:

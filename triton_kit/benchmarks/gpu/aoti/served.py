@@ -186,7 +186,8 @@ def serve_one(
             return {f"{label}_error": f"server not ready; see {log.name}"}
         rows[f"{label}_load"] = {"seconds": round(time.perf_counter() - started, 1)}
         record(f"{label}_load", rows[f"{label}_load"])
-        url, http_url = f"127.0.0.1:{ports[1]}", f"127.0.0.1:{ports[0]}"
+        url = f"127.0.0.1:{ports[1]}"
+        endpoints = {"grpc": url, "http": f"127.0.0.1:{ports[0]}"}
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
             record(f"{label}_outputs", rows[f"{label}_outputs"])
@@ -196,13 +197,12 @@ def serve_one(
             if process.poll() is not None:
                 break
             key = load_key(label, concurrency, shm, client, repeat)
-            http = client == "http"
-            rows[key] = measure(http_url if http else url, name, concurrency, options.seconds,
+            protocol = "http" if client == "http" else "grpc"
+            rows[key] = measure(endpoints[protocol], name, concurrency, options.seconds,
                                 options.out, shared_memory=shm,
                                 output_bytes=options.spec.output_bytes, input_data=data,
                                 cpus=options.client_cpus, asynchronous=client == "async",
-                                server_pid=process.pid,
-                                protocol="http" if http else "grpc")  # fmt: skip
+                                server_pid=process.pid, protocol=protocol)  # fmt: skip
             record(key, rows[key])
         rows[f"{label}_server_alive"] = process.poll() is None
         record(f"{label}_server_alive", rows[f"{label}_server_alive"])
