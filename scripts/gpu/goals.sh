@@ -26,14 +26,12 @@
 # (TRITON_KIT_GPU_NATIVE=pytorch for pipelines and launcher: they serve TorchScript through
 # Triton's r24.10 pytorch backend.) Steps, each a folder of OUT, in this order:
 #   resnet50    the AOTInductor package at c256 (4 instances, CUDA shm, queue delay 4000 and
-#               2000 us), without and with CUDA
-#               graphs, and at c1 with graphs and no dynamic batcher (CUDA shm over gRPC and
-#               HTTP, and inside perf_analyzer through Triton's C API: the c1 gap less the
-#               protocol), against the same
-#               package in process
+#               2000 us), without and with CUDA graphs, and at c1 with graphs and no dynamic
+#               batcher (CUDA shm over gRPC, HTTP and one gRPC stream, and inside perf_analyzer
+#               through Triton's C API: the c1 gap less the protocol), against the same package
+#               in process
 #   bert-base   the same at c64 (4 instances, system shm), with CUDA graphs only
-#   bert-large  the same at c64 (2 instances, system shm), with CUDA graphs only, async client;
-#               its batch-1 model with and without the dynamic batcher (the others' without)
+#   bert-large  the same at c64 (2 instances, system shm), with CUDA graphs only, async client
 #   pipelines   the resnet50 JPEG ensemble and the bert text model against their pipelines in
 #               process (the kit's own TorchScript builds)
 #   launcher    the kit's launcher against a bare tritonserver on the same repository, four
@@ -120,13 +118,13 @@ prebuild
 # graphs all lost), and 0.969/0.973x against 0.933/0.915x in session 47. Both delays, the longer
 # first; the step took 256-260 s with two graphed models of two loads there, so four of three
 # should take about 460 s after the setup.
-# Every engine step's lone requests go over gRPC and HTTP (--c1-protocols): the batch-1 gap
-# missed the goal on the H200 by 0.008-0.09 ms, gRPC and the client 0.21-0.26 ms of it (session
-# 47), and HTTP's c1 read 0.02-0.09 ms below gRPC's on CPU (batch_one_protocol_cpu.md). Each adds
-# a stability-checked c1 load a batch-1 model.
+# Every engine step's lone requests go over gRPC, HTTP and one gRPC stream (--c1-protocols): the
+# batch-1 gap missed the goal on the H200 by 0.008-0.09 ms, gRPC and the client 0.21-0.26 ms of
+# it (session 47), and on CPU HTTP's c1 read 0.02-0.09 ms below gRPC's and the stream's 0.04-0.06
+# (batch_one_protocol_cpu.md). Each adds a stability-checked c1 load a batch-1 model.
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
     --repeats "$repeats" --no-baseline --cuda-graphs off,on --delays 4000,2000 \
-    --c1-cuda-graphs on --c1-batcher off --c1-protocols grpc,http \
+    --c1-cuda-graphs on --c1-batcher off --c1-protocols grpc,http,grpc-stream \
     --c-api --c1-shared-memory cuda "${cpus[@]}" --package-dir "$packages/resnet50" \
     --out "$out/resnet50" ${GOALS_RESNET50_ARGS:-}
 # BERT's inputs (2 KB a request) through system shared memory served BERT-base 0.85-0.90x against
@@ -136,18 +134,18 @@ step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 
 # goals, call A), three 0.89x against four's 0.90x (session 42): four, with graphs only (without,
 # four served 0.66-0.77x in call A). BERT-large served 0.96x with graphs against 0.92-0.94x
 # without (session 42): graphs only. Its batch-1 gap read +0.311 and +0.298 ms against the goal's
-# 0.3 (sessions 42 and 43), of which Triton's own part was 0.17 ms, queue 0.06: its batch-1 model
-# is served behind the no-delay batcher and without it (--c1-batcher on,off), one thread's
-# wake-up fewer per request: +0.302 against +0.211 ms, queue 0.069 against 0.034 ms (session 45).
-# BERT-base's batch-1 model goes without it.
+# 0.3 (sessions 42 and 43), of which Triton's own part was 0.17 ms, queue 0.06. Without the
+# no-delay batcher, one thread's wake-up fewer per request, it read +0.211 against +0.302 ms,
+# queue 0.034 against 0.069 ms (session 45), and 1.69 against 1.73 ms (session 47): every
+# batch-1 model goes without it.
 step bert-base python3 -m triton_kit.benchmarks.gpu.aoti --family bert-base --seconds 2 --instances 4 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client sync --c-api \
-    --c1-shared-memory cuda --c1-batcher off --c1-protocols grpc,http "${cpus[@]}" \
+    --c1-shared-memory cuda --c1-batcher off --c1-protocols grpc,http,grpc-stream "${cpus[@]}" \
     --package-dir "$packages/bert-base" \
     --out "$out/bert-base" ${GOALS_BERT_BASE_ARGS:-}
 step bert-large python3 -m triton_kit.benchmarks.gpu.aoti --family bert-large --seconds 2 --instances 2 \
     --shared-memory system --repeats "$repeats" --cuda-graphs on --client "$client" --c-api \
-    --c1-shared-memory cuda --c1-batcher on,off --c1-protocols grpc,http "${cpus[@]}" \
+    --c1-shared-memory cuda --c1-batcher off --c1-protocols grpc,http,grpc-stream "${cpus[@]}" \
     --package-dir "$packages/bert-large" \
     --out "$out/bert-large" ${GOALS_BERT_LARGE_ARGS:-}
 step pipelines python3 -m triton_kit.benchmarks.gpu.pipelines --seconds 2 --tokenizer "$carry/tokenizer.json" \

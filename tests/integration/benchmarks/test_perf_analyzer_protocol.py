@@ -51,6 +51,30 @@ def test_a_grpc_load_is_refused_at_the_http_endpoint(server: BareServer, tmp_pat
     assert "error" in row
 
 
+@pytest.mark.parametrize("shared_memory", ["none", "system"])
+def test_a_c1_load_can_go_over_one_grpc_stream(
+    server: BareServer, tmp_path: Path, shared_memory: str
+) -> None:
+    """perf_analyzer's ``--streaming``: each request on one bidirectional gRPC stream (a stream
+    skips each call's setup; on this machine its c1 p50 read below unary gRPC's,
+    benchmarks/results/batch_one_protocol_cpu.md)."""
+    before = inference_count(server.grpc, "alone")
+    row = perf_analyzer.run(server.grpc, "alone", 1, 1.0, tmp_path, stability=100,
+                            shared_memory=shared_memory, output_bytes=16,
+                            protocol="grpc-stream")  # fmt: skip
+    assert "error" not in row, row.get("error")
+    assert row["server"]["rows_per_execution"] == 1.0
+    assert inference_count(server.grpc, "alone") - before >= row["items_per_s"] * 1.0 * 0.5
+    assert sorted(p.name for p in tmp_path.glob("*.csv")) == [
+        f"perf_analyzer-alone-c1{'' if shared_memory == 'none' else '-system-shm'}-grpc-stream.csv"
+    ]
+
+
+def test_an_unknown_protocol_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="quic"):
+        perf_analyzer.run("127.0.0.1:1", "m", 1, 1.0, tmp_path, protocol="quic")
+
+
 def test_the_c_api_takes_no_protocol(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="C API"):
         perf_analyzer.run("", "m", 1, 1.0, tmp_path, protocol="http",

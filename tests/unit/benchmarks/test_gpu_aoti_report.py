@@ -258,3 +258,17 @@ def test_an_http_row_is_named_and_its_protocols_part_is_said_where_it_is_the_fas
     assert "so HTTP's part is 0.17 ms" in text
     del rows["aoti_i1_d0_c1_cuda_shm_http"]
     assert aoti_report.batch_one_protocol(rows) == "gRPC"
+
+
+def test_a_grpc_stream_row_is_named_and_read_back() -> None:
+    """A c1 row over one gRPC stream (``_stream``) is a load of its own in the table, and the
+    part outside Triton is the stream's where it is the fastest."""
+    rows = {
+        "aoti_i1_d0_c1_cuda_shm": {"items_per_s": 1300.0, "p50": 0.75, "p95": 0.9, "p99": 1.0},
+        "aoti_i1_d0_c1_cuda_shm_stream": {"items_per_s": 1450.0, "p50": 0.68, "p95": 0.8, "p99": 1},
+        "aoti_i1_d0_c1_capi": {"items_per_s": 1600.0, "p50": 0.53, "p95": 0.6, "p99": 0.7},
+    }
+    text = aoti_report.render({**RUN, "served": rows}, rows, {})
+    assert "| 1 inst., no delay | c1 CUDA shm, gRPC stream | 1,450 | — |" in text
+    assert aoti_report.batch_one_protocol(rows) == "a gRPC stream"
+    assert "so a gRPC stream's part is 0.15 ms" in text

@@ -26,6 +26,9 @@ from pathlib import Path
 import numpy as np
 
 # The "Server:" block perf_analyzer prints: the model's counts over the measured windows.
+# What perf_analyzer speaks to the server: unary gRPC, HTTP, or gRPC with every request on one
+# bidirectional stream (``--streaming``: no call setup per request).
+PROTOCOLS = ("grpc", "http", "grpc-stream")
 SERVER_COUNTS = re.compile(r"Inference count: (\d+)\s+Execution count: (\d+)")
 
 
@@ -172,8 +175,10 @@ def run(
 ) -> dict:
     """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
 
-    ``url`` is host:port of the ``protocol``'s endpoint ("grpc" or "http": a lone request's
-    latency is mostly the protocol's, so the batch-1 rows measure both); ``input_data``
+    ``url`` is host:port of the ``protocol``'s endpoint (:data:`PROTOCOLS`: "grpc", "http", or
+    "grpc-stream", gRPC with every request on one bidirectional stream, perf_analyzer's
+    ``--streaming``: a lone request's latency is mostly the protocol's, so the batch-1 rows
+    measure each); ``input_data``
     "random" or a JSON file (:func:`text_inputs`; text models need real text). Windows of
     ``seconds`` until throughput and p99 agree within ``stability`` % (at most 8; on a shared
     host, 20 % may never be reached). Returns {"skipped"} without a binary
@@ -190,6 +195,8 @@ def run(
     side near its cores' count is what caps the load, not the GPU. Its ``server`` split adds
     ``rows_per_execution`` (:func:`rows_per_execution`) where perf_analyzer printed the counts.
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r}: choose from {PROTOCOLS}")
     if c_api is not None and (shared_memory != "none" or asynchronous or protocol != "grpc"):
         raise ValueError("perf_analyzer's C API mode takes sync requests with inline inputs "
                          "only, and no protocol")  # fmt: skip
@@ -200,7 +207,9 @@ def run(
     tag += "-capi" if c_api else ""
     tag += "" if protocol == "grpc" else f"-{protocol}"
     csv_path = out / f"perf_analyzer-{model}-c{concurrency}{tag}.csv"
-    service = ["-u", url.removeprefix("grpc://"), "-i", protocol] if c_api is None else [
+    wire = "http" if protocol == "http" else "grpc"
+    streaming = ["--streaming"] if protocol == "grpc-stream" else []
+    service = ["-u", url.removeprefix("grpc://"), "-i", wire, *streaming] if c_api is None else [
         "--service-kind=triton_c_api", f"--triton-server-directory={c_api.server_dir}",
         f"--model-repository={c_api.repository}",
     ]  # fmt: skip

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from triton_kit.benchmarks.gpu.aoti.family import FAMILIES, Family, families
 from triton_kit.benchmarks.gpu.settings import Settings
+from triton_kit.benchmarks.harness.perf_analyzer import PROTOCOLS
 from triton_kit.build_engines.engines.aoti.config import FINE_GRAPHS_UP_TO, graph_batch_sizes
 
 SHARED_MEMORY = ("none", "system", "cuda")
 CLIENTS = ("sync", "async")  # perf_analyzer: a blocking thread per request, or --async
-PROTOCOLS = ("grpc", "http")  # what the batch-1 rows' perf_analyzer speaks
 WARMUPS = ("none", "all")  # none: Triton's default; all: model_warmup at every batch size
 
 
@@ -60,7 +60,8 @@ class Options:
     c1_batcher: tuple[bool, ...] = (True,)
     # The batch-1 models without and/or with CUDA graphs; None: as ``graphs``.
     c1_cuda_graphs: tuple[bool, ...] | None = None
-    c1_protocols: tuple[str, ...] = ("grpc",)  # each batch-1 load over each (HTTP: ``_http``)
+    # Each batch-1 load over each (perf_analyzer.PROTOCOLS; keys ``_http``, ``_stream``).
+    c1_protocols: tuple[str, ...] = ("grpc",)
 
     @property
     def c1_graphs(self) -> tuple[bool, ...]:
@@ -196,9 +197,10 @@ def parse(argv: list[str] | None) -> Options:
     )  # fmt: skip
     parser.add_argument(
         "--c1-protocols", default="grpc",
-        help="grpc and/or http: the batch-1 models' c1 loads over each (loads ..._http); a lone "
-        "request's served latency is mostly the protocol's, and HTTP's read 0.02-0.09 ms below "
-        "gRPC's on CPU (benchmarks/results/batch_one_protocol_cpu.md); default grpc",
+        help="grpc, http and/or grpc-stream (every request on one gRPC stream, perf_analyzer's "
+        "--streaming): the batch-1 models' c1 loads over each (loads ..._http, ..._stream); a "
+        "lone request's served latency is mostly the protocol's, and on CPU HTTP's and the "
+        "stream's read below gRPC's (benchmarks/results/batch_one_protocol_cpu.md); default grpc",
     )  # fmt: skip
     parser.add_argument(
         "--c1-batcher", default="on",

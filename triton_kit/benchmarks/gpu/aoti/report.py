@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROW = re.compile(r"^(?P<key>[a-z0-9_]+) (?P<value>\{.*\})$")
 LOAD = re.compile(
-    r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?P<client>_async|_capi|_http)?"
+    r"^(?P<model>.+?)_c(?P<concurrency>\d+)(?:_(?P<shm>system|cuda)_shm)?(?P<client>_async|_capi|_http|_stream)?"
     r"(?:_rep(?P<rep>\d+))?$"
 )
 MODEL = re.compile(
@@ -39,7 +39,7 @@ BATCH_NOTE = (
 )
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
 CLIENTS = {None: "", "_async": ", async client", "_capi": ", C API (Triton in perf_analyzer)",
-           "_http": ", HTTP"}  # fmt: skip
+           "_http": ", HTTP", "_stream": ", gRPC stream"}  # fmt: skip
 
 
 def served_rows(data: dict, log: Path | None) -> dict:
@@ -251,8 +251,10 @@ def fastest_batch_one(rows: dict) -> str | None:
 
 
 def protocol_of(key: str | None) -> str:
-    """What carried a served row's requests (its key's ``_http``, else gRPC)."""
-    return "HTTP" if key and key.endswith("_http") else "gRPC"
+    """What carried a served row's requests (its key's ``_http`` or ``_stream``, else gRPC)."""
+    if key and key.endswith("_http"):
+        return "HTTP"
+    return "a gRPC stream" if key and key.endswith("_stream") else "gRPC"
 
 
 def batch_one_protocol(rows: dict) -> str:

@@ -21,6 +21,10 @@ from triton_kit.benchmarks.gpu.aoti.repository import AOTI_BACKEND, BASELINE
 
 Record = Callable[[str, object], None]  # a row as it is measured: Results.record's step bound
 
+# A batch-1 load's client, each protocol's, as its key names it (load_key), and back.
+CLIENT_OF = {"grpc": "sync", "http": "http", "grpc-stream": "stream"}
+PROTOCOL_OF = {client: protocol for protocol, client in CLIENT_OF.items()}
+
 
 def printed(key: str, value: object) -> None:
     print(key, value, flush=True)
@@ -75,11 +79,11 @@ def c_api_row(repo: Path, name: str, backends: Path, options: Options, input_dat
 def planned_loads(name: str, options: Options, c1: bool) -> list[tuple[int, str, str]]:
     """(concurrency, shared memory, client) of each load ``name``'s server gets: a batch-1
     model at c1 each ``--c1-shared-memory`` way (CUDA's only on a GPU) over each
-    ``--c1-protocols`` (client "sync" for gRPC, "http" for HTTP), a batched one at the family's
+    ``--c1-protocols`` (client :data:`CLIENT_OF` the protocol), a batched one at the family's
     concurrency each way and client; ``c1`` adds a c1 load inline (the baseline)."""
     if batch_one_row(name):
         ways = [w for w in options.c1_shared_memory if options.settings.gpu or w != "cuda"]
-        clients = ["sync" if protocol == "grpc" else protocol for protocol in options.c1_protocols]
+        clients = [CLIENT_OF[protocol] for protocol in options.c1_protocols]
         loads = [(1, shm, client) for shm in ways for client in clients]
     else:
         loads = [(options.concurrency, shm, client)
@@ -104,8 +108,9 @@ def repeated(loads: list[tuple[int, str, str]], repeats: int) -> list[tuple[int,
 
 
 def load_key(label: str, concurrency: int, shm: str, client: str, repeat: int) -> str:
-    """``<label>_c<N>[_<shm>_shm][_async|_capi|_http][_rep<R>]``: report.LOAD reads it back
-    (``client`` sync, async, capi: perf_analyzer's C API mode, or http: sync over HTTP)."""
+    """``<label>_c<N>[_<shm>_shm][_async|_capi|_http|_stream][_rep<R>]``: report.LOAD reads it
+    back (``client`` sync, async, capi: perf_analyzer's C API mode, http: sync over HTTP, or
+    stream: sync on one gRPC stream)."""
     key = f"{label}_c{concurrency}" + ("" if shm == "none" else f"_{shm}_shm")
     key += "" if client == "sync" else f"_{client}"
     return key + (f"_rep{repeat}" if repeat > 1 else "")
@@ -187,7 +192,7 @@ def serve_one(
         rows[f"{label}_load"] = {"seconds": round(time.perf_counter() - started, 1)}
         record(f"{label}_load", rows[f"{label}_load"])
         url = f"127.0.0.1:{ports[1]}"
-        endpoints = {"grpc": url, "http": f"127.0.0.1:{ports[0]}"}
+        endpoints = {"grpc": url, "http": f"127.0.0.1:{ports[0]}", "grpc-stream": url}
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
             record(f"{label}_outputs", rows[f"{label}_outputs"])
@@ -197,7 +202,7 @@ def serve_one(
             if process.poll() is not None:
                 break
             key = load_key(label, concurrency, shm, client, repeat)
-            protocol = "http" if client == "http" else "grpc"
+            protocol = PROTOCOL_OF.get(client, "grpc")
             rows[key] = measure(endpoints[protocol], name, concurrency, options.seconds,
                                 options.out, shared_memory=shm,
                                 output_bytes=options.spec.output_bytes, input_data=data,
