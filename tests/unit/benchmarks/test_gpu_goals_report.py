@@ -222,19 +222,28 @@ def test_the_batch_one_row_shows_what_decides_the_goal_and_grpcs_part(tmp_path: 
     was measured, gRPC's part of the gap."""
     capi = {"items_per_s": 660.0, "p50": 1.481, "p95": 1.58, "p99": 2.14}
     batch = _batch_one_line(tmp_path, {"bert_large_aoti_i1_d0_c1_capi": capi})
-    assert "ResNet-50 +0.100 ms, BERT-base -0.100 ms, BERT-large +0.298 ms (gRPC 0.130)" in batch
+    assert ("ResNet-50 +0.100 ms, BERT-base -0.100 ms, BERT-large +0.298 ms "
+            "(gRPC, whose part was 0.130)") in batch  # fmt: skip
     assert batch.endswith("| 3 of 3 |")
 
 
 def test_the_batch_one_row_names_http_where_it_served_a_lone_request_fastest(
     tmp_path: Path,
 ) -> None:
-    """``--c1-protocols grpc,http``: the part outside Triton is then HTTP's."""
+    """``--c1-protocols grpc,http``: the part outside Triton is then HTTP's, and the row says
+    what unary gRPC, the default way, added (session 48: the goal met over HTTP or one gRPC
+    stream, two of three families missing it over unary gRPC)."""
     capi = {"items_per_s": 660.0, "p50": 1.481, "p95": 1.58, "p99": 2.14}
     http = {"items_per_s": 650.0, "p50": 1.561, "p95": 1.7, "p99": 2.0}
     batch = _batch_one_line(tmp_path, {"bert_large_aoti_i1_d0_c1_capi": capi,
                                        "bert_large_aoti_i1_d0_c1_http": http})  # fmt: skip
-    assert "BERT-large +0.248 ms (HTTP 0.080)" in batch
+    assert "BERT-large +0.248 ms (HTTP, whose part was 0.080; unary gRPC +0.298)" in batch
+    stream = {"items_per_s": 655.0, "p50": 1.541, "p95": 1.7, "p99": 2.0}
+    rows = {"bert_large_aoti_i1_d0_c1_capi": capi, "bert_large_aoti_i1_d0_c1_http": http,
+            "bert_large_aoti_i1_d0_c1_stream": stream}  # fmt: skip
+    batch = _batch_one_line(tmp_path / "stream", rows)
+    assert ("BERT-large +0.228 ms (a gRPC stream, whose part was 0.060; unary gRPC +0.298)"
+            in batch)  # fmt: skip
 
 
 def test_the_batch_one_row_says_when_the_fastest_model_had_no_batcher(tmp_path: Path) -> None:
@@ -242,7 +251,7 @@ def test_the_batch_one_row_says_when_the_fastest_model_had_no_batcher(tmp_path: 
     goal): the goal reads the fastest way, so the row names a setting the build does not write."""
     direct = {"items_per_s": 640.0, "p50": 1.583, "p95": 1.7, "p99": 2.0}
     batch = _batch_one_line(tmp_path, {"bert_large_aoti_i1_d0_direct_c1": direct})
-    assert "BERT-large +0.270 ms (no batcher)" in batch
+    assert "BERT-large +0.270 ms (no batcher)" in batch  # no C API row, no other protocol
     assert "ResNet-50 +0.100 ms," in batch  # behind the batcher: nothing added
 
 
