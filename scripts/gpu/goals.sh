@@ -4,17 +4,17 @@
 # `python -m triton_kit.benchmarks.gpu.goals_report`). The carry comes from
 # scripts/gpu/prepare_goals.sh. All steps take about 30 minutes, longer than one device call, and
 # a run kept alive across calls is lost whenever the machine goes back between them (call 36): so
-# each call runs some steps, named in GOALS_STEPS, and stops at its own deadline. Session 47 ran
-# every goal in one session, on H200s, in four calls at a setup of ~20 s each (pytorch_aoti
-# carried prebuilt): resnet50 graphed only at both delays, GOALS_REPEATS=2, 256 s; pipelines 187 s
-# and launcher 231 s (four rounds) after 28 s of building the r24.10 backend; bert-base
-# bert-large pytest, GOALS_REPEATS=2, 542 s (both packages side by side 101 s, bert-base 157 s,
-# bert-large 187 s, pytest 97 s); bert-base again 200 s. The machines were held 317, 534, 572 and
-# 256 s: a call holds its machine ~15-70 s longer than its command. One carry serves every call
-# (GOALS_FOR=all: 63.1 of 64 MB with the checkout at 5ba5793; once the results outgrow it, a
+# each call runs some steps, named in GOALS_STEPS, and stops at its own deadline. Session 48 ran
+# every goal in one session, on H200s, in three calls at a setup of ~20 s each (pytorch_aoti
+# carried prebuilt), GOALS_REPEATS=2, c1 over three protocols: resnet50 graphed only at both
+# delays 261 s; bert-base bert-large 471 s (both packages side by side 98 s, bert-base 195 s,
+# bert-large 178 s); pipelines 194 s and launcher 212 s (four rounds). The machines were held
+# 313, 500 and 508 s: a call holds its machine ~15-70 s longer than its command. pytest took 97 s
+# in session 47. One carry serves every call
+# (GOALS_FOR=all: 63.7 of 64 MB with the checkout at e519800; once the results outgrow it, a
 # carry of GOALS_FOR=engines for the engine calls leaves numpy's 8 MB out). Ask `status` which
 # kinds are lent and name the one the goals want where it is listed: the H100 in sessions up to
-# 45, H200s only (nvidia-h200) in sessions 46 and 47. Hand the machine back (give_back) after
+# 45, H200s only (nvidia-h200) in sessions 46 to 48. Hand the machine back (give_back) after
 # the last call, or start the next call at once: one left warm while its results were read
 # counted 324 s more than its command in session 46. On a GPU machine of your
 # own: GOALS_BUDGET_S=0. A call that built pytorch_aoti leaves OUT/prebuilt/aoti-prebuilt.tar.xz:
@@ -120,8 +120,9 @@ prebuild
 # should take about 460 s after the setup.
 # Every engine step's lone requests go over gRPC, HTTP and one gRPC stream (--c1-protocols): the
 # batch-1 gap missed the goal on the H200 by 0.008-0.09 ms, gRPC and the client 0.21-0.26 ms of
-# it (session 47), and on CPU HTTP's c1 read 0.02-0.09 ms below gRPC's and the stream's 0.04-0.06
-# (batch_one_protocol_cpu.md). Each adds a stability-checked c1 load a batch-1 model.
+# it (session 47); in session 48 HTTP and the stream each read 0.07-0.10 ms below unary gRPC and
+# met it (gpu.md; on CPU, batch_one_protocol_cpu.md, HTTP led in three pairs of four and the stream
+# in two). Each adds a stability-checked c1 load a batch-1 model.
 step resnet50 python3 -m triton_kit.benchmarks.gpu.aoti --seconds 2 --instances 4 --shared-memory cuda \
     --repeats "$repeats" --no-baseline --cuda-graphs off,on --delays 4000,2000 \
     --c1-cuda-graphs on --c1-batcher off --c1-protocols grpc,http,grpc-stream \

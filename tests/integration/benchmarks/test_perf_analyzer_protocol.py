@@ -1,8 +1,8 @@
-"""perf_analyzer's loads over HTTP as well as gRPC: a lone request's served latency is mostly
-the protocol's (issue 30's batch-1 goal missed on the H200 in session 47 by 0.008-0.09 ms, of
-which gRPC and the client took 0.21-0.26 ms and Triton's C API 0.09-0.15), and on this CPU
-machine HTTP's c1 p50 read 0.02-0.09 ms below gRPC's in four of four pairs
-(benchmarks/results/batch_one_protocol_cpu.md).
+"""perf_analyzer's loads over HTTP and one gRPC stream as well as unary gRPC: a lone request's
+served latency is mostly the protocol's (issue 30's batch-1 goal missed on the H200 in session
+47 by 0.008-0.09 ms over unary gRPC, of which gRPC and the client took 0.21-0.26 ms and Triton's
+C API 0.09-0.15; in session 48 HTTP and the stream each read 0.07-0.10 ms below unary gRPC and
+met it, benchmarks/results/gpu.md).
 
 A real bare tritonserver serving the python doubler, real perf_analyzer over each protocol;
 Triton's own inference count is the independent reference that the requests went through.
@@ -56,8 +56,8 @@ def test_a_c1_load_can_go_over_one_grpc_stream(
     server: BareServer, tmp_path: Path, shared_memory: str
 ) -> None:
     """perf_analyzer's ``--streaming``: each request on one bidirectional gRPC stream (a stream
-    skips each call's setup; on this machine its c1 p50 read below unary gRPC's,
-    benchmarks/results/batch_one_protocol_cpu.md)."""
+    skips each call's setup; on the H200 its c1 p50 read 0.08-0.10 ms below unary gRPC's,
+    benchmarks/results/gpu.md, session 48)."""
     before = inference_count(server.grpc, "alone")
     row = perf_analyzer.run(server.grpc, "alone", 1, 1.0, tmp_path, stability=100,
                             shared_memory=shared_memory, output_bytes=16,

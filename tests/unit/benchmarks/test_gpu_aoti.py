@@ -436,8 +436,8 @@ def test_the_batch_one_rows_can_go_over_http_too(tmp_path: Path) -> None:
 def test_the_batch_one_rows_can_go_over_a_grpc_stream(tmp_path: Path) -> None:
     """``--c1-protocols grpc-stream``: perf_analyzer's ``--streaming``, each request on one
     long-lived bidirectional gRPC stream instead of an RPC of its own (gRPC's performance guide:
-    a stream skips each call's setup). On this CPU machine its c1 p50 read 0.04-0.06 ms below
-    unary gRPC's (benchmarks/results/batch_one_protocol_cpu.md). Keyed ``_stream``."""
+    a stream skips each call's setup). On the H200 its c1 p50 read 0.08-0.10 ms below unary
+    gRPC's (benchmarks/results/gpu.md, session 48). Keyed ``_stream``."""
     options = aoti.parse(["--out", str(tmp_path), "--c1-protocols", "grpc,http,grpc-stream",
                           "--c1-shared-memory", "cuda"])  # fmt: skip
     assert options.c1_protocols == ("grpc", "http", "grpc-stream")

@@ -102,12 +102,11 @@ def test_resnet50_at_c256_is_served_at_the_longer_delay_and_the_built_one(tmp_pa
 
 
 def test_every_lone_request_is_measured_over_grpc_http_and_a_grpc_stream(tmp_path: Path) -> None:
-    """The batch-1 goal missed on the H200 by 0.008-0.09 ms, of which gRPC and the client took
-    0.21-0.26 ms (session 47), and HTTP's c1 read 0.02-0.09 ms below gRPC's on CPU
-    (benchmarks/results/batch_one_protocol_cpu.md): each engine step's batch-1 rows go over both,
-    and the report reads the faster. On one gRPC stream the CPU's c1 read 0.04-0.06 ms below
-    unary gRPC's as well (batch_one_protocol_cpu.md): the stream is a third way. Mocked: python3
-    is a stub."""
+    """The batch-1 goal missed on the H200 by 0.008-0.09 ms over unary gRPC, of which gRPC and the
+    client took 0.21-0.26 ms (session 47): each engine step's batch-1 rows go over unary gRPC,
+    HTTP and one gRPC stream, and the report reads the fastest. In session 48 HTTP and the
+    stream each read 0.07-0.10 ms below unary gRPC and met the goal (benchmarks/results/gpu.md).
+    Mocked: python3 is a stub."""
     runs = _logged_runs(tmp_path, "resnet50 bert-base bert-large")
     steps = [run for run in runs if "--build-only" not in run]
     assert len(steps) == 3

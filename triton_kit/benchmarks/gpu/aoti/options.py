@@ -199,8 +199,8 @@ def parse(argv: list[str] | None) -> Options:
         "--c1-protocols", default="grpc",
         help="grpc, http and/or grpc-stream (every request on one gRPC stream, perf_analyzer's "
         "--streaming): the batch-1 models' c1 loads over each (loads ..._http, ..._stream); a "
-        "lone request's served latency is mostly the protocol's, and on CPU HTTP's and the "
-        "stream's read below gRPC's (benchmarks/results/batch_one_protocol_cpu.md); default grpc",
+        "lone request's served latency is mostly the protocol's: on the H200 HTTP's and the "
+        "stream's read 0.07-0.10 ms below unary gRPC's (benchmarks/results/gpu.md); default grpc",
     )  # fmt: skip
     parser.add_argument(
         "--c1-batcher", default="on",
