@@ -10,6 +10,7 @@ Triton's own inference count is the independent reference that the requests went
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,18 +31,40 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BareServer]:
 
 
 @pytest.mark.parametrize("shared_memory", ["none", "system"])
-def test_a_c1_load_goes_over_http_to_the_http_endpoint(
-    server: BareServer, tmp_path: Path, shared_memory: str
-) -> None:
+@pytest.mark.parametrize(
+    ("protocol", "flags"),
+    [("http", ["-i", "http"]), ("grpc-stream", ["-i", "grpc", "--streaming"])],
+)
+def test_a_c1_load_goes_over_its_protocol(
+    server: BareServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    shared_memory: str, protocol: str, flags: list[str],
+) -> None:  # fmt: skip
+    """HTTP to the HTTP endpoint; ``grpc-stream``, perf_analyzer's ``--streaming``, every request
+    on one bidirectional gRPC stream to the gRPC endpoint (a stream skips each call's setup; on
+    the H200 its c1 p50 read 0.08-0.10 ms below unary gRPC's, benchmarks/results/gpu.md, session
+    48). The real perf_analyzer runs; its command line is read on the way (a spy, not a mock)."""
+    commands: list[list[str]] = []
+    real_run = subprocess.run
+
+    def spy(command, *args, **kwargs):
+        commands.append(list(command))
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(perf_analyzer.subprocess, "run", spy)
+    url = server.http if protocol == "http" else server.grpc
     before = inference_count(server.grpc, "alone")
-    row = perf_analyzer.run(server.http, "alone", 1, 1.0, tmp_path, stability=100,
+    row = perf_analyzer.run(url, "alone", 1, 1.0, tmp_path, stability=100,
                             shared_memory=shared_memory, output_bytes=16,
-                            protocol="http")  # fmt: skip
+                            protocol=protocol)  # fmt: skip
     assert "error" not in row, row.get("error")
     assert row["server"]["rows_per_execution"] == 1.0
     assert inference_count(server.grpc, "alone") - before >= row["items_per_s"] * 1.0 * 0.5
+    (command,) = commands
+    at = command.index("-i")
+    assert command[at : at + len(flags)] == flags
+    assert ("--streaming" in command) == (protocol == "grpc-stream")
     assert sorted(p.name for p in tmp_path.glob("*.csv")) == [
-        f"perf_analyzer-alone-c1{'' if shared_memory == 'none' else '-system-shm'}-http.csv"
+        f"perf_analyzer-alone-c1{'' if shared_memory == 'none' else '-system-shm'}-{protocol}.csv"
     ]
 
 
@@ -49,25 +72,6 @@ def test_a_grpc_load_is_refused_at_the_http_endpoint(server: BareServer, tmp_pat
     """The protocol is what perf_analyzer speaks, not a label: gRPC at the HTTP port fails."""
     row = perf_analyzer.run(server.http, "alone", 1, 1.0, tmp_path, stability=100)
     assert "error" in row
-
-
-@pytest.mark.parametrize("shared_memory", ["none", "system"])
-def test_a_c1_load_can_go_over_one_grpc_stream(
-    server: BareServer, tmp_path: Path, shared_memory: str
-) -> None:
-    """perf_analyzer's ``--streaming``: each request on one bidirectional gRPC stream (a stream
-    skips each call's setup; on the H200 its c1 p50 read 0.08-0.10 ms below unary gRPC's,
-    benchmarks/results/gpu.md, session 48)."""
-    before = inference_count(server.grpc, "alone")
-    row = perf_analyzer.run(server.grpc, "alone", 1, 1.0, tmp_path, stability=100,
-                            shared_memory=shared_memory, output_bytes=16,
-                            protocol="grpc-stream")  # fmt: skip
-    assert "error" not in row, row.get("error")
-    assert row["server"]["rows_per_execution"] == 1.0
-    assert inference_count(server.grpc, "alone") - before >= row["items_per_s"] * 1.0 * 0.5
-    assert sorted(p.name for p in tmp_path.glob("*.csv")) == [
-        f"perf_analyzer-alone-c1{'' if shared_memory == 'none' else '-system-shm'}-grpc-stream.csv"
-    ]
 
 
 def test_an_unknown_protocol_is_refused(tmp_path: Path) -> None:
