@@ -10,9 +10,10 @@
 # delays 261 s; bert-base bert-large 471 s (both packages side by side 98 s, bert-base 195 s,
 # bert-large 178 s); pipelines 194 s and launcher 212 s (four rounds). The machines were held
 # 313, 500 and 508 s: a call holds its machine ~15-70 s longer than its command. pytest took 97 s
-# in session 47. One carry serves every call
-# (GOALS_FOR=all: 63.7 of 64 MB with the checkout at e519800; once the results outgrow it, a
-# carry of GOALS_FOR=engines for the engine calls leaves numpy's 8 MB out). Ask `status` which
+# in session 47. One carry serves every call (GOALS_FOR=all: 62.8 of 64 MB with session 48's
+# results in the checkout and the raw servers' logs xz-compressed, benchmarks/results/gpu/
+# README.md; once the results outgrow it, a carry of GOALS_FOR=engines for the engine calls
+# leaves numpy's 8 MB out). Ask `status` which
 # kinds are lent and name the one the goals want where it is listed: the H100 in sessions up to
 # 45, H200s only (nvidia-h200) in sessions 46 to 48. Hand the machine back (give_back) after
 # the last call, or start the next call at once: one left warm while its results were read

@@ -95,7 +95,7 @@ def test_cuda_graphs_are_tritons_own_field_on_a_gpu_build_only() -> None:
     # largest first. The graphs of an instance share one memory pool, and a smaller graph fits in
     # the blocks a larger one freed, not the other way round: ResNet-50's 48 sizes captured
     # smallest first held 50 GiB in that pool and ran the H100 out of memory at batch 40 of the
-    # fourth instance (issue 30, call B's server-aoti_i4_d2000p_cg.log).
+    # fourth instance (issue 30, call B's server-aoti_i4_d2000p_cg.log.xz).
     assert [(w.batch_size, w.count) for w in gpu.model_warmup] == [(s, 1) for s in sizes[::-1]]
     (warm_input,) = gpu.model_warmup[-1].inputs.values()
     assert list(warm_input.dims) == [3, 224, 224] and warm_input.zero_data
