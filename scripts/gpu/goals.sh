@@ -155,5 +155,9 @@ step pipelines python3 -m triton_kit.benchmarks.gpu.pipelines --seconds 2 --toke
 step launcher python3 -m triton_kit.benchmarks.gpu.serving --seconds 2 --steps launcher \
     --variants native_i4_d2000p --launcher-rounds 4 --out "$out/launcher"
 step pytest python3 -m pytest -q -p no:cacheprovider tests/integration/server/test_aoti_backend.py
+# The servers' own logs come back xz-compressed, as benchmarks/results keeps them (gpu/README.md:
+# the checkout travels with every call); run.log and the reports' other inputs stay as they are.
+find "$out" -type f \( -name 'server-*.log' -o -name 'tritonserver*.log' -o -name '*-tritonserver.log' \
+    -o -name 'launcher-row-*-server.log' \) -exec xz -9 {} +
 echo "[goals $(date -u +%H:%M:%S)] done"
 touch "$out/done"

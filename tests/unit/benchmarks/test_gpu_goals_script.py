@@ -111,3 +111,30 @@ def test_every_lone_request_is_measured_over_grpc_http_and_a_grpc_stream(tmp_pat
     steps = [run for run in runs if "--build-only" not in run]
     assert len(steps) == 3
     assert all(_value(run, "--c1-protocols") == "grpc,http,grpc-stream" for run in steps)
+
+
+def test_the_servers_logs_come_back_compressed_and_the_rest_does_not(tmp_path: Path) -> None:
+    """benchmarks/results keeps the servers' own logs xz-compressed, so that the checkout still
+    fits a device call's 64 MiB (session 48's raw results took the goals carry to 64.2 MB):
+    goals.sh compresses them itself, and leaves the logs the reports read (run.log) as they are.
+    Mocked: python3 is a stub that writes the logs a step would."""
+    stubs, out = tmp_path / "bin", tmp_path / "out"
+    stubs.mkdir()
+    out.mkdir()
+    step = out / "resnet50"
+    writes = " ".join(f"echo served > {step / name};" for name in
+                      ("server-aoti_i1_d0.log", "tritonserver.log", "launcher-row-bare-server.log",
+                       "run.log"))  # fmt: skip
+    (stubs / "python3").write_text(f"#!/bin/sh\nmkdir -p {step}; {writes}\n")
+    (stubs / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "GOALS_STEPS": "resnet50",
+           "GOALS_BUDGET_S": "0"}  # fmt: skip
+    subprocess.run(["bash", str(ROOT / "scripts/gpu/goals.sh"), str(tmp_path), str(out)],
+                   env=env, capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    assert sorted(p.name for p in step.iterdir()) == [
+        "launcher-row-bare-server.log.xz", "run.log", "server-aoti_i1_d0.log.xz",
+        "tritonserver.log.xz",
+    ]  # fmt: skip
+    unpacked = subprocess.run(["xz", "-dc", str(step / "server-aoti_i1_d0.log.xz")],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    assert unpacked.stdout == "served\n"
