@@ -151,10 +151,10 @@ def batch_one(data: dict) -> BatchOne | None:
     if served is None:
         return None
     inside = aoti_report.batch_one(in_process, rows, c_api=True)
-    fastest = aoti_report.fastest_batch_one(rows) or ""
+    found = aoti_report.batch_one_rows(rows)
+    fastest = min(found, key=found.__getitem__)  # batch_one found some
     protocol = aoti_report.protocol_of(fastest)
-    unary = [p50 for key, p50 in aoti_report.batch_one_rows(rows).items()
-             if aoti_report.protocol_of(key) == "gRPC"]  # fmt: skip
+    unary = [p50 for key, p50 in found.items() if aoti_report.protocol_of(key) == "gRPC"]
     return BatchOne(served[0] - served[1], served[0] - inside[0] if inside else None,
                     "_direct" in fastest, protocol,
                     min(unary) - served[1] if unary and protocol != "gRPC" else None)  # fmt: skip

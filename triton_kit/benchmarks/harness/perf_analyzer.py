@@ -29,6 +29,13 @@ import numpy as np
 # What perf_analyzer speaks to the server: unary gRPC, HTTP, or gRPC with every request on one
 # bidirectional stream (``--streaming``: no call setup per request).
 PROTOCOLS = ("grpc", "http", "grpc-stream")
+
+
+def endpoint(protocol: str) -> str:
+    """The server endpoint a protocol of :data:`PROTOCOLS` goes to: "http" or "grpc"."""
+    return "http" if protocol == "http" else "grpc"
+
+
 SERVER_COUNTS = re.compile(r"Inference count: (\d+)\s+Execution count: (\d+)")
 
 
@@ -175,25 +182,25 @@ def run(
 ) -> dict:
     """One perf_analyzer measurement at batch 1: rate, p50/p95/p99 (ms) and Triton's split.
 
-    ``url`` is host:port of the ``protocol``'s endpoint (:data:`PROTOCOLS`: "grpc", "http", or
-    "grpc-stream", gRPC with every request on one bidirectional stream, perf_analyzer's
-    ``--streaming``: a lone request's latency is mostly the protocol's, so the batch-1 rows
-    measure each); ``input_data``
-    "random" or a JSON file (:func:`text_inputs`; text models need real text). Windows of
-    ``seconds`` until throughput and p99 agree within ``stability`` % (at most 8; on a shared
-    host, 20 % may never be reached). Returns {"skipped"} without a binary
-    and {"error"} when it fails. ``shared_memory`` "system" or "cuda" sends the inputs (and
-    receives outputs of ``output_bytes`` each) through Triton's shared-memory regions instead
-    of inside the request messages. ``cpus`` (taskset's list, e.g. "12-15") keeps perf_analyzer
-    on those cores, away from the server's. ``asynchronous`` keeps the concurrency's requests
-    in flight from perf_analyzer's few async threads (``--async``) instead of a blocking thread
-    each. On the H100 (issue 30's goals, session 42) async lost at ResNet-50 c256 (0.81-0.83x
-    against 0.87-0.92x) and won a little at BERT-large c64 (0.94-0.96x against 0.92-0.95x).
-    ``c_api``: Triton in perf_analyzer's own process instead of the server at ``url`` (sync,
-    inline inputs only). The row's ``cpu`` gives the cores perf_analyzer kept busy over its run
-    (its CPU time over the run's wall time), and the server's where ``server_pid`` is given: a
-    side near its cores' count is what caps the load, not the GPU. Its ``server`` split adds
-    ``rows_per_execution`` (:func:`rows_per_execution`) where perf_analyzer printed the counts.
+    ``url`` is host:port of the ``protocol``'s :func:`endpoint` (:data:`PROTOCOLS`: "grpc",
+    "http", or "grpc-stream", gRPC with every request on one bidirectional stream,
+    perf_analyzer's ``--streaming``: a lone request's latency is mostly the protocol's, so the
+    batch-1 rows measure each); ``input_data`` "random" or a JSON file (:func:`text_inputs`;
+    text models need real text). Windows of ``seconds`` until throughput and p99 agree within
+    ``stability`` % (at most 8; on a shared host, 20 % may never be reached). Returns
+    {"skipped"} without a binary and {"error"} when it fails. ``shared_memory`` "system" or
+    "cuda" sends the inputs (and receives outputs of ``output_bytes`` each) through Triton's
+    shared-memory regions instead of inside the request messages. ``cpus`` (taskset's list, e.g.
+    "12-15") keeps perf_analyzer on those cores, away from the server's. ``asynchronous`` keeps
+    the concurrency's requests in flight from perf_analyzer's few async threads (``--async``)
+    instead of a blocking thread each. On the H100 (issue 30's goals, session 42) async lost at
+    ResNet-50 c256 (0.81-0.83x against 0.87-0.92x) and won a little at BERT-large c64
+    (0.94-0.96x against 0.92-0.95x). ``c_api``: Triton in perf_analyzer's own process instead of
+    the server at ``url`` (sync, inline inputs only). The row's ``cpu`` gives the cores
+    perf_analyzer kept busy over its run (its CPU time over the run's wall time), and the
+    server's where ``server_pid`` is given: a side near its cores' count is what caps the load,
+    not the GPU. Its ``server`` split adds ``rows_per_execution`` (:func:`rows_per_execution`)
+    where perf_analyzer printed the counts.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r}: choose from {PROTOCOLS}")
@@ -207,9 +214,10 @@ def run(
     tag += "-capi" if c_api else ""
     tag += "" if protocol == "grpc" else f"-{protocol}"
     csv_path = out / f"perf_analyzer-{model}-c{concurrency}{tag}.csv"
-    wire = "http" if protocol == "http" else "grpc"
     streaming = ["--streaming"] if protocol == "grpc-stream" else []
-    service = ["-u", url.removeprefix("grpc://"), "-i", wire, *streaming] if c_api is None else [
+    service = [
+        "-u", url.removeprefix("grpc://"), "-i", endpoint(protocol), *streaming,
+    ] if c_api is None else [
         "--service-kind=triton_c_api", f"--triton-server-directory={c_api.server_dir}",
         f"--model-repository={c_api.repository}",
     ]  # fmt: skip

@@ -40,6 +40,7 @@ BATCH_NOTE = (
 WAYS = {None: "inline", "system": "system shm", "cuda": "CUDA shm"}
 CLIENTS = {None: "", "_async": ", async client", "_capi": ", C API (Triton in perf_analyzer)",
            "_http": ", HTTP", "_stream": ", gRPC stream"}  # fmt: skip
+PROTOCOL_NAMES = {"_http": "HTTP", "_stream": "a gRPC stream"}  # a load's client: else gRPC
 
 
 def served_rows(data: dict, log: Path | None) -> dict:
@@ -252,9 +253,8 @@ def fastest_batch_one(rows: dict) -> str | None:
 
 def protocol_of(key: str | None) -> str:
     """What carried a served row's requests (its key's ``_http`` or ``_stream``, else gRPC)."""
-    if key and key.endswith("_http"):
-        return "HTTP"
-    return "a gRPC stream" if key and key.endswith("_stream") else "gRPC"
+    load = LOAD.match(key) if key else None
+    return PROTOCOL_NAMES.get(load["client"], "gRPC") if load else "gRPC"
 
 
 def batch_one_protocol(rows: dict) -> str:

@@ -170,7 +170,7 @@ def serve_one(
 ) -> dict:
     """One model on a bare server of its own; rows are keyed by ``name`` (``_pool<N>`` added
     where the memory pools are not Triton's defaults)."""
-    from triton_kit.benchmarks.harness.perf_analyzer import pinned
+    from triton_kit.benchmarks.harness.perf_analyzer import endpoint, pinned
     from triton_kit.benchmarks.launcher import bare_command, measure, stop
     from triton_kit.server.binary import find_installation, server_environment
     from triton_kit.server.launcher import free_ports, wait_ready
@@ -192,7 +192,7 @@ def serve_one(
         rows[f"{label}_load"] = {"seconds": round(time.perf_counter() - started, 1)}
         record(f"{label}_load", rows[f"{label}_load"])
         url = f"127.0.0.1:{ports[1]}"
-        endpoints = {"grpc": url, "http": f"127.0.0.1:{ports[0]}", "grpc-stream": url}
+        endpoints = {"grpc": url, "http": f"127.0.0.1:{ports[0]}"}
         if reference is not None:
             rows[f"{label}_outputs"] = served_outputs(url, name, options.spec, reference)
             record(f"{label}_outputs", rows[f"{label}_outputs"])
@@ -203,7 +203,7 @@ def serve_one(
                 break
             key = load_key(label, concurrency, shm, client, repeat)
             protocol = PROTOCOL_OF.get(client, "grpc")
-            rows[key] = measure(endpoints[protocol], name, concurrency, options.seconds,
+            rows[key] = measure(endpoints[endpoint(protocol)], name, concurrency, options.seconds,
                                 options.out, shared_memory=shm,
                                 output_bytes=options.spec.output_bytes, input_data=data,
                                 cpus=options.client_cpus, asynchronous=client == "async",
