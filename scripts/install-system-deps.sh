@@ -32,6 +32,8 @@ pkg-config --exists nlohmann_json 2>/dev/null || missing_apt+=(nlohmann-json3-de
 command -v cmake >/dev/null 2>&1 || missing_apt+=(cmake)
 command -v ninja >/dev/null 2>&1 || missing_apt+=(ninja-build)
 command -v patchelf >/dev/null 2>&1 || missing_apt+=(patchelf)
+# goals.sh compresses the servers' logs, and its test unpacks one.
+command -v xz >/dev/null 2>&1 || missing_apt+=(xz-utils)
 [[ -f /usr/include/rapidjson/document.h ]] || missing_apt+=(rapidjson-dev)
 pkg-config --exists sentencepiece 2>/dev/null || missing_apt+=(libsentencepiece-dev)
 
